@@ -1,0 +1,199 @@
+package manifest
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// sample returns a deterministic manifest of n items spread over groups, versions,
+// namespaces and owner chains, with labels and annotations as real objects carry them.
+func sample(n int) *Manifest {
+	kinds := []struct{ group, version, kind, resource string }{
+		{"", "v1", "ConfigMap", "configmaps"},
+		{"", "v1", "Secret", "secrets"},
+		{"apps", "v1", "Deployment", "deployments"},
+		{"cluster.x-k8s.io", "v1beta1", "Machine", "machines"},
+	}
+	m := New(n)
+	for i := range n {
+		k := kinds[i%len(kinds)]
+		it := &Item{
+			Group: k.group, Version: k.version, Kind: k.kind, Resource: k.resource,
+			Namespace: fmt.Sprintf("ns-%03d", i%97),
+			Name:      fmt.Sprintf("%s-%08d", strings.ToLower(k.kind), i),
+			UID:       uid(i),
+			Labels: PairsFromMap(map[string]string{
+				"app.kubernetes.io/name":        fmt.Sprintf("app-%d", i%50),
+				"cluster.x-k8s.io/cluster-name": fmt.Sprintf("c-%d", i%20),
+			}),
+			Annotations: PairsFromMap(map[string]string{"restoregraph.dev/index": fmt.Sprint(i)}),
+		}
+		if i > 0 && i%3 != 0 {
+			it.OwnerUIDs = []types.UID{uid(i - 1)}
+		}
+		if _, err := m.Add(it); err != nil {
+			panic(err)
+		}
+	}
+	return m
+}
+
+// uid returns a random-looking but reproducible UUID for i, so that compressed sizes
+// are those of real UIDs rather than of a counter.
+func uid(i int) types.UID {
+	h := fnv.New128a()
+	fmt.Fprint(h, i)
+	b := h.Sum(nil)
+	return types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]))
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	m := sample(500)
+	mustAdd(t, m, &Item{Version: "v1", Kind: "Namespace", Resource: "namespaces", Name: `odd "name" <&>`, UID: "ns"})
+	for _, tc := range []struct {
+		name   string
+		encode func(*bytes.Buffer, *Manifest) error
+	}{
+		{"plain", func(b *bytes.Buffer, m *Manifest) error { return Encode(b, m) }},
+		{"gzip", func(b *bytes.Buffer, m *Manifest) error { return EncodeGzip(b, m) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			require.NoError(t, tc.encode(&buf, m))
+			got, err := Decode(&buf)
+			require.NoError(t, err)
+			assert.Equal(t, m.Items(), got.Items())
+		})
+	}
+	t.Run("empty", func(t *testing.T) {
+		var buf bytes.Buffer
+		require.NoError(t, Encode(&buf, New(0)))
+		got, err := Decode(&buf)
+		require.NoError(t, err)
+		assert.Zero(t, got.Len())
+	})
+	t.Run("encoding is deterministic", func(t *testing.T) {
+		var a, b bytes.Buffer
+		require.NoError(t, Encode(&a, sample(50)))
+		require.NoError(t, Encode(&b, sample(50)))
+		assert.Equal(t, a.String(), b.String())
+	})
+}
+
+func TestFiles(t *testing.T) {
+	dir := t.TempDir()
+	m := sample(40)
+	for _, name := range []string{"manifest.json", "manifest.json.gz"} {
+		path := filepath.Join(dir, name)
+		require.NoError(t, WriteFile(path, m))
+		raw, err := os.ReadFile(path)
+		require.NoError(t, err)
+		gz := raw[0] == 0x1f && raw[1] == 0x8b
+		assert.Equal(t, strings.HasSuffix(name, ".gz"), gz, name)
+		got, err := ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, m.Items(), got.Items())
+	}
+	entries, _ := os.ReadDir(dir)
+	assert.Len(t, entries, 2, "no temporary files are left behind")
+
+	_, err := ReadFile(filepath.Join(dir, "missing.json"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestDecodeKeyOrderAndUnknownFields(t *testing.T) {
+	// Keys sorted alphabetically put namespaces before version, and a future field appears.
+	doc := `{"groupVersions":[{"group":"apps","namespaces":[{"items":[{"kind":"Deployment","name":"web","resource":"deployments","uid":"u1","future":[1,2]}],"namespace":"shop"}],"version":"v1"}],"formatVersion":"1","extra":{"a":1}}`
+	m, err := Decode(strings.NewReader(doc))
+	require.NoError(t, err)
+	it, ok := m.ByUID("u1")
+	require.True(t, ok)
+	assert.Equal(t, &Item{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespace: "shop", Name: "web", UID: "u1"}, it)
+}
+
+func TestDecodeErrorsSayWhere(t *testing.T) {
+	good := `{"kind":"ConfigMap","resource":"configmaps","name":"a","uid":"u1"}`
+	wrap := func(items string) string {
+		return `{"formatVersion":"1","groupVersions":[{"group":"","version":"v1","namespaces":[{"namespace":"n","items":[` + items + `]}]}]}`
+	}
+	tests := []struct {
+		name, doc, path, msg string
+		is                   error
+	}{
+		{"not json", `hello`, "", "invalid character", nil},
+		{"wrong format", `{"formatVersion":"9","groupVersions":[]}`, "/formatVersion", "", ErrUnsupportedFormat},
+		{"no format", `{"groupVersions":[]}`, "/formatVersion", "missing", nil},
+		{"bad field type", wrap(good + `,{"kind":"ConfigMap","resource":"configmaps","name":7,"uid":"u2"}`), "/groupVersions/0/namespaces/0/items/1/name", "expected a string", nil},
+		{"duplicate uid", wrap(good + `,{"kind":"ConfigMap","resource":"configmaps","name":"b","uid":"u1"}`), "/groupVersions/0/namespaces/0/items/1", "", ErrItemAlreadyExists},
+		{"missing uid", wrap(`{"kind":"ConfigMap","resource":"configmaps","name":"b"}`), "/groupVersions/0/namespaces/0/items/0", "uid", nil},
+		{"truncated in an item", wrap(good)[:120], "/groupVersions/0/namespaces/0/items/0/kind", "unexpected EOF", nil},
+		{"truncated between items", wrap(good + ",")[:171], "/groupVersions/0/namespaces/0/items", "unexpected EOF", nil},
+		{"label value not a string", wrap(`{"kind":"ConfigMap","resource":"configmaps","name":"b","uid":"u","labels":{"a":1}}`), "/groupVersions/0/namespaces/0/items/0/labels/a", "expected a string", nil},
+		{"duplicate label key", wrap(`{"kind":"ConfigMap","resource":"configmaps","name":"b","uid":"u","labels":{"a":"1","a":"2"}}`), "/groupVersions/0/namespaces/0/items/0/labels", "duplicate", nil},
+		{"key with a slash", wrap(`{"kind":"ConfigMap","resource":"configmaps","name":"b","uid":"u","labels":{"a/b":{}}}`), "/groupVersions/0/namespaces/0/items/0/labels/a~1b", "", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode(strings.NewReader(tc.doc))
+			var de *DecodeError
+			require.ErrorAs(t, err, &de)
+			assert.Equal(t, tc.path, de.Path)
+			assert.Contains(t, err.Error(), tc.msg)
+			if tc.is != nil {
+				assert.True(t, errors.Is(err, tc.is), err)
+			}
+		})
+	}
+	t.Run("corrupt gzip", func(t *testing.T) {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write([]byte(wrap(good)))
+		zw.Close()
+		raw := buf.Bytes()
+		raw = raw[:len(raw)/2]
+		_, err := Decode(bytes.NewReader(raw))
+		var de *DecodeError
+		require.ErrorAs(t, err, &de)
+	})
+}
+
+func FuzzDecode(f *testing.F) {
+	var buf bytes.Buffer
+	_ = Encode(&buf, sample(5))
+	f.Add(buf.Bytes())
+	f.Add([]byte(`{"formatVersion":"1","groupVersions":[{"namespaces":[{"items":[{}]}]}]}`))
+	f.Add([]byte(`{"formatVersion":"1"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Decode(bytes.NewReader(data))
+		if err != nil {
+			var de *DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("error is not a *DecodeError: %v", err)
+			}
+			return
+		}
+		// Whatever decodes must survive a round trip unchanged.
+		var out bytes.Buffer
+		if err := Encode(&out, m); err != nil {
+			t.Fatal(err)
+		}
+		again, err := Decode(&out)
+		if err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+		if again.Len() != m.Len() {
+			t.Fatalf("round trip changed the item count: %d != %d", again.Len(), m.Len())
+		}
+	})
+}

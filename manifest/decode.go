@@ -1,0 +1,391 @@
+package manifest
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Decode reads a manifest written by Encode or EncodeGzip; gzip is detected from the
+// content. Errors are *DecodeError values that name where decoding failed.
+func Decode(r io.Reader) (*Manifest, error) {
+	br := bufio.NewReaderSize(r, 256<<10)
+	var src io.Reader = br
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, &DecodeError{Path: "(gzip header)", Err: err}
+		}
+		// Inflate on a second goroutine so that decompression and parsing overlap.
+		ra := newReadAhead(zr, 256<<10, 4)
+		defer ra.Close()
+		src = ra
+	}
+	d := &decoder{dec: jsontext.NewDecoder(src), m: New(0), interned: make(map[string]string)}
+	if err := d.document(); err != nil {
+		return nil, err
+	}
+	return d.m, nil
+}
+
+// maxCountHint bounds the itemCount hint, so that a hostile header cannot make the
+// decoder reserve memory for items that are not there.
+const maxCountHint = 1 << 24
+
+// decoder reads the format token by token. It allocates items, pairs and the bytes of
+// strings in slabs: a million-item manifest is then a few thousand heap objects rather
+// than tens of millions, which is what keeps decoding fast and the garbage collector idle.
+type decoder struct {
+	dec  *jsontext.Decoder
+	m    *Manifest
+	path []step // where the decoder is, turned into a JSON pointer only for errors
+
+	interned map[string]string
+	scratch  []byte
+	pairs    []Pair
+	uids     []types.UID
+	items    []Item
+	pairSlab []Pair
+	uidSlab  []types.UID
+	strSlab  []byte
+}
+
+// step is one level of the current position: an object member or an array index.
+type step struct {
+	member string
+	index  int
+}
+
+func pointer(path []step) string {
+	var b strings.Builder
+	for _, s := range path {
+		b.WriteByte('/')
+		if s.member != "" {
+			b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(s.member))
+		} else {
+			b.WriteString(strconv.Itoa(s.index))
+		}
+	}
+	return b.String()
+}
+
+func (d *decoder) fail(err error) error {
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return &DecodeError{Path: pointer(d.path), Offset: d.dec.InputOffset(), Err: err}
+}
+
+func (d *decoder) pop() { d.path = d.path[:len(d.path)-1] }
+
+func (d *decoder) intern(b []byte) string {
+	if s, ok := d.interned[string(b)]; ok { // no allocation for the lookup
+		return s
+	}
+	s := d.slabString(b)
+	if len(d.interned) < 1<<20 {
+		d.interned[s] = s
+	}
+	return s
+}
+
+// rawString reads a JSON string and returns its unquoted bytes, valid until the next read.
+func (d *decoder) rawString() ([]byte, error) {
+	v, err := d.dec.ReadValue()
+	if err != nil {
+		return nil, d.fail(err)
+	}
+	if v.Kind() != '"' {
+		return nil, d.fail(fmt.Errorf("expected a string, found %s", v.Kind()))
+	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		return v[1 : len(v)-1], nil
+	}
+	d.scratch, err = jsontext.AppendUnquote(d.scratch[:0], v)
+	if err != nil {
+		return nil, d.fail(err)
+	}
+	return d.scratch, nil
+}
+
+// str reads a string that is likely unique (a name, a UID, an annotation value).
+func (d *decoder) str() (string, error) {
+	b, err := d.rawString()
+	if err != nil {
+		return "", err
+	}
+	return d.slabString(b), nil
+}
+
+// common reads a string that repeats across items (kinds, resources, label keys),
+// returning one shared copy.
+func (d *decoder) common() (string, error) {
+	b, err := d.rawString()
+	if err != nil {
+		return "", err
+	}
+	return d.intern(b), nil
+}
+
+// slabString copies b into the current string slab and returns a string over the copy.
+// The slab is append-only: bytes once written are never changed, so strings over them
+// stay immutable as Go requires.
+func (d *decoder) slabString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > 1024 {
+		return string(b)
+	}
+	if len(d.strSlab)+len(b) > cap(d.strSlab) {
+		d.strSlab = make([]byte, 0, 64<<10)
+	}
+	start := len(d.strSlab)
+	d.strSlab = append(d.strSlab, b...)
+	return unsafe.String(&d.strSlab[start], len(b))
+}
+
+func (d *decoder) expect(want jsontext.Kind) error {
+	tok, err := d.dec.ReadToken()
+	if err != nil {
+		return d.fail(err)
+	}
+	if tok.Kind() != want {
+		return d.fail(fmt.Errorf("expected %s, found %s", want, tok.Kind()))
+	}
+	return nil
+}
+
+// object reads an object, calling member with each name; member consumes the value.
+func (d *decoder) object(member func(name []byte) error) error {
+	if err := d.expect('{'); err != nil {
+		return err
+	}
+	for d.dec.PeekKind() == '"' {
+		name, err := d.rawString()
+		if err != nil {
+			return err
+		}
+		d.path = append(d.path, step{member: d.intern(name)})
+		if err := member(name); err != nil {
+			return err
+		}
+		d.pop()
+	}
+	return d.expect('}')
+}
+
+// array reads an array, calling elem for each element.
+func (d *decoder) array(elem func(i int) error) error {
+	if err := d.expect('['); err != nil {
+		return err
+	}
+	for i := 0; d.dec.PeekKind() != ']' && d.dec.PeekKind() != 0; i++ {
+		d.path = append(d.path, step{index: i})
+		if err := elem(i); err != nil {
+			return err
+		}
+		d.pop()
+	}
+	return d.expect(']')
+}
+
+func (d *decoder) skip() error {
+	if err := d.dec.SkipValue(); err != nil {
+		return d.fail(err)
+	}
+	return nil
+}
+
+func (d *decoder) document() error {
+	var format string
+	err := d.object(func(name []byte) error {
+		switch string(name) {
+		case "formatVersion":
+			f, err := d.str()
+			if err != nil {
+				return err
+			}
+			if format = f; format != FormatVersion {
+				return d.fail(fmt.Errorf("%w %q (this reader knows %q)", ErrUnsupportedFormat, format, FormatVersion))
+			}
+			return nil
+		case "itemCount":
+			tok, err := d.dec.ReadToken()
+			if err != nil {
+				return d.fail(err)
+			}
+			if tok.Kind() != '0' {
+				return d.fail(fmt.Errorf("expected a number, found %s", tok.Kind()))
+			}
+			if n, err := tok.Int(); err == nil && n > 0 && d.m.Len() == 0 {
+				d.m = New(int(min(n, maxCountHint)))
+			}
+			return nil
+		case "groupVersions":
+			return d.array(func(int) error { return d.groupVersion() })
+		default:
+			return d.skip()
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if format == "" {
+		d.path = []step{{member: "formatVersion"}}
+		return d.fail(errors.New("missing"))
+	}
+	return nil
+}
+
+type pendingItem struct {
+	item      *Item
+	ns, index int // positions in the namespaces and items arrays, for errors
+}
+
+// groupVersion reads one group/version. Its items are added once the object is
+// complete, because a writer may put the group and version after the namespaces.
+func (d *decoder) groupVersion() error {
+	var group, version string
+	var items []pendingItem
+	err := d.object(func(name []byte) (err error) {
+		switch string(name) {
+		case "group":
+			group, err = d.common()
+		case "version":
+			version, err = d.common()
+		case "namespaces":
+			err = d.array(func(ns int) error { return d.namespace(ns, &items) })
+		default:
+			err = d.skip()
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range items {
+		p.item.Group, p.item.Version = group, version
+		if _, err := d.m.Add(p.item); err != nil {
+			d.path = append(d.path, step{member: "namespaces"}, step{index: p.ns}, step{member: "items"}, step{index: p.index})
+			return d.fail(err)
+		}
+	}
+	return nil
+}
+
+func (d *decoder) namespace(nsIndex int, items *[]pendingItem) error {
+	var ns string
+	first := len(*items)
+	err := d.object(func(name []byte) (err error) {
+		switch string(name) {
+		case "namespace":
+			ns, err = d.common()
+		case "items":
+			err = d.array(func(i int) error {
+				it, err := d.item()
+				if err == nil {
+					*items = append(*items, pendingItem{it, nsIndex, i})
+				}
+				return err
+			})
+		default:
+			err = d.skip()
+		}
+		return err
+	})
+	for _, p := range (*items)[first:] {
+		p.item.Namespace = ns
+	}
+	return err
+}
+
+func (d *decoder) item() (*Item, error) {
+	if len(d.items) == cap(d.items) {
+		d.items = make([]Item, 0, 1024)
+	}
+	d.items = d.items[:len(d.items)+1]
+	it := &d.items[len(d.items)-1]
+	err := d.object(func(name []byte) (err error) {
+		switch string(name) {
+		case "kind":
+			it.Kind, err = d.common()
+		case "resource":
+			it.Resource, err = d.common()
+		case "name":
+			it.Name, err = d.str()
+		case "uid":
+			var s string
+			s, err = d.str()
+			it.UID = types.UID(s)
+		case "labels":
+			it.Labels, err = d.pairObject(true)
+		case "annotations":
+			it.Annotations, err = d.pairObject(false)
+		case "ownerUIDs":
+			d.uids = d.uids[:0]
+			err = d.array(func(int) error {
+				s, err := d.str()
+				d.uids = append(d.uids, types.UID(s))
+				return err
+			})
+			if err == nil && len(d.uids) > 0 {
+				it.OwnerUIDs = d.keepUIDs(d.uids)
+			}
+		default:
+			err = d.skip()
+		}
+		return err
+	})
+	return it, err
+}
+
+// pairObject reads an object of strings into sorted Pairs. Label values repeat across
+// items and are interned; annotation values mostly do not.
+func (d *decoder) pairObject(commonValues bool) (Pairs, error) {
+	d.pairs = d.pairs[:0]
+	err := d.object(func([]byte) error {
+		key := d.path[len(d.path)-1].member // interned by object
+		var v string
+		var err error
+		if commonValues {
+			v, err = d.common()
+		} else {
+			v, err = d.str()
+		}
+		d.pairs = append(d.pairs, Pair{key, v})
+		return err
+	})
+	if err != nil || len(d.pairs) == 0 {
+		return nil, err
+	}
+	p := Pairs(d.pairs)
+	if !slices.IsSortedFunc(p, comparePairs) {
+		slices.SortFunc(p, comparePairs)
+	}
+	if len(d.pairSlab)+len(p) > cap(d.pairSlab) {
+		d.pairSlab = make([]Pair, 0, max(4096, len(p)))
+	}
+	start := len(d.pairSlab)
+	d.pairSlab = append(d.pairSlab, p...)
+	return d.pairSlab[start:len(d.pairSlab):len(d.pairSlab)], nil
+}
+
+func (d *decoder) keepUIDs(uids []types.UID) []types.UID {
+	if len(d.uidSlab)+len(uids) > cap(d.uidSlab) {
+		d.uidSlab = make([]types.UID, 0, max(4096, len(uids)))
+	}
+	start := len(d.uidSlab)
+	d.uidSlab = append(d.uidSlab, uids...)
+	return d.uidSlab[start:len(d.uidSlab):len(d.uidSlab)]
+}

@@ -1,0 +1,142 @@
+package manifest
+
+import (
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// FormatVersion is the version of the manifest.json format that Encode writes.
+const FormatVersion = "1"
+
+// Manifest is the set of items a backup holds, indexed by UID and by identity.
+// The zero value is an empty manifest ready to use.
+type Manifest struct {
+	items []*Item
+	byUID map[types.UID]*Item
+	byID  map[ID]*Item
+
+	mu       sync.Mutex // guards the lazily built state below
+	sorted   bool
+	children map[types.UID][]*Item
+	set      *Set
+}
+
+// New returns an empty manifest with room for n items.
+func New(n int) *Manifest {
+	return &Manifest{
+		items: make([]*Item, 0, n),
+		byUID: make(map[types.UID]*Item, n),
+		byID:  make(map[ID]*Item, n),
+	}
+}
+
+// Add records item. It returns (true, nil) when the item was added, and
+// (false, error wrapping ErrItemAlreadyExists) when its UID or its identity is already
+// present. An item missing a required field gives an *InvalidItemError. The manifest
+// keeps the pointer: the caller must not change the item afterwards.
+func (m *Manifest) Add(item *Item) (bool, error) {
+	if err := item.validate(); err != nil {
+		return false, err
+	}
+	if m.byUID == nil {
+		m.byUID = make(map[types.UID]*Item)
+		m.byID = make(map[ID]*Item)
+	}
+	if prev, ok := m.byUID[item.UID]; ok {
+		return false, fmt.Errorf("%w: uid %s of %s is taken by %s", ErrItemAlreadyExists, item.UID, item, prev)
+	}
+	id := item.ID()
+	if prev, ok := m.byID[id]; ok {
+		return false, fmt.Errorf("%w: %s (uid %s) is already recorded with uid %s", ErrItemAlreadyExists, id, item.UID, prev.UID)
+	}
+	m.items = append(m.items, item)
+	m.byUID[item.UID] = item
+	m.byID[id] = item
+	// No lock: Add never runs concurrently with anything else (see the package doc).
+	m.sorted = len(m.items) == 1 || (m.sorted && compareItems(m.items[len(m.items)-2], item) < 0)
+	m.children, m.set = nil, nil
+	return true, nil
+}
+
+// Len returns the number of items.
+func (m *Manifest) Len() int { return len(m.items) }
+
+// ByUID returns the item with the given UID.
+func (m *Manifest) ByUID(uid types.UID) (*Item, bool) {
+	it, ok := m.byUID[uid]
+	return it, ok
+}
+
+// Get returns the item with the given identity.
+func (m *Manifest) Get(id ID) (*Item, bool) {
+	it, ok := m.byID[id]
+	return it, ok
+}
+
+// Items returns every item in canonical order: group, version, namespace, resource,
+// name. The slice is shared; callers must not modify it or its items. The position of
+// an item in it is stable until the next Add.
+func (m *Manifest) Items() []*Item {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.sorted {
+		slices.SortFunc(m.items, compareItems)
+		m.sorted = true
+	}
+	return m.items
+}
+
+// All iterates the items in canonical order.
+func (m *Manifest) All() iter.Seq[*Item] {
+	return slices.Values(m.Items())
+}
+
+// Group is the run of items that share a group, version and namespace: the unit in
+// which the manifest groups its items.
+type Group struct {
+	Group, Version, Namespace string
+	Items                     []*Item
+}
+
+// Groups iterates the items grouped by group/version and then namespace, in canonical order.
+func (m *Manifest) Groups() iter.Seq[Group] {
+	return func(yield func(Group) bool) {
+		items := m.Items()
+		for start := 0; start < len(items); {
+			first := items[start]
+			end := start + 1
+			for end < len(items) && sameGroup(first, items[end]) {
+				end++
+			}
+			if !yield(Group{first.Group, first.Version, first.Namespace, items[start:end:end]}) {
+				return
+			}
+			start = end
+		}
+	}
+}
+
+func sameGroup(a, b *Item) bool {
+	return a.Group == b.Group && a.Version == b.Version && a.Namespace == b.Namespace
+}
+
+func compareItems(a, b *Item) int {
+	if c := strings.Compare(a.Group, b.Group); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Version, b.Version); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Resource, b.Resource); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
