@@ -1,0 +1,298 @@
+package archive
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func object(apiVersion, kind, ns, name, uid string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	u.SetUID(types.UID(uid))
+	return u
+}
+
+var deployments = schema.GroupResource{Group: "apps", Resource: "deployments"}
+
+// writeSample writes a backup holding a namespace, a deployment at v1 (preferred) and
+// v1beta2, and a configmap owned by the deployment.
+func writeSample(t *testing.T, format string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, format)
+	require.NoError(t, err)
+	require.NoError(t, w.Add(object("v1", "Namespace", "", "shop", "ns-1"), "namespaces", true))
+	dep := object("apps/v1", "Deployment", "shop", "web", "dep-1")
+	dep.SetLabels(map[string]string{"app": "web"})
+	require.NoError(t, w.Add(dep, "deployments", true))
+	if format == Format11 {
+		old := dep.DeepCopy()
+		old.SetAPIVersion("apps/v1beta2")
+		require.NoError(t, w.Add(old, "deployments", false))
+	}
+	cm := object("v1", "ConfigMap", "shop", "web-config", "cm-1")
+	cm.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "dep-1"}})
+	require.NoError(t, w.Add(cm, "configmaps", true))
+	require.NoError(t, w.Close())
+	return buf.Bytes()
+}
+
+func TestReadFormat11(t *testing.T) {
+	b, err := Read(bytes.NewReader(writeSample(t, Format11)), Options{})
+	require.NoError(t, err)
+	assert.Equal(t, Format11, b.Format())
+	assert.Empty(t, b.Warnings())
+
+	m := b.Manifest()
+	require.Equal(t, 3, m.Len(), "each object once, whatever the number of versions")
+	dep, ok := m.ByUID("dep-1")
+	require.True(t, ok)
+	assert.Equal(t, "v1", dep.Version, "the manifest records the preferred version")
+	assert.Equal(t, "web", dep.Labels.Get("app"))
+	cm, _ := m.ByUID("cm-1")
+	assert.Equal(t, []types.UID{"dep-1"}, cm.OwnerUIDs)
+
+	res, ok := b.Resource(deployments)
+	require.True(t, ok)
+	assert.Equal(t, []string{"v1", "v1beta2"}, res.Versions)
+	assert.Equal(t, "v1", res.Preferred)
+	assert.Equal(t, "v1-preferredversion", b.Dir(deployments, "v1"))
+	assert.Equal(t, "v1beta2", b.Dir(deployments, "v1beta2"))
+
+	for _, v := range []string{"v1", "v1beta2"} {
+		obj, err := b.Object(dep, v)
+		require.NoError(t, err)
+		assert.Equal(t, "apps/"+v, obj.GetAPIVersion())
+		assert.Equal(t, "web", obj.GetName())
+	}
+	_, err = b.Body(deployments, "v2", "shop", "web")
+	assert.ErrorIs(t, err, ErrNotFound)
+
+	var grs []string
+	for _, r := range b.Resources() {
+		grs = append(grs, r.GroupResource.String())
+	}
+	assert.Equal(t, []string{"configmaps", "namespaces", "deployments.apps"}, grs)
+}
+
+func TestReadFormat10(t *testing.T) {
+	b, err := Read(bytes.NewReader(writeSample(t, Format10)), Options{})
+	require.NoError(t, err)
+	assert.Equal(t, Format10, b.Format())
+	assert.Contains(t, b.Warnings(), "no metadata/version: read as format 1.0")
+	assert.Equal(t, 3, b.Manifest().Len())
+	res, _ := b.Resource(deployments)
+	assert.Equal(t, []string{"v1"}, res.Versions)
+	assert.Equal(t, "v1", res.Preferred)
+	assert.Equal(t, "", b.Dir(deployments, "v1"))
+	_, err = b.Body(deployments, "v1", "shop", "web")
+	assert.NoError(t, err)
+}
+
+type entry struct {
+	name     string
+	body     string
+	typeflag byte
+	size     int64 // overrides len(body) in the header when set
+}
+
+func rawTar(t testing.TB, gz bool, entries ...entry) []byte {
+	var buf bytes.Buffer
+	var zw *gzip.Writer
+	tw := tar.NewWriter(&buf)
+	if gz {
+		zw = gzip.NewWriter(&buf)
+		tw = tar.NewWriter(zw)
+	}
+	for _, e := range entries {
+		hdr := &tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.body)), Typeflag: e.typeflag}
+		if hdr.Typeflag == 0 {
+			hdr.Typeflag = tar.TypeReg
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			hdr.Size = 0
+			hdr.Linkname = "target"
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(e.body))
+	}
+	tw.Close()
+	if zw != nil {
+		zw.Close()
+	}
+	return buf.Bytes()
+}
+
+const podJSON = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"n","uid":"pod-1"}}`
+
+// TestReadsVeleroStyleTarball reads a tarball laid out by tar(1) from an extracted
+// Velero backup: "./" prefixes, directory entries, and an uncompressed stream.
+func TestReadsVeleroStyleTarball(t *testing.T) {
+	data := rawTar(t, false,
+		entry{name: "./", typeflag: tar.TypeDir},
+		entry{name: "./metadata/", typeflag: tar.TypeDir},
+		entry{name: "./metadata/version", body: "1.1.0"},
+		entry{name: "./resources/pods/", typeflag: tar.TypeDir},
+		entry{name: "./resources/pods/namespaces/n/p.json", body: podJSON},
+		entry{name: "./resources/pods/v1-preferredversion/namespaces/n/p.json", body: podJSON},
+		entry{name: "./velero-backup.json", body: "{}"},
+	)
+	b, err := Read(bytes.NewReader(data), Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, b.Manifest().Len())
+	assert.Equal(t, []string{"skipped velero-backup.json: not part of the backup layout"}, b.Warnings())
+	res, _ := b.Resource(schema.GroupResource{Resource: "pods"})
+	assert.Equal(t, "v1", res.Preferred)
+}
+
+func TestHostileInput(t *testing.T) {
+	ok := entry{name: "resources/pods/namespaces/n/p.json", body: podJSON}
+	tests := []struct {
+		name    string
+		entries []entry
+		opts    Options
+		path    string // the entry the error must name
+		is      error
+		limit   string
+	}{
+		{"absolute path", []entry{{name: "/etc/passwd", body: "x"}}, Options{}, "/etc/passwd", ErrUnsafeEntry, ""},
+		{"parent directory", []entry{{name: "resources/../../evil.json", body: "x"}}, Options{}, "resources/../../evil.json", ErrUnsafeEntry, ""},
+		{"unclean path", []entry{{name: "resources/pods//namespaces/n/p.json", body: podJSON}}, Options{}, "resources/pods//namespaces/n/p.json", ErrUnsafeEntry, ""},
+		{"symlink", []entry{{name: "resources/pods/namespaces/n/p.json", typeflag: tar.TypeSymlink}}, Options{}, "resources/pods/namespaces/n/p.json", ErrUnsafeEntry, ""},
+		{"hard link", []entry{{name: "resources/x", typeflag: tar.TypeLink}}, Options{}, "resources/x", ErrUnsafeEntry, ""},
+		{"character device", []entry{{name: "dev", typeflag: tar.TypeChar}}, Options{}, "dev", ErrUnsafeEntry, ""},
+		{"fifo", []entry{{name: "fifo", typeflag: tar.TypeFifo}}, Options{}, "fifo", ErrUnsafeEntry, ""},
+		{"entry too large", []entry{ok}, Options{MaxEntryBytes: 10}, ok.name, ErrLimitExceeded, "entry size"},
+		{"total too large", []entry{ok, {name: "resources/pods/namespaces/n/q.json", body: podJSON}}, Options{MaxTotalBytes: int64(len(podJSON)) + 5}, "resources/pods/namespaces/n/q.json", ErrLimitExceeded, "total size"},
+		{"too many entries", []entry{{name: "a/", typeflag: tar.TypeDir}, {name: "b/", typeflag: tar.TypeDir}, {name: "c/", typeflag: tar.TypeDir}}, Options{MaxEntries: 2}, "c/", ErrLimitExceeded, "entries"},
+		{"malformed JSON", []entry{{name: ok.name, body: `{"apiVersion":`}}, Options{}, ok.name, nil, ""},
+		{"name mismatch", []entry{{name: "resources/pods/namespaces/n/other.json", body: podJSON}}, Options{}, "resources/pods/namespaces/n/other.json", nil, ""},
+		{"namespace mismatch", []entry{{name: "resources/pods/namespaces/m/p.json", body: podJSON}}, Options{}, "resources/pods/namespaces/m/p.json", nil, ""},
+		{"version mismatch", []entry{{name: "resources/pods/v2/namespaces/n/p.json", body: podJSON}}, Options{}, "resources/pods/v2/namespaces/n/p.json", nil, ""},
+		{"bad layout", []entry{{name: "resources/pods/n/p.json", body: podJSON}}, Options{}, "resources/pods/n/p.json", nil, ""},
+		{"duplicate entry", []entry{ok, ok}, Options{}, ok.name, nil, ""},
+		{"same uid twice", []entry{ok, {name: "resources/pods/namespaces/n/q.json", body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"q","namespace":"n","uid":"pod-1"}}`}}, Options{}, "", nil, ""},
+		{"unknown format", []entry{{name: "metadata/version", body: "2.0.0"}, ok}, Options{}, "metadata/version", ErrUnsupportedFormat, ""},
+		{"not a tarball", nil, Options{}, "(tar stream)", nil, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			data := rawTar(t, true, tc.entries...)
+			if tc.entries == nil {
+				data = []byte("this is not a tarball at all, not even close, really not")
+			}
+			_, err := Read(bytes.NewReader(data), tc.opts)
+			require.Error(t, err)
+			if tc.is != nil {
+				assert.ErrorIs(t, err, tc.is)
+			}
+			var ee *EntryError
+			var le *LimitError
+			switch {
+			case errors.As(err, &le):
+				assert.Equal(t, tc.path, le.Path)
+				assert.Equal(t, tc.limit, le.Limit)
+			case errors.As(err, &ee):
+				if tc.path != "" {
+					assert.Equal(t, tc.path, ee.Path)
+				}
+			default:
+				t.Fatalf("error %v is neither *EntryError nor *LimitError", err)
+			}
+		})
+	}
+}
+
+func TestSpillDirKeepsBodiesInside(t *testing.T) {
+	parent := t.TempDir()
+	spill := filepath.Join(parent, "spill")
+	require.NoError(t, os.Mkdir(spill, 0o755))
+	b, err := Read(bytes.NewReader(writeSample(t, Format11)), Options{SpillDir: spill})
+	require.NoError(t, err)
+	defer b.Close()
+
+	dep, _ := b.Manifest().ByUID("dep-1")
+	obj, err := b.Object(dep, "v1beta2")
+	require.NoError(t, err)
+	assert.Equal(t, "apps/v1beta2", obj.GetAPIVersion())
+
+	var outside []string
+	filepath.WalkDir(parent, func(p string, d fs.DirEntry, err error) error {
+		if rel, _ := filepath.Rel(spill, p); !d.IsDir() && (rel == ".." || len(rel) > 2 && rel[:3] == "../") {
+			outside = append(outside, p)
+		}
+		return nil
+	})
+	assert.Empty(t, outside, "nothing is written outside the spill directory")
+	var files []string
+	filepath.WalkDir(spill, func(p string, d fs.DirEntry, err error) error {
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(spill, p)
+			files = append(files, rel)
+		}
+		return nil
+	})
+	sort.Strings(files)
+	assert.Contains(t, files, "resources/deployments.apps/v1beta2/namespaces/shop/web.json")
+
+	_, err = Read(bytes.NewReader(writeSample(t, Format11)), Options{SpillDir: filepath.Join(parent, "missing")})
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+func TestWriterRefuses(t *testing.T) {
+	_, err := NewWriter(&bytes.Buffer{}, "3.0")
+	assert.ErrorIs(t, err, ErrUnsupportedFormat)
+
+	w, err := NewWriter(&bytes.Buffer{}, Format10)
+	require.NoError(t, err)
+	assert.Error(t, w.Add(object("v1", "Pod", "n", "p", "u"), "pods", false), "format 1.0 holds one version")
+
+	w, _ = NewWriter(&bytes.Buffer{}, Format11)
+	require.NoError(t, w.Add(object("v1", "Pod", "n", "p", "u"), "pods", true))
+	assert.Error(t, w.Add(object("v1", "Pod", "n", "p", "u"), "pods", true), "the same object twice")
+	assert.Error(t, w.Add(object("", "Pod", "n", "q", "u"), "pods", true), "no apiVersion")
+}
+
+func TestWriterIsDeterministic(t *testing.T) {
+	assert.Equal(t, writeSample(t, Format11), writeSample(t, Format11))
+}
+
+func FuzzRead(f *testing.F) {
+	f.Add(rawTar(f, true, entry{name: "metadata/version", body: "1.1.0"}, entry{name: "resources/pods/v1-preferredversion/namespaces/n/p.json", body: podJSON}))
+	f.Add(rawTar(f, false, entry{name: "resources/pods/cluster/p.json", body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := Read(bytes.NewReader(data), Options{MaxTotalBytes: 1 << 20})
+		if err != nil {
+			var ee *EntryError
+			var le *LimitError
+			if !errors.As(err, &ee) && !errors.As(err, &le) {
+				t.Fatalf("untyped error: %v", err)
+			}
+			return
+		}
+		for _, it := range b.Manifest().Items() {
+			if _, err := b.Object(it, it.Version); err != nil {
+				t.Fatalf("an item in the manifest has no body at its own version: %v", err)
+			}
+		}
+	})
+}
