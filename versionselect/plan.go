@@ -1,0 +1,134 @@
+package versionselect
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/restoregraph/restoregraph/archive"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Source is what the backup holds: archive.Backup satisfies it.
+type Source interface {
+	Resources() []*archive.Resource
+	Dir(gr schema.GroupResource, version string) string
+}
+
+// Options tune a plan.
+type Options struct {
+	Priorities Priorities
+	// Strict fails planning when a group-resource has no version in common with the
+	// target, instead of attempting the source's preferred version.
+	Strict bool
+}
+
+// Plan is the chosen version of every group-resource in a backup.
+type Plan struct {
+	Choices []Choice // ordered by group, then resource
+	byGR    map[schema.GroupResource]int
+}
+
+// For returns the choice for gr.
+func (p *Plan) For(gr schema.GroupResource) (Choice, bool) {
+	i, ok := p.byGR[gr]
+	if !ok {
+		return Choice{}, false
+	}
+	return p.Choices[i], true
+}
+
+// NotRestorable returns the choices whose resources the target will not serve: not
+// served at all, or with no version in common.
+func (p *Plan) NotRestorable() []Choice {
+	var out []Choice
+	for _, c := range p.Choices {
+		if !c.Restorable() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// NoCommonVersionError is returned in strict mode: the listed group-resources share no
+// version with the target.
+type NoCommonVersionError struct {
+	Choices []Choice
+}
+
+func (e *NoCommonVersionError) Error() string {
+	parts := make([]string, len(e.Choices))
+	for i, c := range e.Choices {
+		parts[i] = fmt.Sprintf("%s (backup %v, target %v)", c.GroupResource, c.SourceVersions, c.TargetVersions)
+	}
+	return "no common API version for " + strings.Join(parts, ", ")
+}
+
+// NewPlan chooses a version for every group-resource of src against target.
+func NewPlan(src Source, target Target, opts Options) (*Plan, error) {
+	p := &Plan{byGR: map[schema.GroupResource]int{}}
+	var conflicts []Choice
+	for _, res := range src.Resources() {
+		gr := res.GroupResource
+		tr := target[gr]
+		c := Choose(gr, Versions{res.Versions, res.Preferred}, Versions{tr.Versions, tr.Preferred}, opts.Priorities[gr])
+		c.TargetFromCRD = tr.FromCRD
+		c.Dir = src.Dir(gr, c.Version)
+		if c.Rule == RuleNoCommonVersion {
+			conflicts = append(conflicts, c)
+		}
+		p.byGR[gr] = len(p.Choices)
+		p.Choices = append(p.Choices, c)
+	}
+	slices.SortFunc(p.Choices, func(a, b Choice) int {
+		if c := strings.Compare(a.GroupResource.Group, b.GroupResource.Group); c != 0 {
+			return c
+		}
+		return strings.Compare(a.GroupResource.Resource, b.GroupResource.Resource)
+	})
+	for i, c := range p.Choices {
+		p.byGR[c.GroupResource] = i
+	}
+	if opts.Strict && len(conflicts) > 0 {
+		return p, &NoCommonVersionError{Choices: conflicts}
+	}
+	return p, nil
+}
+
+// BackupCRDs decodes the CustomResourceDefinitions a backup carries, at the version each
+// was recorded at. A CRD that cannot be decoded is an error naming it.
+func BackupCRDs(b *archive.Backup) ([]*apiextv1.CustomResourceDefinition, error) {
+	var out []*apiextv1.CustomResourceDefinition
+	for it := range b.Manifest().All() {
+		if it.GroupResource() != CRDGroupResourceOfCRDs {
+			continue
+		}
+		data, err := b.Body(it.GroupResource(), it.Version, "", it.Name)
+		if err != nil {
+			return nil, err
+		}
+		crd, err := DecodeCRD(data)
+		if err != nil {
+			return nil, fmt.Errorf("versionselect: CRD %s in the backup: %w", it.Name, err)
+		}
+		out = append(out, crd)
+	}
+	return out, nil
+}
+
+// PlanBackup is the usual sequence: discover the target, merge the CRDs the backup
+// carries, and choose. A partial discovery is returned as a warning beside the plan.
+func PlanBackup(ctx context.Context, b *archive.Backup, d Discovery, opts Options) (plan *Plan, discoveryWarning error, err error) {
+	target, derr := Discover(ctx, d)
+	if target == nil {
+		return nil, nil, derr
+	}
+	crds, err := BackupCRDs(b)
+	if err != nil {
+		return nil, derr, err
+	}
+	plan, err = NewPlan(b, target.WithCRDs(crds), opts)
+	return plan, derr, err
+}
