@@ -1,0 +1,72 @@
+package graph
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/restoregraph/restoregraph/manifest"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// appManifest makes n objects shaped like applications: namespaces of 100 objects, in
+// each Deployments owning ReplicaSets owning Pods, and ConfigMaps. Every object but the
+// namespaces has a namespace edge, and most an owner edge: about 2 edges per object.
+func appManifest(n int) *manifest.Manifest {
+	m := manifest.New(n)
+	uid := func(i int) types.UID { return types.UID(fmt.Sprintf("%08x-0000-4000-8000-000000000000", i)) }
+	for i := 0; i < n; i++ {
+		ns := fmt.Sprintf("ns-%05d", i/100)
+		it := &manifest.Item{Version: "v1", Namespace: ns, Name: fmt.Sprintf("obj-%08d", i), UID: uid(i)}
+		switch {
+		case i%100 == 0:
+			it.Kind, it.Resource, it.Namespace, it.Name = "Namespace", "namespaces", "", ns
+		case i%4 == 1:
+			it.Group, it.Kind, it.Resource = "apps", "Deployment", "deployments"
+		case i%4 == 2:
+			it.Group, it.Kind, it.Resource = "apps", "ReplicaSet", "replicasets"
+			it.OwnerUIDs = []types.UID{uid(i - 1)}
+		case i%4 == 3:
+			it.Kind, it.Resource = "Pod", "pods"
+			it.OwnerUIDs = []types.UID{uid(i - 1)}
+		default:
+			it.Kind, it.Resource = "ConfigMap", "configmaps"
+			it.OwnerUIDs = []types.UID{uid(i - 3)}
+		}
+		m.Add(it)
+	}
+	m.Items() // sort outside the measurement
+	return m
+}
+
+// BenchmarkBuildSortLongestPath measures what the scheduler needs before it starts:
+// build the graph, order it, and compute every node's longest remaining path.
+func BenchmarkBuildSortLongestPath(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		m := appManifest(n)
+		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
+			var g *Graph
+			var peak uint64
+			for b.Loop() {
+				b.StopTimer() // a collection over the manifest's heap is not the graph's cost
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				b.StartTimer()
+				var err error
+				g, err = New(m, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = g.LongestRemaining(nil)
+				b.StopTimer()
+				runtime.ReadMemStats(&after)
+				peak = after.TotalAlloc - before.TotalAlloc
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(g.EdgeCount())/float64(n), "edges/item")
+			b.ReportMetric(float64(peak)/(1<<20), "alloc-MiB")
+			b.ReportMetric(float64(peak)/float64(n), "alloc-B/item")
+		})
+	}
+}

@@ -1,0 +1,230 @@
+package graph
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+
+	"github.com/restoregraph/restoregraph/manifest"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// RuleSet selects optional rule edges.
+type RuleSet uint8
+
+const (
+	// RulesClusterAPI: objects labelled cluster.x-k8s.io/cluster-name=<c> depend on the
+	// Cluster <c> of their namespace; a ClusterResourceSetBinding depends on its Cluster.
+	RulesClusterAPI RuleSet = 1 << iota
+	// RulesVeleroOrder: Velero's default resource priorities, as edges through barrier
+	// nodes between consecutive resource types.
+	RulesVeleroOrder
+)
+
+// Options tune New.
+type Options struct {
+	Rules RuleSet
+}
+
+// rawEdge is an edge before adjacency is built.
+type rawEdge struct {
+	from, to int32
+	kind     EdgeKind
+}
+
+type builder struct {
+	g     *Graph
+	items []*manifest.Item
+	byUID map[types.UID]int32
+	raw   []rawEdge
+	errs  []error
+}
+
+// New builds the restore DAG of m. The graph is always returned; the error, when not
+// nil, joins a *CycleError and any *DependsOnError, and says what the graph leaves out.
+func New(m *manifest.Manifest, opts Options) (*Graph, error) {
+	items := m.Items()
+	g := &Graph{nodes: make([]*Node, len(items))}
+	slab := make([]Node, len(items))
+	for i, it := range items {
+		slab[i] = Node{id: int64(i), Item: it}
+		g.nodes[i] = &slab[i]
+	}
+	b := &builder{g: g, items: items, byUID: make(map[types.UID]int32, len(items)), raw: make([]rawEdge, 0, 2*len(items))}
+	for i, it := range items {
+		b.byUID[it.UID] = int32(i)
+	}
+	b.ownerEdges()
+	b.crdEdges()
+	b.namespaceEdges()
+	b.dependsOnEdges()
+	g.setEdges(b.raw)
+	b.raw = nil
+	if err := g.sort(); err != nil {
+		b.errs = append(b.errs, err)
+	}
+	if opts.Rules&RulesClusterAPI != 0 {
+		b.clusterAPIEdges()
+	}
+	if opts.Rules&RulesVeleroOrder != 0 {
+		b.veleroOrderEdges()
+	}
+	return g, errors.Join(b.errs...)
+}
+
+func (b *builder) edge(from, to int32, kind EdgeKind) {
+	if from == to {
+		b.g.warn(b.g.nodes[to], kind.String()+" edge to itself dropped")
+		return
+	}
+	b.raw = append(b.raw, rawEdge{from, to, kind})
+}
+
+func (g *Graph) warn(n *Node, msg string) {
+	g.warnings = append(g.warnings, Warning{Node: n, Message: msg})
+}
+
+func (b *builder) ownerEdges() {
+	for i, it := range b.items {
+		for _, uid := range it.OwnerUIDs {
+			if o, ok := b.byUID[uid]; ok {
+				b.edge(o, int32(i), EdgeOwner)
+			} else {
+				b.g.warn(b.g.nodes[i], "owner "+string(uid)+" is not in the backup; restored without it")
+			}
+		}
+	}
+}
+
+const (
+	crdGroup    = "apiextensions.k8s.io"
+	crdResource = "customresourcedefinitions"
+)
+
+func (b *builder) crdEdges() {
+	crds := map[string]int32{}
+	for i, it := range b.items {
+		if it.Group == crdGroup && it.Resource == crdResource {
+			crds[it.Name] = int32(i)
+		}
+	}
+	if len(crds) == 0 {
+		return
+	}
+	for i, it := range b.items {
+		if it.Group == "" {
+			continue
+		}
+		if c, ok := crds[it.Resource+"."+it.Group]; ok {
+			b.edge(c, int32(i), EdgeCRD)
+		}
+	}
+}
+
+func (b *builder) namespaceEdges() {
+	namespaces := map[string]int32{}
+	for i, it := range b.items {
+		if it.Group == "" && it.Resource == "namespaces" {
+			namespaces[it.Name] = int32(i)
+		}
+	}
+	if len(namespaces) == 0 {
+		return
+	}
+	for i, it := range b.items {
+		if it.Namespace == "" {
+			continue
+		}
+		if n, ok := namespaces[it.Namespace]; ok {
+			b.edge(n, int32(i), EdgeNamespace)
+		}
+	}
+}
+
+// setEdges builds the adjacency lists from raw edges, merging duplicates. Edges are
+// bucketed by source with a counting sort (linear in the edge count), and each node's
+// few edges sorted by target.
+func (g *Graph) setEdges(raw []rawEdge) {
+	n := len(g.nodes)
+	start := make([]int32, n+1)
+	for _, e := range raw {
+		start[e.from+1]++
+	}
+	for u := range n {
+		start[u+1] += start[u]
+	}
+	bucketed := make([]rawEdge, len(raw))
+	next := slices.Clone(start[:n])
+	for _, e := range raw {
+		bucketed[next[e.from]] = e
+		next[e.from]++
+	}
+	outIDs, outKinds := make([]int32, 0, len(raw)), make([]EdgeKind, 0, len(raw))
+	g.out, g.outKinds, g.in = make([][]int32, n), make([][]EdgeKind, n), make([][]int32, n)
+	inDeg := make([]int32, n)
+	for u := range n {
+		seg := bucketed[start[u]:start[u+1]]
+		if len(seg) > 1 {
+			slices.SortFunc(seg, func(a, b rawEdge) int { return cmp.Compare(a.to, b.to) })
+		}
+		first := len(outIDs)
+		for k, e := range seg {
+			if k > 0 && seg[k-1].to == e.to {
+				outKinds[len(outKinds)-1] |= e.kind
+				continue
+			}
+			outIDs = append(outIDs, e.to)
+			outKinds = append(outKinds, e.kind)
+			inDeg[e.to]++
+		}
+		// Full slice expressions: a later AddEdge reallocates this node's list only.
+		g.out[u] = outIDs[first:len(outIDs):len(outIDs)]
+		g.outKinds[u] = outKinds[first:len(outKinds):len(outKinds)]
+	}
+	inIDs := make([]int32, len(outIDs))
+	var o int32
+	for v := range n {
+		g.in[v] = inIDs[o : o : o+inDeg[v]]
+		o += inDeg[v]
+	}
+	for u := range n { // ascending u, so every in list comes out sorted
+		for _, v := range g.out[u] {
+			g.in[v] = append(g.in[v], int32(u))
+		}
+	}
+	g.edges = len(outIDs)
+}
+
+// sort computes a topological position for every node (Kahn's algorithm, roots in ID
+// order, first in first out) and marks the nodes on or behind a cycle as blocked.
+func (g *Graph) sort() error {
+	n := len(g.nodes)
+	g.pos = make([]int32, n)
+	g.blocked = make([]bool, n)
+	indeg := make([]int32, n)
+	queue := make([]int32, 0, n)
+	for v := range n {
+		indeg[v] = int32(len(g.in[v]))
+		g.pos[v] = -1
+		if indeg[v] == 0 {
+			queue = append(queue, int32(v))
+		}
+	}
+	for head := 0; head < len(queue); head++ {
+		u := queue[head]
+		g.pos[u] = int32(head)
+		for _, v := range g.out[u] {
+			if indeg[v]--; indeg[v] == 0 {
+				queue = append(queue, v)
+			}
+		}
+	}
+	g.at = queue
+	if len(queue) == n {
+		return nil
+	}
+	for v := range n {
+		g.blocked[v] = g.pos[v] < 0
+	}
+	return g.cycleError()
+}

@@ -1,0 +1,357 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/graph/topo"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+type fixture struct {
+	m *manifest.Manifest
+}
+
+func newFixture() *fixture { return &fixture{m: manifest.New(0)} }
+
+func (f *fixture) add(group, kind, resource, ns, name string, opts ...func(*manifest.Item)) *manifest.Item {
+	it := &manifest.Item{Group: group, Version: "v1", Kind: kind, Resource: resource, Namespace: ns, Name: name,
+		UID: types.UID(strings.ToLower(kind) + "/" + ns + "/" + name)}
+	for _, o := range opts {
+		o(it)
+	}
+	if _, err := f.m.Add(it); err != nil {
+		panic(err)
+	}
+	return it
+}
+
+func ownedBy(owners ...*manifest.Item) func(*manifest.Item) {
+	return func(it *manifest.Item) {
+		for _, o := range owners {
+			it.OwnerUIDs = append(it.OwnerUIDs, o.UID)
+		}
+	}
+}
+
+func ownerUID(uid string) func(*manifest.Item) {
+	return func(it *manifest.Item) { it.OwnerUIDs = append(it.OwnerUIDs, types.UID(uid)) }
+}
+
+func annotated(k, v string) func(*manifest.Item) {
+	return func(it *manifest.Item) { it.Annotations = append(it.Annotations, manifest.Pair{Key: k, Value: v}) }
+}
+
+func labelled(k, v string) func(*manifest.Item) {
+	return func(it *manifest.Item) { it.Labels = append(it.Labels, manifest.Pair{Key: k, Value: v}) }
+}
+
+// node finds the graph node of an item.
+func node(t *testing.T, g *Graph, it *manifest.Item) *Node {
+	t.Helper()
+	for n := range g.nodes {
+		if g.nodes[n].Item == it {
+			return g.nodes[n]
+		}
+	}
+	t.Fatalf("no node for %s", it)
+	return nil
+}
+
+func kindsOf(t *testing.T, g *Graph, from, to *manifest.Item) EdgeKind {
+	t.Helper()
+	e := g.EdgeFromTo(node(t, g, from).ID(), node(t, g, to).ID())
+	if e == nil {
+		return 0
+	}
+	return e.Kinds
+}
+
+func assertTopological(t *testing.T, g *Graph) {
+	t.Helper()
+	seen := map[int64]bool{}
+	for _, n := range g.Order() {
+		for _, p := range g.Predecessors(n.ID()) {
+			if !seen[int64(p)] {
+				t.Fatalf("%s comes before its predecessor %s", n, g.nodes[p])
+			}
+		}
+		seen[n.ID()] = true
+	}
+}
+
+func TestEdgesAndReasons(t *testing.T) {
+	f := newFixture()
+	crd := f.add("apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions", "", "widgets.example.io")
+	ns := f.add("", "Namespace", "namespaces", "", "shop")
+	dep := f.add("apps", "Deployment", "deployments", "shop", "web", annotated(DependsOnAnnotation, "/Namespace/shop, /namespaces/shop/ConfigMap/settings"))
+	rs := f.add("apps", "ReplicaSet", "replicasets", "shop", "web-1", ownedBy(dep))
+	cm := f.add("", "ConfigMap", "configmaps", "shop", "settings")
+	w := f.add("example.io", "Widget", "widgets", "shop", "w1", ownedBy(dep))
+	other := f.add("", "ConfigMap", "configmaps", "elsewhere", "x")
+
+	g, err := New(f.m, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, EdgeNamespace|EdgeDependsOn, kindsOf(t, g, ns, dep), "two reasons, one edge")
+	assert.Equal(t, EdgeDependsOn, kindsOf(t, g, cm, dep))
+	assert.Equal(t, EdgeOwner, kindsOf(t, g, dep, rs))
+	assert.Equal(t, EdgeNamespace, kindsOf(t, g, ns, rs))
+	assert.Equal(t, EdgeCRD, kindsOf(t, g, crd, w))
+	assert.Equal(t, EdgeOwner, kindsOf(t, g, dep, w))
+	assert.Zero(t, kindsOf(t, g, ns, other), "a namespace not in the backup gives no edge")
+	assert.Equal(t, 8, g.EdgeCount())
+	assert.Equal(t, "owner+namespace", (EdgeOwner | EdgeNamespace).String())
+	assertTopological(t, g)
+	assert.Empty(t, g.Warnings())
+
+	levels := g.Levels()
+	assert.Equal(t, 0, levels[node(t, g, ns).ID()])
+	assert.Equal(t, 2, levels[node(t, g, dep).ID()], "after the namespace and the configmap in it")
+	assert.Equal(t, 3, levels[node(t, g, rs).ID()])
+}
+
+func TestBadShapes(t *testing.T) {
+	f := newFixture()
+	orphan := f.add("apps", "ReplicaSet", "replicasets", "a", "orphan", ownerUID("gone"))
+	self := f.add("", "ConfigMap", "configmaps", "a", "self", ownerUID("configmap/a/self"))
+	badAnn := f.add("", "ConfigMap", "configmaps", "a", "bad", annotated(DependsOnAnnotation, "apps/Deployment"))
+	missing := f.add("", "ConfigMap", "configmaps", "a", "missing", annotated(DependsOnAnnotation, "apps/namespaces/a/Deployment/nope"))
+
+	g, err := New(f.m, Options{})
+	var de *DependsOnError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, badAnn.String(), de.Object)
+	assert.Contains(t, de.Error(), "apps/Deployment")
+
+	warnings := map[string]string{}
+	for _, w := range g.Warnings() {
+		warnings[w.Node.Item.Name] = w.Message
+	}
+	assert.Contains(t, warnings[orphan.Name], "owner gone is not in the backup")
+	assert.Contains(t, warnings[self.Name], "to itself")
+	assert.Contains(t, warnings[missing.Name], "apps/namespaces/a/Deployment/nope")
+	assert.Len(t, g.Order(), 4, "every object is still ordered")
+	assert.Zero(t, g.EdgeCount())
+}
+
+func TestParseDependsOn(t *testing.T) {
+	refs, err := ParseDependsOn("apps/namespaces/shop/Deployment/web, /Namespace/shop,/namespaces/shop/ConfigMap/c")
+	require.NoError(t, err)
+	assert.Equal(t, []ObjectRef{
+		{Group: "apps", Namespace: "shop", Kind: "Deployment", Name: "web"},
+		{Kind: "Namespace", Name: "shop"},
+		{Namespace: "shop", Kind: "ConfigMap", Name: "c"},
+	}, refs)
+	assert.Equal(t, "/namespaces/shop/ConfigMap/c", refs[2].String())
+	for _, bad := range []string{"", "a,,b", "apps/Deployment", "apps/ns/shop/Deployment/web", "apps/namespaces//Deployment/web", "apps//web", "a/b/c/d/e/f"} {
+		_, err := ParseDependsOn(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestCycles(t *testing.T) {
+	f := newFixture()
+	a := f.add("", "ConfigMap", "configmaps", "n", "a", ownerUID("configmap/n/b"))
+	b := f.add("", "ConfigMap", "configmaps", "n", "b", annotated(DependsOnAnnotation, "/namespaces/n/ConfigMap/a"))
+	behind := f.add("", "Secret", "secrets", "n", "behind", ownedBy(b))
+	free := f.add("", "Secret", "secrets", "n", "free")
+	after := f.add("", "Secret", "secrets", "n", "after", ownedBy(free))
+
+	g, err := New(f.m, Options{})
+	var ce *CycleError
+	require.ErrorAs(t, err, &ce)
+	require.Len(t, ce.Cycles, 1)
+	assert.Equal(t, 3, ce.Blocked)
+	c := ce.Cycles[0]
+	assert.Equal(t, []*Node{node(t, g, a), node(t, g, b)}, c.Nodes)
+	assert.Equal(t, []EdgeKind{EdgeDependsOn, EdgeOwner}, c.Kinds)
+	assert.Contains(t, err.Error(), "ConfigMap n/a -[depends-on]-> ConfigMap n/b -[owner]-> ConfigMap n/a")
+
+	assert.Equal(t, []*Node{node(t, g, free), node(t, g, after)}, g.Order(), "what is neither on nor behind a cycle is still offered")
+	assert.Equal(t, []*Node{node(t, g, a), node(t, g, b), node(t, g, behind)}, g.Blocked())
+	assert.True(t, g.IsBlocked(node(t, g, behind).ID()))
+	assert.ErrorIs(t, g.AddEdge(node(t, g, free).ID(), node(t, g, a).ID(), EdgeAdditionalItem), ErrBlockedNode)
+}
+
+func TestCycleMessageIsCapped(t *testing.T) {
+	f := newFixture()
+	for i := range 200 {
+		f.add("", "ConfigMap", "configmaps", "n", fmt.Sprintf("a%03d", i), ownerUID(fmt.Sprintf("configmap/n/b%03d", i)))
+		f.add("", "ConfigMap", "configmaps", "n", fmt.Sprintf("b%03d", i), ownerUID(fmt.Sprintf("configmap/n/a%03d", i)))
+	}
+	_, err := New(f.m, Options{})
+	var ce *CycleError
+	require.ErrorAs(t, err, &ce)
+	assert.Len(t, ce.Cycles, 200)
+	assert.LessOrEqual(t, len(err.Error()), maxCycleMessage+100)
+	assert.Contains(t, err.Error(), "more")
+}
+
+func TestClusterAPIRules(t *testing.T) {
+	f := newFixture()
+	cl := f.add("cluster.x-k8s.io", "Cluster", "clusters", "fleet", "c1")
+	md := f.add("cluster.x-k8s.io", "MachineDeployment", "machinedeployments", "fleet", "md", labelled(capiClusterNameKey, "c1"))
+	binding := f.add("addons.cluster.x-k8s.io", "ClusterResourceSetBinding", "clusterresourcesetbindings", "fleet", "c1")
+	otherNS := f.add("cluster.x-k8s.io", "MachineDeployment", "machinedeployments", "other", "md", labelled(capiClusterNameKey, "c1"))
+	// The Cluster is owned by an object labelled with its name: the rule edge would close a cycle.
+	loop := f.add("", "Secret", "secrets", "fleet", "loop", labelled(capiClusterNameKey, "c1"))
+	cl.OwnerUIDs = []types.UID{loop.UID}
+
+	g, err := New(f.m, Options{})
+	require.NoError(t, err)
+	assert.Zero(t, kindsOf(t, g, cl, md), "rules are off by default")
+
+	g, err = New(f.m, Options{Rules: RulesClusterAPI})
+	require.NoError(t, err)
+	assert.Equal(t, EdgeClusterAPI, kindsOf(t, g, cl, md))
+	assert.Equal(t, EdgeClusterAPI, kindsOf(t, g, cl, binding))
+	assert.Zero(t, kindsOf(t, g, cl, otherNS), "a Cluster of another namespace")
+	assert.Zero(t, kindsOf(t, g, cl, loop))
+	assert.Equal(t, EdgeOwner, kindsOf(t, g, loop, cl))
+	require.Len(t, g.Warnings(), 1)
+	assert.Contains(t, g.Warnings()[0].String(), "left out: it would close a cycle")
+	assertTopological(t, g)
+}
+
+func TestVeleroOrderRules(t *testing.T) {
+	f := newFixture()
+	dep := f.add("apps", "Deployment", "deployments", "n", "web")
+	rs := f.add("apps", "ReplicaSet", "replicasets", "n", "web-1", ownedBy(dep))
+	cm := f.add("", "ConfigMap", "configmaps", "n", "c")
+	ns := f.add("", "Namespace", "namespaces", "", "n")
+	cl := f.add("cluster.x-k8s.io", "Cluster", "clusters", "n", "c1")
+	sec := f.add("", "Secret", "secrets", "n", "s")
+
+	var order []string
+	for _, gr := range VeleroOrder(f.m) {
+		order = append(order, gr.String())
+	}
+	assert.Equal(t, []string{"namespaces", "secrets", "configmaps", "replicasets.apps", "deployments.apps", "clusters.cluster.x-k8s.io"}, order)
+
+	g, err := New(f.m, Options{Rules: RulesVeleroOrder})
+	require.NoError(t, err)
+	assertTopological(t, g)
+	pos := map[*manifest.Item]int{}
+	for i, n := range g.Order() {
+		if n.Item != nil {
+			pos[n.Item] = i
+		}
+	}
+	assert.Less(t, pos[ns], pos[sec])
+	assert.Less(t, pos[sec], pos[cm])
+	assert.Less(t, pos[dep], pos[cl])
+	assert.Less(t, pos[dep], pos[rs], "the owner edge wins over Velero's replicasets-first order")
+	assert.NotEmpty(t, g.Warnings(), "the left-out rule edge is reported")
+	assert.Equal(t, 11, g.Len(), "six objects and five barriers")
+}
+
+func TestGonumConformance(t *testing.T) {
+	f := newFixture()
+	ns := f.add("", "Namespace", "namespaces", "", "n")
+	a := f.add("", "ConfigMap", "configmaps", "n", "a")
+	f.add("", "Secret", "secrets", "n", "s", ownedBy(a))
+	g, err := New(f.m, Options{})
+	require.NoError(t, err)
+
+	sorted, err := topo.Sort(g)
+	require.NoError(t, err)
+	assert.Len(t, sorted, 3)
+	assert.True(t, topo.PathExistsIn(g, node(t, g, ns), g.Node(2)))
+	assert.Nil(t, g.Node(99))
+	assert.Nil(t, g.Edge(2, 0))
+	assert.Equal(t, 3, g.Nodes().Len())
+	for nodes := g.Nodes(); nodes.Next(); {
+		u := nodes.Node()
+		for from := g.From(u.ID()); from.Next(); {
+			v := from.Node()
+			assert.True(t, g.HasEdgeFromTo(u.ID(), v.ID()))
+			assert.True(t, g.HasEdgeBetween(v.ID(), u.ID()))
+			e := g.Edge(u.ID(), v.ID())
+			assert.Equal(t, u, e.From())
+			assert.Equal(t, v, e.ReversedEdge().From())
+			found := false
+			for to := g.To(v.ID()); to.Next(); {
+				found = found || to.Node().ID() == u.ID()
+			}
+			assert.True(t, found, "To mirrors From")
+		}
+	}
+	it := g.From(0)
+	assert.Equal(t, 2, it.Len())
+	it.Next()
+	assert.Equal(t, 1, it.Len())
+	it.Reset()
+	assert.Equal(t, 2, it.Len())
+}
+
+func TestDOT(t *testing.T) {
+	f := newFixture()
+	ns := f.add("", "Namespace", "namespaces", "", "shop")
+	f.add("apps", "Deployment", "deployments", "shop", "web")
+	_ = ns
+	g, _ := New(f.m, Options{Rules: RulesVeleroOrder})
+	out, err := g.DOT("restore")
+	require.NoError(t, err)
+	s := string(out)
+	assert.Contains(t, s, `digraph restore {`)
+	assert.Contains(t, s, `label="Deployment\nshop/web\napps/v1"`)
+	assert.Contains(t, s, `style=dashed`, "namespace edges are dashed")
+	assert.Contains(t, s, `shape=diamond`, "barriers")
+}
+
+func TestDescendantsAndCriticalPath(t *testing.T) {
+	f := newFixture()
+	root := f.add("", "Namespace", "namespaces", "", "n")
+	a := f.add("", "ConfigMap", "configmaps", "n", "a")
+	b := f.add("", "Secret", "secrets", "n", "b", ownedBy(a))
+	slow := f.add("", "Secret", "secrets", "n", "slow")
+	g, err := New(f.m, Options{})
+	require.NoError(t, err)
+
+	var names []string
+	for _, id := range g.Descendants(node(t, g, a).ID()) {
+		names = append(names, g.NodeAt(id).Item.Name)
+	}
+	assert.Equal(t, []string{"b"}, names)
+	assert.Len(t, g.Descendants(node(t, g, root).ID()), 3)
+
+	path, total := g.CriticalPath(nil)
+	assert.Equal(t, 3.0, total)
+	assert.Equal(t, []*Node{node(t, g, root), node(t, g, a), node(t, g, b)}, path)
+
+	weights := map[*manifest.Item]float64{root: 1, a: 1, b: 1, slow: 10}
+	path, total = g.CriticalPath(func(n *Node) float64 { return weights[n.Item] })
+	assert.Equal(t, 11.0, total)
+	assert.Equal(t, []*Node{node(t, g, root), node(t, g, slow)}, path)
+}
+
+func TestAddEdge(t *testing.T) {
+	f := newFixture()
+	a := f.add("", "ConfigMap", "configmaps", "n", "a")
+	b := f.add("", "ConfigMap", "configmaps", "n", "b", ownedBy(a))
+	c := f.add("", "ConfigMap", "configmaps", "n", "c", ownedBy(b))
+	d := f.add("", "ConfigMap", "configmaps", "n", "d")
+	g, err := New(f.m, Options{})
+	require.NoError(t, err)
+	id := func(it *manifest.Item) int64 { return node(t, g, it).ID() }
+
+	assert.True(t, g.WouldCycle(id(c), id(a)))
+	err = g.AddEdge(id(c), id(a), EdgeAdditionalItem)
+	assert.True(t, errors.Is(err, ErrWouldCycle), err)
+	assert.False(t, g.HasEdgeFromTo(id(c), id(a)), "nothing added")
+
+	// d comes last in the order; an edge d -> a moves d before a.
+	assert.False(t, g.WouldCycle(id(d), id(a)))
+	require.NoError(t, g.AddEdge(id(d), id(a), EdgeAdditionalItem))
+	assertTopological(t, g)
+	assert.Equal(t, EdgeAdditionalItem, g.EdgeFromTo(id(d), id(a)).Kinds)
+	require.NoError(t, g.AddEdge(id(d), id(a), EdgeDependsOn))
+	assert.Equal(t, EdgeAdditionalItem|EdgeDependsOn, g.EdgeFromTo(id(d), id(a)).Kinds)
+	assert.ErrorIs(t, g.AddEdge(id(a), id(a), EdgeAdditionalItem), ErrWouldCycle)
+	assert.True(t, g.WouldCycle(id(c), id(d)))
+}
