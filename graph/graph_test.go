@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/scheduler"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/graph/topo"
@@ -355,3 +356,5 @@ func TestAddEdge(t *testing.T) {
 	assert.ErrorIs(t, g.AddEdge(id(a), id(a), EdgeAdditionalItem), ErrWouldCycle)
 	assert.True(t, g.WouldCycle(id(c), id(d)))
 }
+
+var _ scheduler.DAG = (*Graph)(nil)
