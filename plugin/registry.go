@@ -1,0 +1,138 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
+	v1 "github.com/restoregraph/restoregraph/plugin/restoreitemaction/v1"
+	v2 "github.com/restoregraph/restoregraph/plugin/restoreitemaction/v2"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Interface versions of RestoreItemAction.
+const (
+	V1 = "v1"
+	V2 = "v2"
+)
+
+// ErrAlreadyRegistered is wrapped when a name and version are registered twice.
+var ErrAlreadyRegistered = errors.New("plugin already registered")
+
+// NoAdapterError names a plugin none of whose registered versions can be used as the
+// newest interface.
+type NoAdapterError struct {
+	Name     string
+	Versions []string
+}
+
+func (e *NoAdapterError) Error() string {
+	return fmt.Sprintf("plugin %q: no adapter to %s from the versions registered (%s)", e.Name, V2, strings.Join(e.Versions, ", "))
+}
+
+// Registry holds plugins by name and version. The zero value is empty and ready to use;
+// it is safe for concurrent use.
+type Registry struct {
+	mu      sync.RWMutex
+	plugins map[string]map[string]any // name -> version -> implementation
+	order   []string                  // names in registration order: the order actions run
+}
+
+// Register adds impl as plugin name at interface version. impl must implement that
+// version's interface (v1.RestoreItemAction for V1, v2.RestoreItemAction for V2);
+// other versions are accepted and reported at lookup, so that a newer plugin fails
+// with a clear error rather than at registration by an older binary.
+func (r *Registry) Register(name, version string, impl any) error {
+	if name == "" || impl == nil {
+		return fmt.Errorf("plugin: register: name and implementation are required")
+	}
+	switch version {
+	case V1:
+		if _, ok := impl.(v1.RestoreItemAction); !ok {
+			return fmt.Errorf("plugin %q: %T does not implement RestoreItemAction %s", name, impl, version)
+		}
+	case V2:
+		if _, ok := impl.(v2.RestoreItemAction); !ok {
+			return fmt.Errorf("plugin %q: %T does not implement RestoreItemAction %s", name, impl, version)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.plugins == nil {
+		r.plugins = map[string]map[string]any{}
+	}
+	if r.plugins[name] == nil {
+		r.plugins[name] = map[string]any{}
+		r.order = append(r.order, name)
+	}
+	if _, dup := r.plugins[name][version]; dup {
+		return fmt.Errorf("plugin %q %s: %w", name, version, ErrAlreadyRegistered)
+	}
+	r.plugins[name][version] = impl
+	return nil
+}
+
+// Lookup returns plugin name as the newest interface.
+func (r *Registry) Lookup(name string) (v2.RestoreItemAction, error) {
+	r.mu.RLock()
+	versions := r.plugins[name]
+	r.mu.RUnlock()
+	if versions == nil {
+		return nil, fmt.Errorf("plugin %q is not registered", name)
+	}
+	if impl, ok := versions[V2]; ok {
+		return impl.(v2.RestoreItemAction), nil
+	}
+	if impl, ok := versions[V1]; ok {
+		return v2.AdaptV1(impl.(v1.RestoreItemAction)), nil
+	}
+	found := make([]string, 0, len(versions))
+	for v := range versions {
+		found = append(found, v)
+	}
+	sort.Strings(found)
+	return nil, &NoAdapterError{Name: name, Versions: found}
+}
+
+// Action is a plugin ready to run: its name, its newest interface and its parsed selector.
+type Action struct {
+	Name string
+	v2.RestoreItemAction
+	matcher *ria.Matcher
+}
+
+// AppliesTo reports whether the action is called for an item.
+func (a *Action) AppliesTo(gr schema.GroupResource, namespace string, itemLabels labels.Labels) bool {
+	return a.matcher.Matches(gr, namespace, itemLabels)
+}
+
+// Actions returns every registered plugin as its newest interface, in registration
+// order, with its selector parsed. A plugin that cannot be adapted, or whose AppliesTo
+// fails or has a bad label selector, is an error naming it.
+func (r *Registry) Actions() ([]*Action, error) {
+	r.mu.RLock()
+	names := slices.Clone(r.order)
+	r.mu.RUnlock()
+	var out []*Action
+	for _, name := range names {
+		impl, err := r.Lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		sel, err := impl.AppliesTo()
+		if err != nil {
+			return nil, fmt.Errorf("plugin %q: AppliesTo: %w", name, err)
+		}
+		m, err := sel.Compile()
+		if err != nil {
+			return nil, fmt.Errorf("plugin %q: label selector %q: %w", name, sel.LabelSelector, err)
+		}
+		out = append(out, &Action{Name: name, RestoreItemAction: impl, matcher: m})
+	}
+	return out, nil
+}

@@ -1,0 +1,177 @@
+package readiness
+
+import (
+	"fmt"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+)
+
+// Result is what a probe says of an object.
+type Result struct {
+	Ready bool
+	// Failed means the object will not become ready without a change (kstatus Failed).
+	Failed bool
+	Reason string
+	// Probe names the probe that decided; Policy is set when the kind had no probe of
+	// its own and the registry's policy for unknown kinds decided.
+	Probe  string
+	Policy Policy
+}
+
+// Probe says whether an object, as it now is, is ready.
+type Probe interface {
+	Probe(obj *unstructured.Unstructured) Result
+}
+
+// ProbeFunc adapts a function to Probe.
+type ProbeFunc func(obj *unstructured.Unstructured) Result
+
+// Probe calls f.
+func (f ProbeFunc) Probe(obj *unstructured.Unstructured) Result { return f(obj) }
+
+// Exists is ready as soon as the object exists.
+var Exists = ProbeFunc(func(*unstructured.Unstructured) Result {
+	return Result{Ready: true, Reason: "exists", Probe: "Exists"}
+})
+
+// condition returns the status and message of the condition of type t.
+func condition(obj *unstructured.Unstructured, t string) (status, message string, found bool) {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != t {
+			continue
+		}
+		s, _ := m["status"].(string)
+		msg, _ := m["message"].(string)
+		return s, msg, true
+	}
+	return "", "", false
+}
+
+// CRD is ready when Established and NamesAccepted are True: until then the API server
+// does not serve its custom resources.
+var CRD = ProbeFunc(func(obj *unstructured.Unstructured) Result {
+	for _, t := range []apiextv1.CustomResourceDefinitionConditionType{apiextv1.NamesAccepted, apiextv1.Established} {
+		s, msg, _ := condition(obj, string(t))
+		if s != "True" {
+			return Result{Reason: fmt.Sprintf("condition %s is %q %s", t, s, msg), Probe: "CustomResourceDefinition"}
+		}
+	}
+	return Result{Ready: true, Reason: "Established and NamesAccepted", Probe: "CustomResourceDefinition"}
+})
+
+// Namespace is ready when its phase is Active; a Terminating namespace has failed, for
+// nothing can be created in it.
+var Namespace = ProbeFunc(func(obj *unstructured.Unstructured) Result {
+	phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
+	switch phase {
+	case "Active":
+		return Result{Ready: true, Reason: "Active", Probe: "Namespace"}
+	case "Terminating":
+		return Result{Failed: true, Reason: "Terminating", Probe: "Namespace"}
+	}
+	return Result{Reason: fmt.Sprintf("phase is %q", phase), Probe: "Namespace"}
+})
+
+// KStatus computes the object's status with cli-utils' kstatus: Current is ready,
+// Failed has failed, anything else is not ready yet.
+var KStatus = ProbeFunc(func(obj *unstructured.Unstructured) Result {
+	res, err := status.Compute(obj)
+	if err != nil {
+		return Result{Reason: "kstatus: " + err.Error(), Probe: "KStatus"}
+	}
+	r := Result{Reason: fmt.Sprintf("%s: %s", res.Status, res.Message), Probe: "KStatus"}
+	switch res.Status {
+	case status.CurrentStatus:
+		r.Ready = true
+	case status.FailedStatus:
+		r.Failed = true
+	}
+	return r
+})
+
+// ReadyCondition is ready when the object has a Ready condition that is True.
+var ReadyCondition = ProbeFunc(func(obj *unstructured.Unstructured) Result {
+	s, msg, found := condition(obj, "Ready")
+	switch {
+	case !found:
+		return Result{Reason: "no Ready condition", Probe: "ReadyCondition"}
+	case s == "True":
+		return Result{Ready: true, Reason: "Ready", Probe: "ReadyCondition"}
+	}
+	return Result{Reason: fmt.Sprintf("Ready is %q %s", s, msg), Probe: "ReadyCondition"}
+})
+
+// Policy says how kinds with no registered probe are judged.
+type Policy string
+
+const (
+	// ReadyOnCreate: an object of an unknown kind is ready once created.
+	ReadyOnCreate Policy = "ReadyOnCreate"
+	// RequireSignal: an object of an unknown kind is ready only with a Ready condition
+	// that is True.
+	RequireSignal Policy = "RequireSignal"
+)
+
+// Registry maps group-kinds to probes. Build it with NewRegistry.
+type Registry struct {
+	probes  map[schema.GroupKind]Probe
+	Unknown Policy
+}
+
+// NewRegistry returns the built-in probes, with policy for unknown kinds
+// (ReadyOnCreate when empty).
+func NewRegistry(policy Policy) *Registry {
+	if policy == "" {
+		policy = ReadyOnCreate
+	}
+	r := &Registry{probes: map[schema.GroupKind]Probe{}, Unknown: policy}
+	r.Register(schema.GroupKind{Group: apiextv1.GroupName, Kind: "CustomResourceDefinition"}, CRD)
+	r.Register(schema.GroupKind{Kind: "Namespace"}, Namespace)
+	for _, gk := range []schema.GroupKind{
+		{Group: "apps", Kind: "Deployment"}, {Group: "apps", Kind: "StatefulSet"}, {Group: "apps", Kind: "DaemonSet"},
+		{Group: "apps", Kind: "ReplicaSet"}, {Kind: "Pod"}, {Kind: "PersistentVolumeClaim"}, {Kind: "Service"},
+		{Group: "batch", Kind: "Job"}, {Group: "policy", Kind: "PodDisruptionBudget"},
+	} {
+		r.Register(gk, KStatus)
+	}
+	for _, gk := range []schema.GroupKind{
+		{Kind: "ConfigMap"}, {Kind: "Secret"}, {Kind: "ServiceAccount"}, {Kind: "Endpoints"}, {Kind: "LimitRange"},
+		{Kind: "ResourceQuota"}, {Group: "rbac.authorization.k8s.io", Kind: "Role"}, {Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"},
+		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}, {Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"},
+		{Group: "storage.k8s.io", Kind: "StorageClass"},
+	} {
+		r.Register(gk, Exists) // kinds with no status: existing is all they do
+	}
+	return r
+}
+
+// Register sets the probe for gk, replacing any other.
+func (r *Registry) Register(gk schema.GroupKind, p Probe) { r.probes[gk] = p }
+
+// Known reports whether gk has a probe of its own.
+func (r *Registry) Known(gk schema.GroupKind) bool {
+	_, ok := r.probes[gk]
+	return ok
+}
+
+// Check probes obj with its kind's probe, or by the policy for unknown kinds.
+func (r *Registry) Check(obj *unstructured.Unstructured) Result {
+	gk := obj.GroupVersionKind().GroupKind()
+	if p, ok := r.probes[gk]; ok {
+		return p.Probe(obj)
+	}
+	var res Result
+	if r.Unknown == RequireSignal {
+		res = ReadyCondition.Probe(obj)
+	} else {
+		res = Exists.Probe(obj)
+	}
+	res.Policy = r.Unknown
+	res.Reason = fmt.Sprintf("no probe for %s, policy %s: %s", gk, r.Unknown, res.Reason)
+	return res
+}
