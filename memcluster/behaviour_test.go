@@ -1,0 +1,196 @@
+package memcluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+)
+
+var (
+	nsGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	cmGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+)
+
+func start(t *testing.T, opts Options) (*Server, dynamic.Interface) {
+	t.Helper()
+	s, err := StartServer(opts)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	c, err := dynamic.NewForConfig(s.Config())
+	require.NoError(t, err)
+	_, err = c.Resource(nsGVR).Create(context.Background(), u("v1", "Namespace", "", "ns", nil), metav1.CreateOptions{})
+	require.NoError(t, err)
+	return s, c
+}
+
+func TestFaultsAreInjected(t *testing.T) {
+	f := &Faults{Seed: 1, TooManyRequests: 0.2, InternalError: 0.2, Timeout: 0.1, TimeoutAfter: time.Millisecond}
+	s, err := StartServer(Options{Faults: f})
+	require.NoError(t, err)
+	defer s.Close()
+	c, _ := dynamic.NewForConfig(s.Config())
+	counts := map[string]int{}
+	for i := range 200 {
+		_, err := c.Resource(nsGVR).Get(context.Background(), fmt.Sprint("n", i), metav1.GetOptions{})
+		switch {
+		case apierrors.IsTooManyRequests(err):
+			counts["429"]++
+		case apierrors.IsInternalError(err):
+			counts["500"]++
+		case apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err):
+			counts["timeout"]++
+		case apierrors.IsNotFound(err):
+			counts["served"]++
+		default:
+			t.Fatalf("unexpected %v", err)
+		}
+	}
+	assert.InDelta(t, 40, counts["429"], 20)
+	assert.InDelta(t, 40, counts["500"], 20)
+	assert.InDelta(t, 20, counts["timeout"], 15)
+	assert.EqualValues(t, 200-counts["served"], f.Injected())
+}
+
+func TestLatencyIsInjected(t *testing.T) {
+	s, err := StartServer(Options{Latency: FixedLatency(20 * time.Millisecond)})
+	require.NoError(t, err)
+	defer s.Close()
+	c, _ := dynamic.NewForConfig(s.Config())
+	start := time.Now()
+	_, err = c.Resource(nsGVR).Get(context.Background(), "x", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err))
+	assert.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
+
+	l := UniformLatency(3, time.Millisecond, 3*time.Millisecond)
+	for range 100 {
+		d := l()
+		assert.True(t, d >= time.Millisecond && d <= 3*time.Millisecond, d)
+	}
+}
+
+func TestWatchResumesFromHistory(t *testing.T) {
+	_, c := start(t, Options{History: 3})
+	ctx := context.Background()
+	cms := c.Resource(cmGVR).Namespace("ns")
+	first, err := cms.Create(ctx, u("v1", "ConfigMap", "ns", "a", nil), metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cms.Create(ctx, u("v1", "ConfigMap", "ns", "b", nil), metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: first.GetResourceVersion()})
+	require.NoError(t, err)
+	ev := <-w.ResultChan()
+	assert.Equal(t, watch.Added, ev.Type)
+	assert.Equal(t, "b", metaName(ev), "only what came after the version asked for")
+	w.Stop()
+
+	for _, n := range []string{"c", "d", "e", "f"} {
+		_, err = cms.Create(ctx, u("v1", "ConfigMap", "ns", n, nil), metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	w, err = cms.Watch(ctx, metav1.ListOptions{ResourceVersion: first.GetResourceVersion()})
+	require.NoError(t, err)
+	ev = <-w.ResultChan()
+	assert.Equal(t, watch.Error, ev.Type)
+	assert.True(t, apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) || apierrors.IsGone(apierrors.FromObject(ev.Object)))
+	w.Stop()
+}
+
+func metaName(ev watch.Event) string {
+	m, _ := ev.Object.(interface{ GetName() string })
+	return m.GetName()
+}
+
+func TestTerminatingNamespaceRefusesContent(t *testing.T) {
+	s, c := start(t, Options{})
+	ctx := context.Background()
+	s.mu.Lock() // hold the namespace controller back
+	k := key{gr: schema.GroupResource{Resource: "namespaces"}, name: "ns"}
+	req := &request{rt: s.types[k.gr], version: "v1", name: "ns"}
+	s.remove(req, k, s.objects[k])
+	s.mu.Unlock()
+	_, err := c.Resource(cmGVR).Namespace("ns").Create(ctx, u("v1", "ConfigMap", "ns", "late", nil), metav1.CreateOptions{})
+	assert.True(t, apierrors.IsForbidden(err) || apierrors.IsNotFound(err), "%v", err)
+}
+
+func TestUnsupportedPatchAndStatus(t *testing.T) {
+	_, c := start(t, Options{})
+	ctx := context.Background()
+	deps := c.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace("ns")
+	d, err := deps.Create(ctx, u("apps/v1", "Deployment", "ns", "web", map[string]any{"spec": map[string]any{"replicas": int64(1)}, "status": map[string]any{"replicas": int64(9)}}), metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, has := d.Object["status"]
+	assert.False(t, has, "create drops the status of a kind with a status subresource")
+	_, err = deps.Patch(ctx, "web", types.StrategicMergePatchType, []byte(`{}`), metav1.PatchOptions{})
+	assert.True(t, apierrors.IsUnsupportedMediaType(err), "%v", err)
+	d.Object["status"] = map[string]any{"replicas": int64(1)}
+	d, err = deps.UpdateStatus(ctx, d, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, d.Object["status"].(map[string]any)["replicas"])
+}
+
+func TestBadRequests(t *testing.T) {
+	_, c := start(t, Options{})
+	ctx := context.Background()
+	cms := c.Resource(cmGVR).Namespace("ns")
+	_, err := cms.Create(ctx, u("v1", "Secret", "ns", "x", nil), metav1.CreateOptions{})
+	assert.True(t, apierrors.IsBadRequest(err), "wrong kind: %v", err)
+	_, err = cms.Create(ctx, u("v1", "ConfigMap", "other", "x", nil), metav1.CreateOptions{})
+	assert.True(t, apierrors.IsBadRequest(err), "namespace mismatch: %v", err)
+	_, err = c.Resource(nsGVR).Create(ctx, u("v1", "Namespace", "", "Not_A_Label", nil), metav1.CreateOptions{})
+	assert.True(t, apierrors.IsInvalid(err), "%v", err)
+}
+
+// BenchmarkCreate measures creates per second through client-go's dynamic client,
+// with no injected latency, at 1 and 16 concurrent clients.
+func BenchmarkCreate(b *testing.B) {
+	for _, clients := range []int{1, 16} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			s, err := StartServer(Options{})
+			require.NoError(b, err)
+			defer s.Close()
+			c, _ := dynamic.NewForConfig(s.Config())
+			ctx := context.Background()
+			_, err = c.Resource(nsGVR).Create(ctx, u("v1", "Namespace", "", "ns", nil), metav1.CreateOptions{})
+			require.NoError(b, err)
+			cms := c.Resource(cmGVR).Namespace("ns")
+			var next sync.Mutex
+			i := 0
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						next.Lock()
+						n := i
+						i++
+						next.Unlock()
+						if n >= b.N {
+							return
+						}
+						if _, err := cms.Create(ctx, u("v1", "ConfigMap", "ns", fmt.Sprint("cm-", n), map[string]any{"data": map[string]any{"k": "v"}}), metav1.CreateOptions{}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "creates/s")
+		})
+	}
+}

@@ -1,0 +1,40 @@
+// Package memcluster is a small in-process Kubernetes API server: the default target of
+// a restore when no kubeconfig is given, and the cluster of every test and benchmark
+// that does not need a real one.
+//
+// It speaks the Kubernetes REST API over HTTP on a loopback port, so client-go (dynamic
+// client, discovery, RESTMapper, typed clientsets over JSON) talks to it unchanged
+// through the *rest.Config that Start returns. It behaves like a real API server where
+// restore order matters:
+//
+//   - Discovery (/api, /apis, group and group-version resource lists), versions of a
+//     group ranked the Kubernetes way, the preferred version first.
+//   - Create, get, list, update, patch (JSON merge patch and JSON patch), delete and
+//     watch, for namespaced and cluster-scoped resources, with Kubernetes status errors:
+//     NotFound, AlreadyExists, Conflict on a stale resourceVersion, Invalid, and NotFound
+//     for a resource that is not served.
+//   - Server-set metadata: uid, resourceVersion (one monotonic counter), creationTimestamp,
+//     generation (bumped when anything but metadata and status changes).
+//   - A namespaced object can be created only in an existing Namespace that is not
+//     terminating. Deleting a Namespace makes it Terminating, deletes what it holds, then
+//     removes it.
+//   - CustomResourceDefinitions: a created CRD serves its served versions after
+//     Options.EstablishDelay, then has Established and NamesAccepted; until then its
+//     resources answer NotFound. A custom resource is stored once and served at every
+//     served version (apiVersion rewritten; no schema conversion).
+//   - Status subresources, for the built-in kinds that have one and for CRDs that ask:
+//     create and updates of the main resource keep the stored status; /status updates
+//     only status.
+//   - Optional garbage collection (Options.GC): an object whose ownerReferences all name
+//     UIDs that do not exist is deleted after Options.GCDelay, as kube-controller-manager
+//     does.
+//   - Injected latency and faults (Options.Latency, Options.Faults) for benchmarks and
+//     resilience tests.
+//
+// Known differences from a real API server: no strategic merge patch or server-side
+// apply (415), no validation against OpenAPI schemas, no admission, no authentication,
+// no protobuf, no field selectors beyond metadata.name and metadata.namespace.
+//
+// Start listens only on 127.0.0.1; Server.Close ends every watch and background task
+// and returns once no goroutine of the server is left.
+package memcluster

@@ -1,0 +1,287 @@
+package memcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/rest"
+)
+
+// Options tune a memcluster. The zero value is a plain, fault-free server.
+type Options struct {
+	// EstablishDelay is how long a new CRD takes to be served and Established.
+	EstablishDelay time.Duration
+	// GC turns on garbage collection of objects whose owners are all gone, after GCDelay
+	// (default 100ms) of being orphaned.
+	GC      bool
+	GCDelay time.Duration
+	// Latency, when set, is slept before every resource request is served.
+	Latency func() time.Duration
+	// Faults, when set, answers a share of resource requests with an error.
+	Faults *Faults
+	// History is how many changes are kept for watches that resume from a
+	// resourceVersion; default 10000. An older version gets 410 Gone.
+	History int
+}
+
+// Server is a running memcluster.
+type Server struct {
+	opts     Options
+	listener net.Listener
+	http     *http.Server
+	cfg      *rest.Config
+
+	mu          sync.Mutex
+	types       map[schema.GroupResource]*resourceType
+	objects     map[key]object
+	byUID       map[types.UID]key
+	rv          uint64
+	history     ring
+	watchers    map[*watcher]struct{}
+	orphanSince map[key]time.Time
+	timers      map[*time.Timer]struct{}
+	closed      bool
+	collected   int
+
+	done  chan struct{}  // closed by Close: ends watches and background work
+	tasks sync.WaitGroup // background work: GC, namespace cleanup, CRD establishment
+}
+
+// Start starts a memcluster on a loopback port and returns the client configuration
+// and the function that stops it.
+func Start(opts Options) (*rest.Config, func(), error) {
+	s, err := StartServer(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.Config(), s.Close, nil
+}
+
+// StartServer starts a memcluster and returns it, for callers that inspect it.
+func StartServer(opts Options) (*Server, error) {
+	if opts.History <= 0 {
+		opts.History = 10_000
+	}
+	if opts.GCDelay <= 0 {
+		opts.GCDelay = 100 * time.Millisecond
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("memcluster: listen: %w", err)
+	}
+	s := &Server{
+		opts: opts, listener: ln,
+		types: map[schema.GroupResource]*resourceType{}, objects: map[key]object{}, byUID: map[types.UID]key{},
+		history: newRing(opts.History), watchers: map[*watcher]struct{}{},
+		orphanSince: map[key]time.Time{}, timers: map[*time.Timer]struct{}{}, done: make(chan struct{}),
+	}
+	for _, rt := range builtins() {
+		s.types[rt.gr] = rt
+	}
+	s.http = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.cfg = &rest.Config{
+		Host:          "http://" + ln.Addr().String(),
+		QPS:           -1, // no client-side throttling: callers that want it set their own
+		ContentConfig: rest.ContentConfig{ContentType: "application/json", AcceptContentTypes: "application/json"},
+	}
+	s.tasks.Add(1)
+	go func() {
+		defer s.tasks.Done()
+		s.http.Serve(ln) // returns http.ErrServerClosed once Close shuts it down
+
+	}()
+	if opts.GC {
+		s.tasks.Add(1)
+		go s.collectGarbage()
+	}
+	return s, nil
+}
+
+// Config returns a client configuration for the server. Each call returns a new copy.
+func (s *Server) Config() *rest.Config { return rest.CopyConfig(s.cfg) }
+
+// Close stops the server, ends every watch and background task, and returns once they
+// have all returned.
+func (s *Server) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	for t := range s.timers {
+		if t.Stop() {
+			s.tasks.Done()
+		}
+	}
+	close(s.done)
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.http.Shutdown(ctx); err != nil {
+		s.http.Close()
+	}
+	s.tasks.Wait()
+}
+
+// ServeHTTP routes a request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	switch {
+	case r.URL.Path == "/version":
+		writeJSON(w, http.StatusOK, version.Info{Major: "1", Minor: "37", GitVersion: "v1.37.0-memcluster"})
+	case r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/livez":
+		w.Write([]byte("ok"))
+	case len(segs) == 1 && segs[0] == "api":
+		writeJSON(w, http.StatusOK, &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}})
+	case len(segs) == 1 && segs[0] == "apis":
+		s.mu.Lock()
+		list := s.apiGroupList()
+		s.mu.Unlock()
+		writeJSON(w, http.StatusOK, list)
+	case len(segs) == 2 && segs[0] == "apis":
+		s.mu.Lock()
+		g := s.apiGroup(segs[1])
+		s.mu.Unlock()
+		if g == nil {
+			writeStatus(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
+			return
+		}
+		writeJSON(w, http.StatusOK, g)
+	case len(segs) == 2 && segs[0] == "api" || len(segs) == 3 && segs[0] == "apis":
+		group, ver := "", segs[1]
+		if segs[0] == "apis" {
+			group, ver = segs[1], segs[2]
+		}
+		s.mu.Lock()
+		list := s.resourceList(group, ver)
+		s.mu.Unlock()
+		if list == nil {
+			writeStatus(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
+			return
+		}
+		writeJSON(w, http.StatusOK, list)
+	default:
+		s.serveResource(w, r, segs)
+	}
+}
+
+// request is a parsed resource request.
+type request struct {
+	rt          *resourceType
+	version     string
+	namespace   string
+	name        string
+	subresource string
+}
+
+// parse reads /api/v1/... or /apis/<group>/<version>/... The caller holds s.mu.
+func (s *Server) parse(segs []string) (*request, error) {
+	var group, ver string
+	switch {
+	case len(segs) >= 3 && segs[0] == "api":
+		ver, segs = segs[1], segs[2:]
+	case len(segs) >= 4 && segs[0] == "apis":
+		group, ver, segs = segs[1], segs[2], segs[3:]
+	default:
+		return nil, apierrors.NewNotFound(schema.GroupResource{}, strings.Join(segs, "/"))
+	}
+	req := &request{version: ver}
+	// namespaces/<ns>/<resource>/... unless <resource> is not a namespaced resource, in
+	// which case it is a subresource of the Namespace itself (namespaces/<ns>/status).
+	if len(segs) >= 3 && segs[0] == "namespaces" {
+		if rt, ok := s.types[schema.GroupResource{Group: group, Resource: segs[2]}]; ok && rt.namespaced {
+			req.namespace, segs = segs[1], segs[2:]
+		}
+	}
+	gr := schema.GroupResource{Group: group, Resource: segs[0]}
+	rt, ok := s.types[gr]
+	if !ok || !rt.serves(ver) {
+		return nil, apierrors.NewNotFound(gr, "")
+	}
+	req.rt = rt
+	if len(segs) > 1 {
+		req.name = segs[1]
+	}
+	if len(segs) > 2 {
+		req.subresource = segs[2]
+	}
+	if len(segs) > 3 || (req.subresource != "" && (req.subresource != "status" || !rt.status)) {
+		return nil, apierrors.NewNotFound(gr, req.name)
+	}
+	if req.namespace != "" && !rt.namespaced {
+		return nil, apierrors.NewNotFound(gr, req.name)
+	}
+	return req, nil
+}
+
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, segs []string) {
+	if s.opts.Latency != nil {
+		select {
+		case <-time.After(s.opts.Latency()):
+		case <-r.Context().Done():
+			return
+		case <-s.done:
+			return
+		}
+	}
+	if s.opts.Faults != nil && s.opts.Faults.inject(w, r, s.done) {
+		return
+	}
+	s.mu.Lock()
+	req, err := s.parse(segs)
+	s.mu.Unlock()
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
+	q := r.URL.Query()
+	switch {
+	case r.Method == http.MethodGet && req.name == "" && q.Get("watch") == "true":
+		s.watch(w, r, req)
+	case r.Method == http.MethodGet && req.name == "":
+		s.listHandler(w, r, req)
+	case r.Method == http.MethodGet:
+		s.get(w, req)
+	case r.Method == http.MethodPost && req.name == "":
+		s.create(w, r, req)
+	case r.Method == http.MethodPut && req.name != "":
+		s.update(w, r, req)
+	case r.Method == http.MethodPatch && req.name != "":
+		s.patch(w, r, req)
+	case r.Method == http.MethodDelete && req.name != "":
+		s.deleteHandler(w, r, req)
+	default:
+		writeStatus(w, apierrors.NewMethodNotSupported(req.rt.gr, r.Method))
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+// writeStatus writes err as a Kubernetes Status.
+func writeStatus(w http.ResponseWriter, err error) {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) {
+		se = apierrors.NewInternalError(err)
+	}
+	st := se.Status()
+	st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	st.Status = metav1.StatusFailure
+	writeJSON(w, int(st.Code), &st)
+}

@@ -1,0 +1,181 @@
+package memcluster
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// key identifies a stored object.
+type key struct {
+	gr        schema.GroupResource
+	namespace string
+	name      string
+}
+
+// object is a stored object's content. It is never changed once stored: every write
+// stores a new map, so readers and watchers share it without copying.
+type object = map[string]any
+
+// event is one change, kept in the history for watches that resume from a version.
+type event struct {
+	typ watch.EventType
+	key key
+	obj object
+	rv  uint64
+}
+
+// watcher receives the events of one watch request.
+type watcher struct {
+	gr        schema.GroupResource
+	namespace string // "" for every namespace
+	name      string // from a metadata.name field selector; "" for any
+	selector  labels.Selector
+	ch        chan event
+	overflow  bool // set when the watcher fell too far behind and was dropped
+}
+
+func (w *watcher) matches(e event) bool {
+	if e.key.gr != w.gr || (w.namespace != "" && e.key.namespace != w.namespace) || (w.name != "" && e.key.name != w.name) {
+		return false
+	}
+	return w.selector.Matches(labels.Set(labelsOf(e.obj)))
+}
+
+func labelsOf(obj object) map[string]string {
+	md, _ := obj["metadata"].(map[string]any)
+	raw, _ := md["labels"].(map[string]any)
+	out := make(map[string]string, len(raw))
+	for k, v := range raw {
+		s, _ := v.(string)
+		out[k] = s
+	}
+	return out
+}
+
+func meta(obj object) map[string]any {
+	md, _ := obj["metadata"].(map[string]any)
+	return md
+}
+
+func metaString(obj object, field string) string {
+	s, _ := meta(obj)[field].(string)
+	return s
+}
+
+// record stores obj under k (nil deletes), bumps the resourceVersion, keeps the history
+// and tells the watchers. The caller holds s.mu.
+func (s *Server) record(typ watch.EventType, k key, obj object) {
+	if typ == watch.Deleted {
+		if old, ok := s.objects[k]; ok {
+			delete(s.byUID, types.UID(metaString(old, "uid")))
+		}
+		delete(s.objects, k)
+		delete(s.orphanSince, k)
+	} else {
+		s.objects[k] = obj
+		s.byUID[types.UID(metaString(obj, "uid"))] = k
+	}
+	e := event{typ: typ, key: k, obj: obj, rv: s.rv}
+	s.history.add(e)
+	for w := range s.watchers {
+		if !w.matches(e) {
+			continue
+		}
+		select {
+		case w.ch <- e:
+		default: // too far behind: drop it; its client sees the watch end and lists again
+			w.overflow = true
+			close(w.ch)
+			delete(s.watchers, w)
+		}
+	}
+}
+
+// nextRV returns a new resourceVersion. The caller holds s.mu.
+func (s *Server) nextRV() string {
+	s.rv++
+	return strconv.FormatUint(s.rv, 10)
+}
+
+// list returns the objects of gr in namespace ns ("" for all) that match, ordered by
+// namespace and name.
+func (s *Server) list(gr schema.GroupResource, ns, name string, sel labels.Selector) []object {
+	var keys []key
+	for k := range s.objects {
+		if k.gr == gr && (ns == "" || k.namespace == ns) && (name == "" || k.name == name) {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := strings.Compare(a.namespace, b.namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	out := make([]object, 0, len(keys))
+	for _, k := range keys {
+		if o := s.objects[k]; sel.Matches(labels.Set(labelsOf(o))) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// deepCopy copies a JSON-like value.
+func deepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[k] = deepCopy(x)
+		}
+		return m
+	case []any:
+		s := make([]any, len(t))
+		for i, x := range t {
+			s[i] = deepCopy(x)
+		}
+		return s
+	}
+	return v
+}
+
+// ring keeps the most recent changes, oldest first, for watches that resume.
+type ring struct {
+	buf   []event
+	start int // index of the oldest event
+	n     int
+}
+
+func newRing(size int) ring { return ring{buf: make([]event, size)} }
+
+func (r *ring) add(e event) {
+	if r.n < len(r.buf) {
+		r.buf[(r.start+r.n)%len(r.buf)] = e
+		r.n++
+		return
+	}
+	r.buf[r.start] = e
+	r.start = (r.start + 1) % len(r.buf)
+}
+
+// oldest returns the resourceVersion of the oldest event kept, 0 when none is.
+func (r *ring) oldest() uint64 {
+	if r.n == 0 {
+		return 0
+	}
+	return r.buf[r.start].rv
+}
+
+// each calls f for the kept events, oldest first.
+func (r *ring) each(f func(event)) {
+	for i := range r.n {
+		f(r.buf[(r.start+i)%len(r.buf)])
+	}
+}
