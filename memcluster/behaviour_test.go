@@ -62,6 +62,16 @@ func TestFaultsAreInjected(t *testing.T) {
 	assert.EqualValues(t, 200-counts["served"], f.Injected())
 }
 
+func TestLostResponse(t *testing.T) {
+	s, c := start(t, Options{})
+	s.opts.Faults = &Faults{Seed: 2, LostResponse: 1}
+	_, err := c.Resource(cmGVR).Namespace("ns").Create(context.Background(), u("v1", "ConfigMap", "ns", "lost", nil), metav1.CreateOptions{})
+	assert.True(t, apierrors.IsServerTimeout(err), "%v", err)
+	s.opts.Faults = nil
+	_, err = c.Resource(cmGVR).Namespace("ns").Get(context.Background(), "lost", metav1.GetOptions{})
+	assert.NoError(t, err, "the create happened although its response was lost")
+}
+
 func TestLatencyIsInjected(t *testing.T) {
 	s, err := StartServer(Options{Latency: FixedLatency(20 * time.Millisecond)})
 	require.NoError(t, err)

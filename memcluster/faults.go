@@ -20,6 +20,9 @@ type Faults struct {
 	InternalError   float64 // 500
 	Timeout         float64 // held for TimeoutAfter, then 504 with reason Timeout
 	TimeoutAfter    time.Duration
+	// LostResponse: the request is served, then answered 504 as if the response was
+	// lost on the way: the client cannot tell whether its write happened.
+	LostResponse float64
 
 	once     sync.Once
 	mu       sync.Mutex
@@ -30,7 +33,9 @@ type Faults struct {
 // Injected returns how many faults have been injected.
 func (f *Faults) Injected() int64 { return f.injected.Load() }
 
-func (f *Faults) inject(w http.ResponseWriter, r *http.Request, done <-chan struct{}) bool {
+// inject answers the request with a fault, or returns false to have it served. For a
+// lost response it returns true after serve has run against a discarded response.
+func (f *Faults) inject(w http.ResponseWriter, r *http.Request, done <-chan struct{}, serve func(http.ResponseWriter)) bool {
 	f.once.Do(func() { f.rng = rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15)) })
 	f.mu.Lock()
 	x := f.rng.Float64()
@@ -54,11 +59,22 @@ func (f *Faults) inject(w http.ResponseWriter, r *http.Request, done <-chan stru
 		case <-done:
 		}
 		writeStatus(w, apierrors.NewServerTimeout(schema.GroupResource{}, r.Method, 0))
+	case x < f.TooManyRequests+f.InternalError+f.Timeout+f.LostResponse:
+		f.injected.Add(1)
+		serve(discard{header: http.Header{}})
+		writeStatus(w, apierrors.NewServerTimeout(schema.GroupResource{}, r.Method, 0))
 	default:
 		return false
 	}
 	return true
 }
+
+// discard is a ResponseWriter that keeps nothing.
+type discard struct{ header http.Header }
+
+func (d discard) Header() http.Header         { return d.header }
+func (d discard) Write(p []byte) (int, error) { return len(p), nil }
+func (d discard) WriteHeader(int)             {}
 
 var errInjected = injectedError{}
 

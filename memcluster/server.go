@@ -1,7 +1,6 @@
 package memcluster
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -57,6 +56,11 @@ type Server struct {
 
 	done  chan struct{}  // closed by Close: ends watches and background work
 	tasks sync.WaitGroup // background work: GC, namespace cleanup, CRD establishment
+
+	// Handlers in flight, so that Close can wait for them after closing every connection.
+	hmu      sync.Mutex
+	closing  bool
+	handlers sync.WaitGroup
 }
 
 // Start starts a memcluster on a loopback port and returns the client configuration
@@ -128,16 +132,27 @@ func (s *Server) Close() {
 	}
 	close(s.done)
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := s.http.Shutdown(ctx); err != nil {
-		s.http.Close()
-	}
+	s.hmu.Lock()
+	s.closing = true
+	s.hmu.Unlock()
+	// Close, not Shutdown: Shutdown waits five seconds for connections a client opened
+	// and never used. Handlers see done, or their connection closed, and return.
+	s.http.Close()
+	s.handlers.Wait()
 	s.tasks.Wait()
 }
 
 // ServeHTTP routes a request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.hmu.Lock()
+	if s.closing {
+		s.hmu.Unlock()
+		writeStatus(w, apierrors.NewServiceUnavailable("memcluster is stopping"))
+		return
+	}
+	s.handlers.Add(1)
+	s.hmu.Unlock()
+	defer s.handlers.Done()
 	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
 	case r.URL.Path == "/version":
@@ -237,9 +252,14 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, segs []st
 			return
 		}
 	}
-	if s.opts.Faults != nil && s.opts.Faults.inject(w, r, s.done) {
+	if s.opts.Faults != nil && r.URL.Query().Get("watch") != "true" &&
+		s.opts.Faults.inject(w, r, s.done, func(w http.ResponseWriter) { s.serveParsed(w, r, segs) }) {
 		return
 	}
+	s.serveParsed(w, r, segs)
+}
+
+func (s *Server) serveParsed(w http.ResponseWriter, r *http.Request, segs []string) {
 	s.mu.Lock()
 	req, err := s.parse(segs)
 	s.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/manifest"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -97,9 +98,21 @@ func NewPlan(src Source, target Target, opts Options) (*Plan, error) {
 	return p, nil
 }
 
+// Bodies is what BackupCRDs reads a backup through; archive.Backup satisfies it.
+type Bodies interface {
+	Manifest() *manifest.Manifest
+	Body(gr schema.GroupResource, version, namespace, name string) ([]byte, error)
+}
+
+// Backup is what PlanBackup plans: versions and bodies. archive.Backup satisfies it.
+type Backup interface {
+	Source
+	Bodies
+}
+
 // BackupCRDs decodes the CustomResourceDefinitions a backup carries, at the version each
 // was recorded at. A CRD that cannot be decoded is an error naming it.
-func BackupCRDs(b *archive.Backup) ([]*apiextv1.CustomResourceDefinition, error) {
+func BackupCRDs(b Bodies) ([]*apiextv1.CustomResourceDefinition, error) {
 	var out []*apiextv1.CustomResourceDefinition
 	for it := range b.Manifest().All() {
 		if it.GroupResource() != CRDGroupResourceOfCRDs {
@@ -120,7 +133,7 @@ func BackupCRDs(b *archive.Backup) ([]*apiextv1.CustomResourceDefinition, error)
 
 // PlanBackup is the usual sequence: discover the target, merge the CRDs the backup
 // carries, and choose. A partial discovery is returned as a warning beside the plan.
-func PlanBackup(ctx context.Context, b *archive.Backup, d Discovery, opts Options) (plan *Plan, discoveryWarning error, err error) {
+func PlanBackup(ctx context.Context, b Backup, d Discovery, opts Options) (plan *Plan, discoveryWarning error, err error) {
 	target, derr := Discover(ctx, d)
 	if target == nil {
 		return nil, nil, derr

@@ -1,0 +1,35 @@
+// Package restore restores a Kubernetes backup into a cluster as a dependency graph.
+//
+// Run reads the backup's manifest, chooses an API version per group-resource
+// (versionselect), builds the restore DAG (graph) and runs it (scheduler): each object
+// starts as soon as everything it depends on is restored and ready. Per object:
+//
+//  1. Its body is read at the version chosen for its group-resource.
+//  2. Server-set metadata is removed (uid, resourceVersion, creationTimestamp,
+//     generation, managedFields, deletion fields, selfLink); status only where asked.
+//  3. Applicable plugins run, newest interface first adapted from older ones. Additional
+//     items they return are restored first, as dynamic dependencies, then waited for
+//     when the plugin asks; SkipRestore is honoured.
+//  4. ownerReferences are remapped: an owner restored in this run gets its new UID; an
+//     owner outside the backup is looked up in the target by kind, namespace and name;
+//     an owner found nowhere is dropped with a warning. No restored object points at a
+//     UID that does not exist, so the garbage collector deletes nothing restored.
+//  5. It is created through the dynamic client; AlreadyExists is handled by the Existing
+//     policy (adopt, update or fail). Transient errors (429, 5xx, timeouts) are retried
+//     with backoff within the item's deadline.
+//  6. Its dependents start only once it is ready (package readiness).
+//
+// Guarantees:
+//
+//   - Nothing twice. Every created object carries the annotation SourceUIDAnnotation; an
+//     AlreadyExists for an object bearing this run's source UID is the same object (a
+//     response lost to a timeout, or a run that crashed) and is taken as restored.
+//   - Resume. With a Journal, source-to-new UID mappings are appended as objects are
+//     restored (fsync'd in batches; a torn last line is tolerated). Run again with the
+//     same journal and the restore continues where it stopped.
+//   - Failure isolation. A failed object skips only its descendants, reported with the
+//     chain that blocked them.
+//
+// Plan returns, without writing anything, what Run would do: versions and why, every
+// object's dependencies and why, the order, the critical path and the warnings.
+package restore

@@ -1,0 +1,118 @@
+package restore
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// journalRecord is one line of the journal: an object restored, by its UIDs.
+type journalRecord struct {
+	Source types.UID `json:"source"`
+	New    types.UID `json:"new"`
+}
+
+// Journal records, append-only, the new UID of every object restored, so that a
+// restore that stopped can continue. Records are written at once and fsync'd in
+// batches: at most every SyncEvery records or SyncInterval, and on Close.
+type Journal struct {
+	mu      sync.Mutex
+	f       *os.File
+	w       *bufio.Writer
+	pending int
+	last    time.Time
+	err     error
+
+	SyncEvery    int
+	SyncInterval time.Duration
+}
+
+// ErrJournalCorrupt: a line other than the last cannot be read.
+var ErrJournalCorrupt = errors.New("restore journal is corrupt")
+
+// OpenJournal opens (creating it if needed) the journal at path and returns it with
+// the mappings it holds. A torn last line, as a crash mid-write leaves, is dropped and
+// overwritten; any other unreadable line is an error wrapping ErrJournalCorrupt.
+func OpenJournal(path string) (*Journal, map[types.UID]types.UID, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	done := map[types.UID]types.UID{}
+	r := bufio.NewReader(f)
+	var good int64
+	for line := 1; ; line++ {
+		data, err := r.ReadBytes('\n')
+		if len(data) > 0 && data[len(data)-1] == '\n' {
+			var rec journalRecord
+			if jerr := json.Unmarshal(data, &rec); jerr != nil || rec.Source == "" {
+				f.Close()
+				return nil, nil, fmt.Errorf("%w: %s line %d", ErrJournalCorrupt, path, line)
+			}
+			done[rec.Source] = rec.New
+			good += int64(len(data))
+			continue
+		}
+		if err == io.EOF {
+			break // data, if any, is a torn last line
+		}
+		if err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+	}
+	if err := f.Truncate(good); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if _, err := f.Seek(good, io.SeekStart); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return &Journal{f: f, w: bufio.NewWriter(f), last: time.Now(), SyncEvery: 256, SyncInterval: 200 * time.Millisecond}, done, nil
+}
+
+// Record appends a mapping. Its error is the journal's first write or sync error.
+func (j *Journal) Record(source, new types.UID) error {
+	data, _ := json.Marshal(journalRecord{source, new})
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil {
+		return j.err
+	}
+	j.w.Write(data)
+	j.w.WriteByte('\n')
+	j.pending++
+	if j.pending >= j.SyncEvery || time.Since(j.last) >= j.SyncInterval {
+		j.syncLocked()
+	}
+	return j.err
+}
+
+func (j *Journal) syncLocked() {
+	if j.err == nil {
+		j.err = j.w.Flush()
+	}
+	if j.err == nil {
+		j.err = j.f.Sync()
+	}
+	j.pending, j.last = 0, time.Now()
+}
+
+// Close syncs what is pending and closes the file.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.syncLocked()
+	if err := j.f.Close(); j.err == nil {
+		j.err = err
+	}
+	return j.err
+}

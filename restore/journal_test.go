@@ -1,0 +1,42 @@
+package restore
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestJournal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal")
+	j, done, err := OpenJournal(path)
+	require.NoError(t, err)
+	assert.Empty(t, done)
+	j.SyncEvery = 2
+	require.NoError(t, j.Record("a", "A"))
+	require.NoError(t, j.Record("b", "B"))
+	require.NoError(t, j.Close())
+
+	// A crash mid-write leaves a torn last line.
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"source":"c","ne`)
+	f.Close()
+
+	j, done, err = OpenJournal(path)
+	require.NoError(t, err)
+	assert.Equal(t, map[types.UID]types.UID{"a": "A", "b": "B"}, done)
+	require.NoError(t, j.Record("c", "C"))
+	require.NoError(t, j.Close())
+	_, done, err = OpenJournal(path)
+	require.NoError(t, err)
+	assert.Equal(t, types.UID("C"), done["c"], "the torn line was overwritten, not appended to")
+
+	data, _ := os.ReadFile(path)
+	require.NoError(t, os.WriteFile(path, append([]byte("garbage\n"), data...), 0o644))
+	_, _, err = OpenJournal(path)
+	assert.ErrorIs(t, err, ErrJournalCorrupt)
+	assert.ErrorContains(t, err, "line 1")
+}

@@ -1,0 +1,93 @@
+package restore
+
+import (
+	"time"
+
+	"github.com/restoregraph/restoregraph/graph"
+	"github.com/restoregraph/restoregraph/plugin"
+	"github.com/restoregraph/restoregraph/readiness"
+	"github.com/restoregraph/restoregraph/versionselect"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// SourceUIDAnnotation marks every object a restore creates with the UID the object had
+// in the backup.
+const SourceUIDAnnotation = "restoregraph.dev/source-uid"
+
+// Existing says what to do with an object that already exists in the target.
+type Existing string
+
+const (
+	// Adopt leaves the existing object as it is and takes its UID for the dependents'
+	// owner references. The default.
+	Adopt Existing = "adopt"
+	// Update replaces the existing object with the backup's.
+	Update Existing = "update"
+	// Fail fails the object, and so skips its dependents.
+	Fail Existing = "fail"
+)
+
+// Options tune Run and Plan. The zero value restores with defaults.
+type Options struct {
+	// Workers bounds the objects restored at once; default 16.
+	Workers int
+	// Plugins run on each object they apply to; nil for none.
+	Plugins *plugin.Registry
+	// Priorities are the user's version priorities; Strict fails planning when a
+	// group-resource shares no version with the target.
+	Priorities     versionselect.Priorities
+	StrictVersions bool
+	// Readiness judges objects; default readiness.NewRegistry(readiness.ReadyOnCreate).
+	Readiness *readiness.Registry
+	// ItemTimeout bounds each object: create, retries, readiness; default 5 minutes.
+	ItemTimeout time.Duration
+	// Existing is the policy for objects that already exist; default Adopt.
+	Existing Existing
+	// Journal, when set, is the path of the journal that makes the restore resumable.
+	Journal string
+	// KeepStatus lists the group-resources whose status is restored.
+	KeepStatus map[schema.GroupResource]bool
+	// Rules are the optional graph rule sets.
+	Rules graph.RuleSet
+	// AdditionalItems waits for plugins' additional items (timeout, strictness).
+	AdditionalItems readiness.AdditionalItemsWaiter
+	// Name is the restore's name, given to plugins.
+	Name string
+	// OnEvent receives progress events, in order, from one goroutine.
+	OnEvent func(Event)
+	// Retry spaces retries of transient errors; default 100ms doubling to 5s.
+	Retry wait.Backoff
+	// Velero restores one object at a time in Velero's resource order, as Velero does,
+	// for comparison. Owner references are still remapped.
+	Velero bool
+	// CopyOwnerReferences copies ownerReferences verbatim, as naive restores do: the
+	// garbage collector then deletes what it restored. For comparison only.
+	CopyOwnerReferences bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.Workers <= 0 {
+		o.Workers = 16
+	}
+	if o.Readiness == nil {
+		o.Readiness = readiness.NewRegistry(readiness.ReadyOnCreate)
+	}
+	if o.ItemTimeout <= 0 {
+		o.ItemTimeout = 5 * time.Minute
+	}
+	if o.Existing == "" {
+		o.Existing = Adopt
+	}
+	if o.Retry.Duration == 0 {
+		o.Retry = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Steps: 1 << 30}
+	}
+	if o.Name == "" {
+		o.Name = "restoregraph"
+	}
+	if o.Velero {
+		o.Workers = 1
+		o.Rules |= graph.RulesVeleroOrder
+	}
+	return o
+}

@@ -1,0 +1,67 @@
+package restore
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// remapOwners points obj's ownerReferences at UIDs that exist in the target: the new
+// UID of an owner restored in this run, else the UID of the owner found in the target
+// by kind, namespace and name; an owner found nowhere is dropped with a warning.
+func (r *run) remapOwners(ctx context.Context, obj *unstructured.Unstructured, res *ObjectResult) {
+	refs := obj.GetOwnerReferences()
+	if len(refs) == 0 || r.opts.CopyOwnerReferences {
+		return
+	}
+	kept := refs[:0]
+	for _, ref := range refs {
+		if uid, ok := r.newUID(ref.UID); ok {
+			ref.UID = uid
+			kept = append(kept, ref)
+			continue
+		}
+		uid, err := r.lookupOwner(ctx, ref, obj.GetNamespace(), res)
+		if err != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("owner %s %s (uid %s) dropped: %v", ref.Kind, ref.Name, ref.UID, err))
+			continue
+		}
+		ref.UID = uid
+		kept = append(kept, ref)
+	}
+	if len(kept) == 0 {
+		kept = nil
+	}
+	obj.SetOwnerReferences(kept)
+}
+
+// lookupOwner finds an owner that is not in the backup in the target.
+func (r *run) lookupOwner(ctx context.Context, ref metav1.OwnerReference, namespace string, res *ObjectResult) (types.UID, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return "", err
+	}
+	mapping, err := r.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: ref.Kind}, gv.Version)
+	if err != nil {
+		return "", fmt.Errorf("neither in the backup nor served by the target: %w", err)
+	}
+	client := r.dyn.Resource(mapping.Resource)
+	var owner *unstructured.Unstructured
+	err = retry(ctx, r.opts.Retry, &res.Retries, func() (err error) {
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			owner, err = client.Namespace(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		} else {
+			owner, err = client.Get(ctx, ref.Name, metav1.GetOptions{})
+		}
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("neither in the backup nor in the target: %w", err)
+	}
+	return owner.GetUID(), nil
+}

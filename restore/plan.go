@@ -1,0 +1,233 @@
+package restore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/restoregraph/restoregraph/graph"
+	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/readiness"
+	"github.com/restoregraph/restoregraph/versionselect"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+)
+
+// Backup is what a restore reads: a manifest, the versions held per group-resource,
+// and object bodies. *archive.Backup satisfies it.
+type Backup interface {
+	versionselect.Backup
+}
+
+// VersionChoice is the version chosen for one group-resource, and why.
+type VersionChoice struct {
+	Group          string   `json:"group"`
+	Resource       string   `json:"resource"`
+	Version        string   `json:"version"`
+	Dir            string   `json:"dir"`
+	Rule           string   `json:"rule"`
+	Explanation    string   `json:"explanation"`
+	SourceVersions []string `json:"sourceVersions"`
+	TargetVersions []string `json:"targetVersions"`
+	TargetFromCRD  string   `json:"targetFromCRD,omitempty"`
+}
+
+// Dependency is one edge into an object: what it waits for and why.
+type Dependency struct {
+	UID    types.UID `json:"uid"`
+	Reason string    `json:"reason"`
+}
+
+// PlannedObject is one object of the plan, in restore order.
+type PlannedObject struct {
+	UID       types.UID    `json:"uid"`
+	Group     string       `json:"group"`
+	Resource  string       `json:"resource"`
+	Kind      string       `json:"kind"`
+	Namespace string       `json:"namespace,omitempty"`
+	Name      string       `json:"name"`
+	Version   string       `json:"version"`
+	Level     int          `json:"level"`
+	DependsOn []Dependency `json:"dependsOn"`
+}
+
+// PlannedCycle is a dependency cycle: its objects and the kinds of its edges.
+type PlannedCycle struct {
+	UIDs  []types.UID `json:"uids"`
+	Edges []string    `json:"edges"`
+	Text  string      `json:"text"`
+}
+
+// Plan is what a restore would do, computed without writing anything.
+type Plan struct {
+	Versions     []VersionChoice `json:"versions"`
+	Objects      []PlannedObject `json:"objects"`
+	CriticalPath []types.UID     `json:"criticalPath"`
+	Cycles       []PlannedCycle  `json:"cycles"`
+	Blocked      []types.UID     `json:"blocked"`
+	Warnings     []string        `json:"warnings"`
+
+	graph    *graph.Graph
+	versions *versionselect.Plan
+}
+
+// JSON renders the plan as indented JSON.
+func (p *Plan) JSON() ([]byte, error) { return json.MarshalIndent(p, "", "  ") }
+
+// DOT renders the plan's graph for Graphviz.
+func (p *Plan) DOT() ([]byte, error) { return p.graph.DOT("restore") }
+
+// PlanRestore computes the plan against the cluster of cfg, reading discovery only.
+func PlanRestore(ctx context.Context, cfg *rest.Config, backup Backup, opts Options) (*Plan, error) {
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return plan(ctx, backup, disc, opts.withDefaults())
+}
+
+// plan chooses versions and builds the graph. Version conflicts in strict mode and
+// discovery failures are errors; cycles and malformed annotations are warnings, and the
+// plan covers everything they do not block.
+func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts Options) (*Plan, error) {
+	vplan, discWarning, err := versionselect.PlanBackup(ctx, backup, disc, versionselect.Options{Priorities: opts.Priorities, Strict: opts.StrictVersions})
+	if vplan == nil {
+		return nil, err
+	}
+	if err != nil {
+		return nil, err // strict mode: no common version
+	}
+	p := &Plan{versions: vplan, Objects: []PlannedObject{}, CriticalPath: []types.UID{}, Cycles: []PlannedCycle{}, Blocked: []types.UID{}, Warnings: []string{}}
+	if discWarning != nil {
+		p.Warnings = append(p.Warnings, discWarning.Error())
+	}
+	for _, c := range vplan.Choices {
+		p.Versions = append(p.Versions, VersionChoice{
+			Group: c.GroupResource.Group, Resource: c.GroupResource.Resource, Version: c.Version, Dir: c.Dir,
+			Rule: string(c.Rule), Explanation: c.Explain(), SourceVersions: c.SourceVersions, TargetVersions: nonNil(c.TargetVersions),
+			TargetFromCRD: c.TargetFromCRD,
+		})
+		if !c.Restorable() {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %s", c.GroupResource, c.Explain()))
+		}
+	}
+	m := backup.Manifest()
+	g, gerr := graph.New(m, graph.Options{Rules: opts.Rules})
+	p.graph = g
+	var ce *graph.CycleError
+	for _, e := range unjoin(gerr) {
+		if errors.As(e, &ce) {
+			continue
+		}
+		p.Warnings = append(p.Warnings, e.Error())
+	}
+	if ce != nil {
+		for _, c := range ce.Cycles {
+			pc := PlannedCycle{Text: c.String()}
+			for i, n := range c.Nodes {
+				pc.UIDs = append(pc.UIDs, n.Item.UID)
+				pc.Edges = append(pc.Edges, c.Kinds[i].String())
+			}
+			p.Cycles = append(p.Cycles, pc)
+		}
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%d dependency cycle(s) block %d object(s)", len(ce.Cycles), ce.Blocked))
+	}
+	for _, n := range g.Blocked() {
+		p.Blocked = append(p.Blocked, n.Item.UID)
+	}
+	for _, w := range g.Warnings() {
+		p.Warnings = append(p.Warnings, w.String())
+	}
+	levels := g.Levels()
+	for _, n := range g.Order() {
+		if n.Item == nil {
+			continue
+		}
+		it := n.Item
+		po := PlannedObject{UID: it.UID, Group: it.Group, Resource: it.Resource, Kind: it.Kind, Namespace: it.Namespace,
+			Name: it.Name, Version: versionOf(vplan, it), Level: levels[n.ID()], DependsOn: []Dependency{}}
+		for _, pred := range itemPredecessors(g, n.ID()) {
+			po.DependsOn = append(po.DependsOn, Dependency{UID: pred.item.UID, Reason: pred.kinds.String()})
+		}
+		p.Objects = append(p.Objects, po)
+	}
+	path, _ := g.CriticalPath(nil)
+	for _, n := range path {
+		if n.Item != nil {
+			p.CriticalPath = append(p.CriticalPath, n.Item.UID)
+		}
+	}
+	p.Warnings = append(p.Warnings, unprobedKinds(m, opts.Readiness)...)
+	return p, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+func versionOf(v *versionselect.Plan, it *manifest.Item) string {
+	if c, ok := v.For(it.GroupResource()); ok {
+		return c.Version
+	}
+	return it.Version
+}
+
+type itemDep struct {
+	item  *manifest.Item
+	kinds graph.EdgeKind
+}
+
+// itemPredecessors returns the objects a node waits for, looking through barriers.
+func itemPredecessors(g *graph.Graph, id int64) []itemDep {
+	var out []itemDep
+	seen := map[int64]bool{}
+	var walk func(int64, graph.EdgeKind)
+	walk = func(v int64, via graph.EdgeKind) {
+		for _, p := range g.Predecessors(v) {
+			pid := int64(p)
+			k := g.EdgeFromTo(pid, v).Kinds | via
+			if n := g.NodeAt(pid); n.Item == nil {
+				walk(pid, k)
+			} else if !seen[pid] {
+				seen[pid] = true
+				out = append(out, itemDep{n.Item, k})
+			}
+		}
+	}
+	walk(id, 0)
+	return out
+}
+
+// unprobedKinds warns of the kinds judged by the policy for unknown kinds.
+func unprobedKinds(m *manifest.Manifest, reg *readiness.Registry) []string {
+	seen := map[schema.GroupKind]bool{}
+	for _, it := range m.Items() {
+		gk := it.GroupVersionKind().GroupKind()
+		if !reg.Known(gk) {
+			seen[gk] = true
+		}
+	}
+	var out []string
+	for gk := range seen {
+		out = append(out, fmt.Sprintf("no readiness probe for %s: policy %s", gk, reg.Unknown))
+	}
+	slices.Sort(out)
+	return out
+}

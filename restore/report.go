@@ -1,0 +1,89 @@
+package restore
+
+import (
+	"time"
+
+	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/scheduler"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Status is how an object's restore ended.
+type Status string
+
+const (
+	Restored Status = "Restored" // created by this restore (or by an earlier attempt of it)
+	Adopted  Status = "Adopted"  // it existed already and was left as it was
+	Updated  Status = "Updated"  // it existed already and was replaced
+	Skipped  Status = "Skipped"  // not restored: a dependency failed, a cycle, or a plugin
+	Failed   Status = "Failed"
+	// Cancelled: the restore stopped before the object was started.
+	Cancelled Status = "Cancelled"
+)
+
+// ObjectResult is how one object's restore ended.
+type ObjectResult struct {
+	UID       types.UID `json:"uid"`
+	NewUID    types.UID `json:"newUID,omitempty"`
+	Group     string    `json:"group"`
+	Resource  string    `json:"resource"`
+	Kind      string    `json:"kind"`
+	Namespace string    `json:"namespace,omitempty"`
+	Name      string    `json:"name"`
+	Version   string    `json:"version"`
+	Status    Status    `json:"status"`
+	// Reason says why an object failed or was skipped.
+	Reason string `json:"reason,omitempty"`
+	// BlockedBy is the chain from the failed object to this skipped one, by source UID.
+	BlockedBy []types.UID `json:"blockedBy,omitempty"`
+	// SkippedBy names the plugin that asked for the object to be left out.
+	SkippedBy string   `json:"skippedBy,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
+	// FromJournal: the journal of an earlier run says the object was restored then.
+	FromJournal bool `json:"fromJournal,omitempty"`
+	Retries     int  `json:"retries,omitempty"`
+
+	// Started is when the object's dependencies were done and its restore began;
+	// Created when it was created (or found); Ready when it became ready. Waited is the
+	// time spent waiting for plugins' additional items.
+	Started time.Time     `json:"started,omitzero"`
+	Created time.Time     `json:"created,omitzero"`
+	Ready   time.Time     `json:"ready,omitzero"`
+	Ended   time.Time     `json:"ended,omitzero"`
+	Waited  time.Duration `json:"waited,omitempty"`
+}
+
+// Report is what a restore did.
+type Report struct {
+	Objects  []ObjectResult `json:"objects"`
+	Summary  map[Status]int `json:"summary"`
+	Warnings []string       `json:"warnings,omitempty"`
+	Started  time.Time      `json:"started"`
+	Finished time.Time      `json:"finished"`
+}
+
+// Count returns the number of objects that ended with s.
+func (r *Report) Count(s Status) int { return r.Summary[s] }
+
+// OK reports whether every object was restored, adopted or updated, or skipped by a
+// plugin's choice.
+func (r *Report) OK() bool {
+	return r.Summary[Failed] == 0 && r.Summary[Cancelled] == 0 && r.Summary[Skipped] == r.pluginSkips()
+}
+
+func (r *Report) pluginSkips() int {
+	n := 0
+	for _, o := range r.Objects {
+		if o.Status == Skipped && o.SkippedBy != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// Event is a step of the restore, for progress bars and timelines.
+type Event struct {
+	scheduler.Event
+	// Item is the object; nil for the barriers of rule sets.
+	Item *manifest.Item
+}

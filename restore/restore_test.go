@@ -1,0 +1,438 @@
+package restore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/bench/workload"
+	"github.com/restoregraph/restoregraph/memcluster"
+	"github.com/restoregraph/restoregraph/plugin"
+	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
+	"github.com/restoregraph/restoregraph/scheduler"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+)
+
+func capiBackup(t testing.TB, clusters int) *archive.Backup {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, workload.CAPI(workload.CAPIOptions{Clusters: clusters, Seed: 1}).Write(&buf))
+	b, err := archive.Read(&buf, archive.Options{})
+	require.NoError(t, err)
+	return b
+}
+
+func cluster(t testing.TB, opts memcluster.Options) (*memcluster.Server, *rest.Config) {
+	t.Helper()
+	s, err := memcluster.StartServer(opts)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	return s, s.Config()
+}
+
+var fastRetry = wait.Backoff{Duration: 5 * time.Millisecond, Factor: 2, Cap: 100 * time.Millisecond, Steps: 1 << 30}
+
+// census lists every object of the backup's group-resources in the target, by source
+// UID, and checks that every ownerReference names a live object.
+type census struct {
+	bySource    map[types.UID]int
+	total       int
+	danglingRef []string
+}
+
+func take(t testing.TB, cfg *rest.Config, b *archive.Backup) census {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	c := census{bySource: map[types.UID]int{}}
+	live := map[types.UID]bool{}
+	var all []unstructured.Unstructured
+	for _, res := range b.Resources() {
+		gvr := schema.GroupVersionResource{Group: res.GroupResource.Group, Version: res.Preferred, Resource: res.GroupResource.Resource}
+		var list *unstructured.UnstructuredList
+		retries := 0
+		err := retry(context.Background(), fastRetry, &retries, func() (err error) {
+			list, err = dyn.Resource(gvr).List(context.Background(), metav1.ListOptions{})
+			return err
+		})
+		if apierrors.IsNotFound(err) {
+			continue // not served: its CRD was not restored
+		}
+		require.NoError(t, err, gvr.String())
+		all = append(all, list.Items...)
+	}
+	for _, o := range all {
+		live[o.GetUID()] = true
+	}
+	for _, o := range all {
+		c.total++
+		if src := o.GetAnnotations()[SourceUIDAnnotation]; src != "" {
+			c.bySource[types.UID(src)]++
+		}
+		for _, ref := range o.GetOwnerReferences() {
+			if !live[ref.UID] {
+				c.danglingRef = append(c.danglingRef, o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName()+" -> "+ref.Kind+" "+ref.Name)
+			}
+		}
+	}
+	return c
+}
+
+// assertComplete checks that every object of the backup is in the target exactly once
+// and every ownerReference resolves.
+func assertComplete(t *testing.T, cfg *rest.Config, b *archive.Backup) {
+	t.Helper()
+	c := take(t, cfg, b)
+	for it := range b.Manifest().All() {
+		assert.Equal(t, 1, c.bySource[it.UID], "%s restored exactly once", it)
+	}
+	assert.Empty(t, c.danglingRef, "every ownerReference resolves to a live owner")
+}
+
+// assertOrder checks that every object was created after its dependencies were ready.
+func assertOrder(t *testing.T, rep *Report, p *Plan) {
+	t.Helper()
+	byUID := map[types.UID]ObjectResult{}
+	for _, o := range rep.Objects {
+		byUID[o.UID] = o
+	}
+	for _, po := range p.Objects {
+		o := byUID[po.UID]
+		for _, d := range po.DependsOn {
+			dep := byUID[d.UID]
+			assert.False(t, o.Created.Before(dep.Ready), "%s %s was created before %s %s was ready (%s)", o.Kind, o.Name, dep.Kind, dep.Name, d.Reason)
+		}
+	}
+}
+
+func TestCAPIRestoreLosesNothingToTheGarbageCollector(t *testing.T) {
+	b := capiBackup(t, 3)
+	gcOpts := memcluster.Options{GC: true, GCDelay: 30 * time.Millisecond, EstablishDelay: 20 * time.Millisecond}
+	ctx := context.Background()
+
+	srv, cfg := cluster(t, gcOpts)
+	rep, err := Run(ctx, cfg, b, Options{Workers: 8, Rules: 0, Retry: fastRetry})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
+	assert.Equal(t, b.Manifest().Len(), rep.Count(Restored))
+	p, err := PlanRestore(ctx, cfg, b, Options{})
+	require.NoError(t, err)
+	assertOrder(t, rep, p)
+	time.Sleep(10 * gcOpts.GCDelay) // let the collector act
+	assertComplete(t, cfg, b)
+	assert.Zero(t, srv.Collected(), "the collector deleted nothing restoregraph restored")
+
+	naiveSrv, naiveCfg := cluster(t, gcOpts)
+	_, err = Run(ctx, naiveCfg, b, Options{Workers: 8, CopyOwnerReferences: true, Retry: fastRetry})
+	require.NoError(t, err)
+	time.Sleep(10 * gcOpts.GCDelay)
+	naive := take(t, naiveCfg, b)
+	lost := b.Manifest().Len() - len(naive.bySource)
+	t.Logf("objects in the backup: %d; lost to the garbage collector: restoregraph %d, owner references copied verbatim %d",
+		b.Manifest().Len(), srv.Collected(), lost)
+	assert.Positive(t, lost, "the naive restore loses objects to the collector")
+	assert.Equal(t, lost, naiveSrv.Collected())
+}
+
+func firstFailure(rep *Report) string {
+	for _, o := range rep.Objects {
+		if o.Status == Failed || o.Status == Cancelled {
+			return o.Kind + " " + o.Namespace + "/" + o.Name + ": " + o.Reason
+		}
+	}
+	return ""
+}
+
+func TestCRDsBeforeTheirResources(t *testing.T) {
+	b := capiBackup(t, 1)
+	_, cfg := cluster(t, memcluster.Options{EstablishDelay: 150 * time.Millisecond})
+	rep, err := Run(context.Background(), cfg, b, Options{Workers: 16, Retry: fastRetry})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", firstFailure(rep))
+	var crdReady time.Time
+	for _, o := range rep.Objects {
+		if o.Kind == "CustomResourceDefinition" && o.Ready.After(crdReady) {
+			crdReady = o.Ready
+		}
+	}
+	for _, o := range rep.Objects {
+		if o.Group == "" || o.Group == "apiextensions.k8s.io" {
+			continue
+		}
+		assert.Equal(t, workload.CAPIVersions[0], o.Version, "%s restored at the chosen version", o.Kind)
+		assert.Zero(t, o.Retries, "%s %s never had to retry: it waited for its CRD", o.Kind, o.Name)
+	}
+	assert.False(t, crdReady.IsZero())
+}
+
+func TestTransientFaults(t *testing.T) {
+	b := capiBackup(t, 2)
+	faults := &memcluster.Faults{Seed: 7, TooManyRequests: 0.03, InternalError: 0.03, Timeout: 0.02, TimeoutAfter: 5 * time.Millisecond, LostResponse: 0.02}
+	_, cfg := cluster(t, memcluster.Options{Faults: faults})
+	rep, err := Run(context.Background(), cfg, b, Options{Workers: 8, Retry: fastRetry})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", firstFailure(rep))
+	retries := 0
+	for _, o := range rep.Objects {
+		retries += o.Retries
+	}
+	t.Logf("%d faults injected, %d retries", faults.Injected(), retries)
+	assert.Positive(t, faults.Injected())
+	assert.Positive(t, retries)
+	assertComplete(t, cfg, b)
+}
+
+// failOn is a plugin that fails for the objects of one kind and name.
+type failOn struct{ kind, name string }
+
+func (f failOn) AppliesTo() (ria.ResourceSelector, error) { return ria.ResourceSelector{}, nil }
+func (f failOn) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	if in.Item.GetKind() == f.kind && in.Item.GetName() == f.name {
+		return nil, errors.New("permanent failure")
+	}
+	return ria.NewExecuteOutput(in.Item), nil
+}
+
+func TestPermanentFailureSkipsOnlyDescendants(t *testing.T) {
+	b := capiBackup(t, 2)
+	_, cfg := cluster(t, memcluster.Options{})
+	var reg plugin.Registry
+	require.NoError(t, reg.Register("fail", plugin.V1, failOn{"KubeadmControlPlane", "workload-00-control-plane"}))
+	rep, err := Run(context.Background(), cfg, b, Options{Plugins: &reg, Retry: fastRetry})
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Count(Failed))
+	var kcpUID types.UID
+	for _, o := range rep.Objects {
+		if o.Status == Failed {
+			kcpUID = o.UID
+		}
+	}
+	skipped := 0
+	for _, o := range rep.Objects {
+		switch {
+		case o.Status == Skipped:
+			skipped++
+			assert.Equal(t, "fleet-00", o.Namespace)
+			assert.Equal(t, kcpUID, o.BlockedBy[0], "the chain starts at the failed object")
+			assert.Equal(t, o.UID, o.BlockedBy[len(o.BlockedBy)-1])
+		case o.Namespace == "fleet-01":
+			assert.Equal(t, Restored, o.Status, "an independent branch goes on")
+		}
+	}
+	// 4 control-plane secrets, and per control-plane machine: the machine, its config,
+	// its infrastructure machine and its bootstrap secret.
+	assert.Equal(t, 4+3*4, skipped)
+}
+
+func TestResumeAfterCancellation(t *testing.T) {
+	b := capiBackup(t, 2)
+	total := int64(b.Manifest().Len())
+	for _, stopAfter := range []int64{1, total / 3, total - 5} {
+		_, cfg := cluster(t, memcluster.Options{GC: true, GCDelay: 30 * time.Millisecond})
+		journal := t.TempDir() + "/journal"
+		ctx, cancel := context.WithCancel(context.Background())
+		var done atomic.Int64
+		rep, err := Run(ctx, cfg, b, Options{Workers: 4, Journal: journal, Retry: fastRetry, OnEvent: func(ev Event) {
+			if ev.Type == scheduler.SucceededEvent && done.Add(1) == stopAfter {
+				cancel()
+			}
+		}})
+		cancel()
+		require.ErrorIs(t, err, context.Canceled, "stopped after %d", stopAfter)
+		require.NotNil(t, rep)
+
+		rep, err = Run(context.Background(), cfg, b, Options{Workers: 4, Journal: journal, Retry: fastRetry})
+		require.NoError(t, err)
+		require.True(t, rep.OK(), "%v", firstFailure(rep))
+		fromJournal := 0
+		for _, o := range rep.Objects {
+			if o.FromJournal {
+				fromJournal++
+			}
+		}
+		assert.Positive(t, fromJournal, "the second run took what the first restored from the journal")
+		time.Sleep(300 * time.Millisecond)
+		assertComplete(t, cfg, b)
+	}
+}
+
+func TestResumeWithoutJournal(t *testing.T) {
+	b := capiBackup(t, 1)
+	_, cfg := cluster(t, memcluster.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	var done atomic.Int64
+	Run(ctx, cfg, b, Options{Workers: 2, Retry: fastRetry, OnEvent: func(ev Event) {
+		if ev.Type == scheduler.SucceededEvent && done.Add(1) == 10 {
+			cancel()
+		}
+	}})
+	rep, err := Run(context.Background(), cfg, b, Options{Existing: Fail, Retry: fastRetry})
+	require.NoError(t, err)
+	assert.True(t, rep.OK(), "objects of the first run are recognised by their annotation, even with Existing=Fail: %v", firstFailure(rep))
+	assert.Zero(t, rep.Count(Adopted))
+	assertComplete(t, cfg, b)
+}
+
+func TestExistingPolicies(t *testing.T) {
+	b := capiBackup(t, 1)
+	for _, policy := range []Existing{Adopt, Update, Fail} {
+		t.Run(string(policy), func(t *testing.T) {
+			_, cfg := cluster(t, memcluster.Options{})
+			dyn, _ := dynamic.NewForConfig(cfg)
+			ctx := context.Background()
+			ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "fleet-00"}}}
+			_, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{})
+			require.NoError(t, err)
+			pre := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "workload-00-kubeconfig", "namespace": "fleet-00"},
+				"data": map[string]any{"value": "b3RoZXI="}}}
+			secrets := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace("fleet-00")
+			existing, err := secrets.Create(ctx, pre, metav1.CreateOptions{})
+			require.NoError(t, err)
+
+			rep, err := Run(ctx, cfg, b, Options{Existing: policy, Retry: fastRetry})
+			require.NoError(t, err)
+			got, _ := secrets.Get(ctx, "workload-00-kubeconfig", metav1.GetOptions{})
+			var res ObjectResult
+			for _, o := range rep.Objects {
+				if o.Name == "workload-00-kubeconfig" {
+					res = o
+				}
+			}
+			switch policy {
+			case Adopt:
+				assert.Equal(t, Adopted, res.Status)
+				assert.Equal(t, existing.GetUID(), res.NewUID)
+				assert.Equal(t, "b3RoZXI=", got.Object["data"].(map[string]any)["value"], "adopted objects are left as they were")
+			case Update:
+				assert.Equal(t, Updated, res.Status)
+				assert.Equal(t, "a3ViZWNvbmZpZw==", got.Object["data"].(map[string]any)["value"])
+				assert.Len(t, got.GetOwnerReferences(), 1, "the update carries the remapped owner")
+			case Fail:
+				// The Namespace existed too: it fails, and so everything in it is skipped.
+				var nsRes ObjectResult
+				for _, o := range rep.Objects {
+					if o.Kind == "Namespace" {
+						nsRes = o
+					}
+				}
+				assert.Equal(t, Failed, nsRes.Status)
+				assert.Contains(t, nsRes.Reason, "already exists")
+				assert.Equal(t, Skipped, res.Status)
+				assert.Equal(t, nsRes.UID, res.BlockedBy[0])
+				assert.Equal(t, "b3RoZXI=", got.Object["data"].(map[string]any)["value"], "nothing was changed")
+			}
+		})
+	}
+}
+
+// needsConfigMap is a v2 plugin: a ClusterResourceSet asks for its ConfigMap first, and
+// waits until the plugin says it is ready.
+type needsConfigMap struct{ checks atomic.Int32 }
+
+func (p *needsConfigMap) AppliesTo() (ria.ResourceSelector, error) {
+	return ria.ResourceSelector{IncludedResources: []string{"clusterresourcesets.addons.cluster.x-k8s.io"}}, nil
+}
+func (p *needsConfigMap) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	out := ria.NewExecuteOutput(in.Item).WithItemsWait()
+	out.AdditionalItems = []ria.ResourceIdentifier{
+		{GroupResource: schema.GroupResource{Resource: "configmaps"}, Namespace: in.Item.GetNamespace(), Name: "calico-addon"},
+		{GroupResource: schema.GroupResource{Resource: "configmaps"}, Namespace: in.Item.GetNamespace(), Name: "not-in-backup"},
+	}
+	return out, nil
+}
+func (p *needsConfigMap) AreAdditionalItemsReady([]ria.ResourceIdentifier, *ria.Restore) (bool, error) {
+	return p.checks.Add(1) >= 2, nil
+}
+
+func TestPluginAdditionalItems(t *testing.T) {
+	b := capiBackup(t, 1)
+	_, cfg := cluster(t, memcluster.Options{})
+	var reg plugin.Registry
+	p := &needsConfigMap{}
+	require.NoError(t, reg.Register("crs", plugin.V2, p))
+	rep, err := Run(context.Background(), cfg, b, Options{Plugins: &reg, Retry: fastRetry})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", firstFailure(rep))
+	var cm, crs ObjectResult
+	for _, o := range rep.Objects {
+		switch o.Name {
+		case "calico-addon":
+			cm = o
+		case "calico":
+			crs = o
+		}
+	}
+	assert.False(t, crs.Created.Before(cm.Ready), "the additional item is restored first")
+	assert.GreaterOrEqual(t, p.checks.Load(), int32(2), "and waited for")
+	assert.Contains(t, crs.Warnings[0], "not-in-backup")
+}
+
+func TestPlanWritesNothing(t *testing.T) {
+	b := capiBackup(t, 1)
+	_, cfg := cluster(t, memcluster.Options{})
+	p, err := PlanRestore(context.Background(), cfg, b, Options{})
+	require.NoError(t, err)
+	assert.Len(t, p.Objects, b.Manifest().Len())
+	assert.NotEmpty(t, p.CriticalPath)
+	var crd *VersionChoice
+	for i, v := range p.Versions {
+		if v.Resource == "clusters" {
+			crd = &p.Versions[i]
+		}
+	}
+	require.NotNil(t, crd)
+	assert.Equal(t, "v1beta1", crd.Version)
+	assert.Equal(t, "clusters.cluster.x-k8s.io", crd.TargetFromCRD, "the target will serve what the backup's CRD serves")
+	assert.Contains(t, p.Warnings, "no readiness probe for Cluster.cluster.x-k8s.io: policy ReadyOnCreate")
+	js, err := p.JSON()
+	require.NoError(t, err)
+	for _, field := range []string{`"sourceVersions"`, `"targetVersions"`, `"dependsOn"`, `"reason"`, `"cycles"`, `"warnings"`} {
+		assert.Contains(t, string(js), field)
+	}
+	c := take(t, cfg, b)
+	assert.Zero(t, c.total, "a plan creates nothing")
+}
+
+func TestVeleroOrderOneAtATime(t *testing.T) {
+	b := capiBackup(t, 1)
+	_, cfg := cluster(t, memcluster.Options{})
+	var running, most atomic.Int32
+	rep, err := Run(context.Background(), cfg, b, Options{Velero: true, Retry: fastRetry, OnEvent: func(ev Event) {
+		switch ev.Type {
+		case scheduler.Started:
+			if n := running.Add(1); n > most.Load() {
+				most.Store(n)
+			}
+		case scheduler.SucceededEvent, scheduler.FailedEvent:
+			running.Add(-1)
+		}
+	}})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", firstFailure(rep))
+	assert.EqualValues(t, 1, most.Load(), "one object at a time")
+	first := map[string]time.Time{}
+	for _, o := range rep.Objects {
+		if t0, ok := first[o.Resource]; !ok || o.Created.Before(t0) {
+			first[o.Resource] = o.Created
+		}
+	}
+	assert.True(t, first["customresourcedefinitions"].Before(first["namespaces"]))
+	assert.True(t, first["namespaces"].Before(first["secrets"]))
+	assert.True(t, first["secrets"].Before(first["configmaps"]))
+	// Velero puts Clusters last, but a Cluster owns Secrets restored earlier: that rule
+	// edge would close a cycle, so it is left out and the owner edge wins.
+	assert.True(t, first["clusters"].Before(first["secrets"]))
+}
