@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/restore"
+	"github.com/restoregraph/restoregraph/versionselect"
+)
+
+func readBackup(path string) (*archive.Backup, error) {
+	if path == "" {
+		return nil, badInput("--backup is required")
+	}
+	b, err := archive.ReadFile(path, archive.Options{})
+	if err != nil {
+		return nil, badInput("backup %s: %w", path, err)
+	}
+	return b, nil
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newPlanCmd() *cobra.Command {
+	var backup, output string
+	t := &target{flags: genericclioptions.NewConfigFlags(true)}
+	cmd := &cobra.Command{
+		Use:   "plan --backup FILE",
+		Short: "Show what a restore would do, without writing anything",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "text" && output != "json" && output != "dot" {
+				return badInput("-o must be text, json or dot, not %q", output)
+			}
+			b, err := readBackup(backup)
+			if err != nil {
+				return err
+			}
+			cfg, stop, err := t.config()
+			if err != nil {
+				return err
+			}
+			defer stop()
+			ctx, cancel := signalContext()
+			defer cancel()
+			p, err := restore.PlanRestore(ctx, cfg, b, restore.Options{})
+			if err != nil {
+				return &exitError{code: exitBadInput, err: err}
+			}
+			out := cmd.OutOrStdout()
+			switch output {
+			case "json":
+				return writeJSON(out, p)
+			case "dot":
+				dot, err := p.DOT()
+				if err != nil {
+					return err
+				}
+				_, err = out.Write(dot)
+				return err
+			}
+			printPlan(out, p)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&backup, "backup", "", "the backup tarball (Velero format)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text, json or dot")
+	t.addFlags(cmd)
+	return cmd
+}
+
+func printPlan(w io.Writer, p *restore.Plan) {
+	fmt.Fprintf(w, "%d objects, %d resource types\n\nVersions:\n", len(p.Objects), len(p.Versions))
+	for _, v := range p.Versions {
+		gr := v.Resource
+		if v.Group != "" {
+			gr += "." + v.Group
+		}
+		fmt.Fprintf(w, "  %-50s %-10s %s\n", gr, v.Version, v.Explanation)
+	}
+	fmt.Fprintf(w, "\nOrder (level: object <- dependencies):\n")
+	name := map[string]string{}
+	for _, o := range p.Objects {
+		name[string(o.UID)] = o.Kind + " " + qualified(o.Namespace, o.Name)
+	}
+	for _, o := range p.Objects {
+		var deps []string
+		for _, d := range o.DependsOn {
+			deps = append(deps, fmt.Sprintf("%s (%s)", name[string(d.UID)], d.Reason))
+		}
+		fmt.Fprintf(w, "  %3d: %s %s", o.Level, o.Kind, qualified(o.Namespace, o.Name))
+		if len(deps) > 0 {
+			fmt.Fprintf(w, " <- %s", strings.Join(deps, ", "))
+		}
+		fmt.Fprintln(w)
+	}
+	var cp []string
+	for _, u := range p.CriticalPath {
+		cp = append(cp, name[string(u)])
+	}
+	fmt.Fprintf(w, "\nCritical path: %s\n", strings.Join(cp, " -> "))
+	for _, c := range p.Cycles {
+		fmt.Fprintf(w, "Cycle: %s\n", c.Text)
+	}
+	if len(p.Warnings) > 0 {
+		fmt.Fprintln(w, "\nWarnings:")
+		for _, x := range p.Warnings {
+			fmt.Fprintln(w, "  "+x)
+		}
+	}
+}
+
+func qualified(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
+
+func newRestoreCmd() *cobra.Command {
+	var (
+		backup, journal, priorities, existing, output string
+		workers                                       int
+		itemTimeout                                   time.Duration
+		strict                                        bool
+	)
+	t := &target{flags: genericclioptions.NewConfigFlags(true)}
+	cmd := &cobra.Command{
+		Use:   "restore --backup FILE",
+		Short: "Restore a backup into the cluster",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "text" && output != "json" {
+				return badInput("-o must be text or json, not %q", output)
+			}
+			policy := restore.Existing(existing)
+			if policy != restore.Adopt && policy != restore.Update && policy != restore.Fail {
+				return badInput("--existing must be adopt, update or fail, not %q", existing)
+			}
+			b, err := readBackup(backup)
+			if err != nil {
+				return err
+			}
+			opts := restore.Options{Workers: workers, ItemTimeout: itemTimeout, Journal: journal, StrictVersions: strict, Existing: policy}
+			if priorities != "" {
+				p, _, err := versionselect.ReadPrioritiesFile(priorities, versionselect.ParseOptions{})
+				if err != nil {
+					return badInput("%w", err)
+				}
+				opts.Priorities = p
+			}
+			cfg, stop, err := t.config()
+			if err != nil {
+				return err
+			}
+			defer stop()
+			ctx, cancel := signalContext()
+			defer cancel()
+			prog := newProgress(cmd.ErrOrStderr(), b.Manifest().Len())
+			opts.OnEvent = prog.event
+			rep, err := restore.Run(ctx, cfg, b, opts)
+			prog.finish()
+			if rep == nil {
+				return &exitError{code: exitBadInput, err: err}
+			}
+			if output == "json" {
+				if werr := writeJSON(cmd.OutOrStdout(), rep); werr != nil {
+					return werr
+				}
+			} else {
+				printReport(cmd.OutOrStdout(), rep)
+			}
+			if err != nil {
+				return &exitError{code: exitIncomplete, err: err}
+			}
+			if !rep.OK() {
+				return &exitError{code: exitIncomplete, err: fmt.Errorf("%d failed, %d skipped, %d cancelled", rep.Count(restore.Failed), rep.Count(restore.Skipped), rep.Count(restore.Cancelled))}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&backup, "backup", "", "the backup tarball (Velero format)")
+	f.IntVar(&workers, "workers", 16, "objects restored at once")
+	f.DurationVar(&itemTimeout, "item-timeout", 5*time.Minute, "how long one object may take, readiness included")
+	f.StringVar(&journal, "journal", "", "journal file that makes the restore resumable")
+	f.StringVar(&priorities, "version-priorities", "", "file of resource.group=v1,v2 lines: the user's version priorities")
+	f.BoolVar(&strict, "strict-versions", false, "fail when a resource shares no API version with the target")
+	f.StringVar(&existing, "existing", "adopt", "objects that already exist: adopt, update or fail")
+	f.StringVarP(&output, "output", "o", "text", "text or json")
+	t.addFlags(cmd)
+	return cmd
+}
+
+func printReport(w io.Writer, rep *restore.Report) {
+	for _, o := range rep.Objects {
+		if o.Status == restore.Restored && len(o.Warnings) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "%-9s %s %s", o.Status, o.Kind, qualified(o.Namespace, o.Name))
+		if o.Reason != "" {
+			fmt.Fprintf(w, ": %s", o.Reason)
+		}
+		fmt.Fprintln(w)
+		for _, x := range o.Warnings {
+			fmt.Fprintf(w, "          warning: %s\n", x)
+		}
+	}
+	fmt.Fprintf(w, "%d objects in %s:", len(rep.Objects), rep.Finished.Sub(rep.Started).Round(time.Millisecond))
+	for _, s := range []restore.Status{restore.Restored, restore.Adopted, restore.Updated, restore.Skipped, restore.Failed, restore.Cancelled} {
+		if n := rep.Count(s); n > 0 {
+			fmt.Fprintf(w, " %d %s", n, strings.ToLower(string(s)))
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func newManifestCmd() *cobra.Command {
+	var backup, output string
+	cmd := &cobra.Command{
+		Use:   "manifest --backup FILE [-o FILE]",
+		Short: "Write the backup's manifest.json.gz",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := readBackup(backup)
+			if err != nil {
+				return err
+			}
+			if output == "" {
+				output = strings.TrimSuffix(strings.TrimSuffix(backup, ".gz"), ".tar") + "-manifest.json.gz"
+			}
+			if output == "-" {
+				return manifest.Encode(cmd.OutOrStdout(), b.Manifest())
+			}
+			if err := manifest.WriteFile(output, b.Manifest()); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d items\n", output, b.Manifest().Len())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&backup, "backup", "", "the backup tarball (Velero format)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "where to write (.gz compresses; - for plain JSON on standard output)")
+	return cmd
+}

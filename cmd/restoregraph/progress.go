@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/restoregraph/restoregraph/restore"
+	"github.com/restoregraph/restoregraph/scheduler"
+)
+
+// progress shows a restore's progress: a live bar on a terminal, a plain line every
+// few seconds otherwise. Events arrive from one goroutine.
+type progress struct {
+	w        io.Writer
+	tty      bool
+	total    int
+	start    time.Time
+	mu       sync.Mutex
+	done     int
+	running  int
+	failed   int
+	lastDraw time.Time
+}
+
+func newProgress(w io.Writer, total int) *progress {
+	p := &progress{w: w, total: total, start: time.Now()}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p.tty = true
+	}
+	return p
+}
+
+func (p *progress) event(ev restore.Event) {
+	if ev.Item == nil {
+		return // barriers
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch ev.Type {
+	case scheduler.Started, scheduler.Resumed:
+		p.running++
+	case scheduler.Waiting:
+		p.running--
+	case scheduler.SucceededEvent:
+		p.running--
+		p.done++
+	case scheduler.FailedEvent:
+		p.running--
+		p.done++
+		p.failed++
+	case scheduler.SkippedEvent, scheduler.CancelledEvent:
+		p.done++
+	}
+	interval := 2 * time.Second
+	if p.tty {
+		interval = 100 * time.Millisecond
+	}
+	if time.Since(p.lastDraw) >= interval {
+		p.draw(false)
+	}
+}
+
+func (p *progress) draw(final bool) {
+	p.lastDraw = time.Now()
+	elapsed := time.Since(p.start)
+	rate := float64(p.done) / elapsed.Seconds()
+	eta := "?"
+	if rate > 0 {
+		eta = (time.Duration(float64(p.total-p.done)/rate) * time.Second / time.Second).Round(time.Second).String()
+	}
+	line := fmt.Sprintf("%d/%d done, %d running, %d failed, %.0f/s, ETA %s", p.done, p.total, p.running, p.failed, rate, eta)
+	if !p.tty {
+		fmt.Fprintln(p.w, line)
+		return
+	}
+	const width = 30
+	filled := 0
+	if p.total > 0 {
+		filled = width * p.done / p.total
+	}
+	bar := make([]byte, width)
+	for i := range bar {
+		bar[i] = '.'
+		if i < filled {
+			bar[i] = '#'
+		}
+	}
+	fmt.Fprintf(p.w, "\r[%s] %s\033[K", bar, line)
+	if final {
+		fmt.Fprintln(p.w)
+	}
+}
+
+func (p *progress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.draw(true)
+}
