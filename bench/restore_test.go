@@ -3,8 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,9 +10,6 @@ import (
 	"github.com/restoregraph/restoregraph/bench/workload"
 	"github.com/restoregraph/restoregraph/memcluster"
 	"github.com/restoregraph/restoregraph/restore"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -91,56 +86,16 @@ func ceiling(b *testing.B, gen *workload.Backup) time.Duration {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	var first, rest []workload.Object
-	for _, o := range gen.Objects {
-		if !o.Preferred {
-			continue
-		}
-		if o.GetKind() == "Namespace" || o.GetKind() == "CustomResourceDefinition" {
-			first = append(first, o)
-		} else {
-			rest = append(rest, o)
-		}
-	}
-	create := func(o workload.Object) error {
-		gv, _ := schema.ParseGroupVersion(o.GetAPIVersion())
-		u := o.DeepCopy()
-		unstructured.RemoveNestedField(u.Object, "metadata", "resourceVersion")
-		unstructured.RemoveNestedField(u.Object, "metadata", "uid")
-		_, err := dyn.Resource(gv.WithResource(o.Resource)).Namespace(o.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
-		return err
-	}
+	first, rest := gen.Split()
 	for _, o := range first {
-		if err := create(o); err != nil {
+		if err := workload.Create(ctx, dyn, o, false); err != nil {
 			b.Fatal(err)
 		}
 	}
 	time.Sleep(200 * time.Millisecond) // CRDs established
 	start := time.Now()
-	work := make(chan workload.Object)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var failure error
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for o := range work {
-				if err := create(o); err != nil {
-					mu.Lock()
-					failure = fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for _, o := range rest {
-		work <- o
-	}
-	close(work)
-	wg.Wait()
-	if failure != nil {
-		b.Fatal(failure)
+	if err := workload.CreateUnordered(ctx, dyn, rest, workers); err != nil {
+		b.Fatal(err)
 	}
 	return time.Since(start)
 }

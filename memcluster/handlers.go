@@ -277,13 +277,9 @@ func (s *Server) replace(req *request, obj object) (object, error) {
 	}
 	if req.subresource == "status" {
 		// Only status changes: everything else is the stored object's.
-		merged := make(object, len(old))
-		for k, v := range old {
-			merged[k] = v
-		}
+		merged, mergedMD := cloneWithMeta(old)
 		merged["status"] = obj["status"]
-		merged["metadata"] = deepCopy(oldMD)
-		obj, md = merged, meta(merged)
+		obj, md = merged, mergedMD
 	} else {
 		for _, f := range []string{"uid", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"} {
 			if v, ok := oldMD[f]; ok {
@@ -433,15 +429,10 @@ func (s *Server) remove(req *request, k key, obj object) {
 	if metaString(obj, "deletionTimestamp") != "" {
 		return
 	}
-	marked := make(object, len(obj))
-	for f, v := range obj {
-		marked[f] = v
-	}
-	md := deepCopy(meta(obj)).(map[string]any)
+	marked, md := cloneWithMeta(obj)
 	md["deletionTimestamp"] = time.Now().UTC().Format(time.RFC3339)
 	md["deletionGracePeriodSeconds"] = int64(0)
 	md["resourceVersion"] = s.nextRV()
-	marked["metadata"] = md
 	if isNamespace {
 		marked["status"] = map[string]any{"phase": "Terminating"}
 	}

@@ -114,13 +114,8 @@ func (s *Server) establish(name string, uid types.UID) {
 		return // a built-in resource of that name: never served by a CRD
 	}
 	s.serveCRD(crd)
-	updated := make(object, len(obj))
-	for f, v := range obj {
-		updated[f] = v
-	}
-	md := deepCopy(meta(obj)).(map[string]any)
+	updated, md := cloneWithMeta(obj)
 	md["resourceVersion"] = s.nextRV()
-	updated["metadata"] = md
 	var stored []any
 	for _, v := range crd.Spec.Versions {
 		if v.Storage {

@@ -179,3 +179,18 @@ func (r *ring) each(f func(event)) {
 		f(r.buf[(r.start+i)%len(r.buf)])
 	}
 }
+
+// cloneWithMeta returns a shallow copy of obj with a deep copy of its metadata, for a
+// write that changes metadata: stored objects are never changed in place.
+func cloneWithMeta(obj object) (object, map[string]any) {
+	out := make(object, len(obj))
+	for k, v := range obj {
+		out[k] = v
+	}
+	md, _ := deepCopy(meta(obj)).(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+	}
+	out["metadata"] = md
+	return out, md
+}

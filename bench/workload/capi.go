@@ -25,6 +25,8 @@ type CAPIOptions struct {
 	ControlPlanes int // machines of each control plane; default 3
 	Workers       int // worker machines of each cluster; default 2
 	Seed          uint64
+	// Prefix names the clusters' namespaces, <prefix>-00 and on; default "fleet".
+	Prefix string
 }
 
 // CAPI returns a backup of a management cluster holding a fleet of workload clusters,
@@ -39,6 +41,9 @@ func CAPI(opts CAPIOptions) *Backup {
 	if opts.Workers <= 0 {
 		opts.Workers = 2
 	}
+	if opts.Prefix == "" {
+		opts.Prefix = "fleet"
+	}
 	b := newBackup(opts.Seed)
 	for _, c := range []struct{ group, kind, plural string }{
 		{capi, "Cluster", "clusters"}, {capi, "ClusterClass", "clusterclasses"}, {capi, "MachineDeployment", "machinedeployments"},
@@ -52,7 +57,7 @@ func CAPI(opts CAPIOptions) *Backup {
 		b.crd(c.group, c.kind, c.plural, true, CAPIVersions...)
 	}
 	for i := range opts.Clusters {
-		b.capiCluster(fmt.Sprintf("fleet-%02d", i), fmt.Sprintf("workload-%02d", i), opts)
+		b.capiCluster(fmt.Sprintf("%s-%02d", opts.Prefix, i), fmt.Sprintf("workload-%02d", i), opts)
 	}
 	b.alsoAtOtherVersions()
 	return b

@@ -1,0 +1,72 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+// Create creates o as it was backed up, less its uid and resourceVersion, and less its
+// ownerReferences when dropOwners is set.
+func Create(ctx context.Context, dyn dynamic.Interface, o Object, dropOwners bool) error {
+	gv, err := schema.ParseGroupVersion(o.GetAPIVersion())
+	if err != nil {
+		return err
+	}
+	u := o.DeepCopy()
+	unstructured.RemoveNestedField(u.Object, "metadata", "resourceVersion")
+	unstructured.RemoveNestedField(u.Object, "metadata", "uid")
+	if dropOwners {
+		u.SetOwnerReferences(nil)
+	}
+	_, err = dyn.Resource(gv.WithResource(o.Resource)).Namespace(o.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
+	return err
+}
+
+// CreateUnordered creates objects with workers goroutines in no order at all: the
+// ceiling that an ordered restore is measured against. Owner references are dropped,
+// for the owners may not exist yet. It returns the first error.
+func CreateUnordered(ctx context.Context, dyn dynamic.Interface, objects []Object, workers int) error {
+	work := make(chan Object)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var failure error
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for o := range work {
+				if err := Create(ctx, dyn, o, true); err != nil {
+					once.Do(func() { failure = fmt.Errorf("%s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err) })
+				}
+			}
+		}()
+	}
+	for _, o := range objects {
+		work <- o
+	}
+	close(work)
+	wg.Wait()
+	return failure
+}
+
+// Split returns the objects at their preferred version, namespaces and CRDs apart from
+// the rest.
+func (b *Backup) Split() (namespacesAndCRDs, rest []Object) {
+	for _, o := range b.Objects {
+		if !o.Preferred {
+			continue
+		}
+		if k := o.GetKind(); k == "Namespace" || k == "CustomResourceDefinition" {
+			namespacesAndCRDs = append(namespacesAndCRDs, o)
+		} else {
+			rest = append(rest, o)
+		}
+	}
+	return namespacesAndCRDs, rest
+}
