@@ -358,3 +358,32 @@ func TestAddEdge(t *testing.T) {
 }
 
 var _ scheduler.DAG = (*Graph)(nil)
+
+func FuzzParseDependsOn(f *testing.F) {
+	f.Add("apps/namespaces/shop/Deployment/web,/Namespace/shop")
+	f.Add("/namespaces/a/ConfigMap/b")
+	f.Add(",,/")
+	f.Fuzz(func(t *testing.T, value string) {
+		refs, err := ParseDependsOn(value)
+		if err != nil {
+			return
+		}
+		// What parses renders back to references that parse to the same thing.
+		parts := make([]string, len(refs))
+		for i, r := range refs {
+			if r.Kind == "" || r.Name == "" {
+				t.Fatalf("accepted a reference without kind or name: %q", value)
+			}
+			parts[i] = r.String()
+		}
+		again, err := ParseDependsOn(strings.Join(parts, ","))
+		if err != nil || len(again) != len(refs) {
+			t.Fatalf("round trip of %q: %v %v", value, again, err)
+		}
+		for i := range refs {
+			if again[i] != refs[i] {
+				t.Fatalf("round trip of %q changed %v to %v", value, refs[i], again[i])
+			}
+		}
+	})
+}
