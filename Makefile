@@ -4,16 +4,21 @@ PKGS      ?= ./...
 # The CLI is a module of its own, so that its command-line dependencies stay out of the
 # library's go.mod.
 CLI       := cmd/restoregraph
+# The integration tests are a module of their own too: they build kube-apiserver and
+# kube-controller-manager from k8s.io/kubernetes, cached outside the tree.
+KUBE_VERSION := $(shell sed -n 's/^\tk8s.io\/kubernetes \(v[0-9.]*\)$$/\1/p' test/go.mod)
+KUBE_BIN     ?= $(HOME)/.cache/restoregraph/kube-$(KUBE_VERSION)
+export RESTOREGRAPH_KUBE_BIN := $(KUBE_BIN)
 FUZZTIME  ?= 15s
 BENCHTIME ?= 1x
 BENCH     ?= .
 
-.PHONY: all test unit lint fmt bench fuzz demo pictures
+.PHONY: all test unit integration bench-integration etcd lint fmt bench fuzz demo pictures
 
 all: test
 
-## test: lint, then every unit test with the race detector (what CI runs)
-test: lint unit
+## test: lint, every unit test with the race detector, then the integration tests (what CI runs)
+test: lint unit integration
 
 unit:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
@@ -25,9 +30,32 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	cd $(CLI) && $(GO) vet ./...
+	cd test && $(GO) vet ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+## integration: the tests against a real kube-apiserver, etcd and garbage collector
+integration: etcd $(KUBE_BIN)/.built
+	cd test && $(GO) test -race -count=1 -timeout 20m ./...
+
+## bench-integration: 5,000 objects into the real server, three ways, one run
+bench-integration: etcd $(KUBE_BIN)/.built
+	cd test && $(GO) test -run '^$$' -bench IntegrationRestore -benchtime 1x -timeout 30m ./...
+
+## etcd: Debian's etcd-server, installed when missing
+etcd:
+	@command -v etcd >/dev/null || { \
+	  echo "installing Debian's etcd-server"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq etcd-server >/dev/null; }
+
+# One stamp for both binaries: a rule with two targets would run its recipe twice.
+$(KUBE_BIN)/.built: test/go.mod
+	@mkdir -p $(KUBE_BIN)
+	@echo "building kube-apiserver and kube-controller-manager $(KUBE_VERSION) into $(KUBE_BIN) (several minutes when cold)"
+	cd test && $(GO) build -o $(KUBE_BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+	@touch $@
 
 ## bench: every benchmark once per size (BENCH=regexp BENCHTIME=5x to narrow or repeat)
 bench:

@@ -9,6 +9,7 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -37,6 +38,14 @@ func validateCRD(req *request, obj object) error {
 	}
 	if crd.Spec.Names.Plural == "" || crd.Spec.Names.Kind == "" {
 		errs = append(errs, field.Required(spec.Child("names"), "plural and kind are required"))
+	}
+	for _, n := range []struct{ field, value string }{{"plural", crd.Spec.Names.Plural}, {"singular", crd.Spec.Names.Singular}} {
+		if n.value == "" {
+			continue
+		}
+		if msgs := validation.IsDNS1035Label(n.value); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(spec.Child("names", n.field), n.value, strings.Join(msgs, "; ")))
+		}
 	}
 	if want := crd.Spec.Names.Plural + "." + crd.Spec.Group; crd.Name != want {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), crd.Name, "must be spec.names.plural+\".\"+spec.group: "+want))

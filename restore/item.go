@@ -37,14 +37,14 @@ func (r *run) restoreNode(ctx context.Context, n *scheduler.Node) error {
 	gvr := schema.GroupVersionResource{Group: it.Group, Version: choice.Version, Resource: it.Resource}
 	client := r.dyn.Resource(gvr).Namespace(it.Namespace)
 
-	if newUID, ok := r.journaled[it.UID]; ok {
+	if j, ok := r.journaled[it.UID]; ok {
 		var existing *unstructured.Unstructured
 		err := retry(ctx, r.opts.Retry, &res.Retries, func() (err error) {
 			existing, err = client.Get(ctx, it.Name, metav1.GetOptions{})
 			return err
 		})
-		if err == nil && existing.GetUID() == newUID {
-			res.NewUID, res.FromJournal, res.Created = newUID, true, time.Now()
+		if err == nil && existing.GetUID() == j.New {
+			res.NewUID, res.Status, res.FromJournal, res.Created = j.New, j.Status, true, time.Now()
 			return r.awaitReady(ctx, client, gvr, existing, res)
 		}
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -98,7 +98,7 @@ func (r *run) restoreNode(ctx context.Context, n *scheduler.Node) error {
 		return err
 	}
 	res.NewUID, res.Created = created.GetUID(), time.Now()
-	if err := r.restored(it.UID, created.GetUID()); err != nil {
+	if err := r.restored(it.UID, created.GetUID(), res.Status); err != nil {
 		return err
 	}
 	if hasStatus && r.opts.KeepStatus[it.GroupResource()] && res.Status == Restored {

@@ -13,10 +13,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// journalRecord is one line of the journal: an object restored, by its UIDs.
+// journalRecord is one line of the journal: an object restored, by its UIDs, and how.
 type journalRecord struct {
 	Source types.UID `json:"source"`
 	New    types.UID `json:"new"`
+	Status Status    `json:"status,omitempty"` // Restored when empty
+}
+
+// Journaled is what the journal says of an object: its UID in the target, and whether
+// it was restored, adopted or updated.
+type Journaled struct {
+	New    types.UID
+	Status Status
 }
 
 // Journal records, append-only, the new UID of every object restored, so that a
@@ -40,12 +48,12 @@ var ErrJournalCorrupt = errors.New("restore journal is corrupt")
 // OpenJournal opens (creating it if needed) the journal at path and returns it with
 // the mappings it holds. A torn last line, as a crash mid-write leaves, is dropped and
 // overwritten; any other unreadable line is an error wrapping ErrJournalCorrupt.
-func OpenJournal(path string) (*Journal, map[types.UID]types.UID, error) {
+func OpenJournal(path string) (*Journal, map[types.UID]Journaled, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, nil, err
 	}
-	done := map[types.UID]types.UID{}
+	done := map[types.UID]Journaled{}
 	r := bufio.NewReader(f)
 	var good int64
 	for line := 1; ; line++ {
@@ -56,7 +64,10 @@ func OpenJournal(path string) (*Journal, map[types.UID]types.UID, error) {
 				f.Close()
 				return nil, nil, fmt.Errorf("%w: %s line %d", ErrJournalCorrupt, path, line)
 			}
-			done[rec.Source] = rec.New
+			if rec.Status == "" {
+				rec.Status = Restored
+			}
+			done[rec.Source] = Journaled{rec.New, rec.Status}
 			good += int64(len(data))
 			continue
 		}
@@ -80,8 +91,8 @@ func OpenJournal(path string) (*Journal, map[types.UID]types.UID, error) {
 }
 
 // Record appends a mapping. Its error is the journal's first write or sync error.
-func (j *Journal) Record(source, new types.UID) error {
-	data, _ := json.Marshal(journalRecord{source, new})
+func (j *Journal) Record(source, new types.UID, status Status) error {
+	data, _ := json.Marshal(journalRecord{source, new, status})
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.err != nil {

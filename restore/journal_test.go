@@ -16,8 +16,8 @@ func TestJournal(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, done)
 	j.SyncEvery = 2
-	require.NoError(t, j.Record("a", "A"))
-	require.NoError(t, j.Record("b", "B"))
+	require.NoError(t, j.Record("a", "A", Restored))
+	require.NoError(t, j.Record("b", "B", Adopted))
 	require.NoError(t, j.Close())
 
 	// A crash mid-write leaves a torn last line.
@@ -27,12 +27,12 @@ func TestJournal(t *testing.T) {
 
 	j, done, err = OpenJournal(path)
 	require.NoError(t, err)
-	assert.Equal(t, map[types.UID]types.UID{"a": "A", "b": "B"}, done)
-	require.NoError(t, j.Record("c", "C"))
+	assert.Equal(t, map[types.UID]Journaled{"a": {"A", Restored}, "b": {"B", Adopted}}, done)
+	require.NoError(t, j.Record("c", "C", Updated))
 	require.NoError(t, j.Close())
 	_, done, err = OpenJournal(path)
 	require.NoError(t, err)
-	assert.Equal(t, types.UID("C"), done["c"], "the torn line was overwritten, not appended to")
+	assert.Equal(t, Journaled{"C", Updated}, done["c"], "the torn line was overwritten, not appended to")
 
 	data, _ := os.ReadFile(path)
 	require.NoError(t, os.WriteFile(path, append([]byte("garbage\n"), data...), 0o644))

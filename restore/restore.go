@@ -36,7 +36,7 @@ type run struct {
 
 	mu        sync.Mutex
 	newUIDs   map[types.UID]types.UID // source UID -> UID in the target
-	journaled map[types.UID]types.UID // what an earlier run recorded
+	journaled map[types.UID]Journaled // what an earlier run recorded
 	results   []ObjectResult          // by node ID; each written only by its node
 }
 
@@ -80,8 +80,8 @@ func Run(ctx context.Context, cfg *rest.Config, backup Backup, opts Options) (*R
 		if r.journal, r.journaled, err = OpenJournal(opts.Journal); err != nil {
 			return nil, err
 		}
-		for src, dst := range r.journaled {
-			r.newUIDs[src] = dst
+		for src, j := range r.journaled {
+			r.newUIDs[src] = j.New
 		}
 	}
 	var onEvent func(scheduler.Event)
@@ -150,12 +150,12 @@ func (r *run) newUID(source types.UID) (types.UID, bool) {
 	return u, ok
 }
 
-func (r *run) restored(source, target types.UID) error {
+func (r *run) restored(source, target types.UID, status Status) error {
 	r.mu.Lock()
 	r.newUIDs[source] = target
 	r.mu.Unlock()
 	if r.journal != nil {
-		return r.journal.Record(source, target)
+		return r.journal.Record(source, target, status)
 	}
 	return nil
 }

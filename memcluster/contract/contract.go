@@ -7,6 +7,7 @@ package contract
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -272,7 +273,7 @@ func crdObject(group, plural, kind string, versions ...map[string]any) *unstruct
 	return obj("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", plural+"."+group, map[string]any{
 		"spec": map[string]any{
 			"group": group, "scope": "Namespaced",
-			"names":    map[string]any{"plural": plural, "singular": kind[:1] + plural[1:len(plural)-1], "kind": kind, "listKind": kind + "List"},
+			"names":    map[string]any{"plural": plural, "singular": strings.ToLower(kind), "kind": kind, "listKind": kind + "List"},
 			"versions": vs,
 		},
 	})
@@ -306,7 +307,12 @@ func (s *suite) customResources(t *testing.T, prefix string) {
 	group := prefix + ".contract.restoregraph.dev"
 	// Versions listed lowest priority first: discovery must still prefer v1.
 	c := crdObject(group, "widgets", "Widget", crdVersion("v1alpha1", true, false, true), crdVersion("v1beta1", true, true, true), crdVersion("v1", true, false, true))
-	_, err := s.client.Resource(crds).Create(ctx, c, metav1.CreateOptions{})
+	bad := c.DeepCopy()
+	unstructured.SetNestedField(bad.Object, "Widget", "spec", "names", "singular")
+	_, err := s.client.Resource(crds).Create(ctx, bad, metav1.CreateOptions{})
+	assert.True(t, apierrors.IsInvalid(err), "names must be lowercase DNS-1035 labels: %v", err)
+
+	_, err = s.client.Resource(crds).Create(ctx, c, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { s.client.Resource(crds).Delete(context.Background(), "widgets."+group, metav1.DeleteOptions{}) })
 	s.waitEstablished(t, "widgets."+group)

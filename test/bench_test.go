@@ -1,0 +1,114 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+
+	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/bench/workload"
+	"github.com/restoregraph/restoregraph/restore"
+)
+
+const (
+	benchClusters = 122 // 122 workload clusters of 40 objects and 15 CRDs: 4,895 objects
+	benchWorkers  = 16
+	benchQPS      = 500 // the same client rate limit for all three
+)
+
+// BenchmarkIntegrationRestore restores about 5,000 objects (a Cluster API fleet: owner
+// chains of Secrets, ConfigMaps and custom resources) into the real API server three
+// ways, in one run and at the same client QPS, and reports objects per second and the
+// ratios:
+//
+//   - ceiling: the objects created in parallel in no order, namespaces and CRDs made
+//     beforehand, untimed;
+//   - graph: restoregraph, 16 workers;
+//   - velero: Velero's resource order, one object at a time.
+//
+// Each way restores its own copy of the fleet, in namespaces of its own.
+func BenchmarkIntegrationRestore(b *testing.B) {
+	var ceilingT, graphT, veleroT time.Duration
+	var n int
+	for i := 0; b.Loop(); i++ {
+		ceilGen, ceilN := fleet(b, fmt.Sprintf("ceil%d", i))
+		ceilingT += ceiling(b, ceilGen)
+		for _, mode := range []struct {
+			prefix string
+			opts   restore.Options
+			took   *time.Duration
+		}{
+			{fmt.Sprintf("graph%d", i), restore.Options{Workers: benchWorkers}, &graphT},
+			{fmt.Sprintf("velero%d", i), restore.Options{Velero: true}, &veleroT},
+		} {
+			_, backup := fleetBackup(b, mode.prefix)
+			c := cfg()
+			c.QPS, c.Burst = benchQPS, benchQPS
+			rep, err := restore.Run(context.Background(), c, backup, mode.opts)
+			if err != nil || !rep.OK() {
+				b.Fatalf("%s: %v %v", mode.prefix, err, rep.Summary)
+			}
+			*mode.took += rep.Finished.Sub(rep.Started)
+		}
+		n = ceilN
+	}
+	rate := func(d time.Duration) float64 { return float64(n*b.N) / d.Seconds() }
+	b.ReportMetric(float64(n), "objects")
+	b.ReportMetric(rate(ceilingT), "ceiling-objects/s")
+	b.ReportMetric(rate(graphT), "graph-objects/s")
+	b.ReportMetric(rate(veleroT), "velero-objects/s")
+	b.ReportMetric(rate(graphT)/rate(ceilingT), "graph/ceiling")
+	b.ReportMetric(rate(graphT)/rate(veleroT), "graph/velero")
+}
+
+func fleet(b *testing.B, prefix string) (*workload.Backup, int) {
+	gen := workload.CAPI(workload.CAPIOptions{Clusters: benchClusters, Seed: seedOf(prefix), Prefix: prefix})
+	n := 0
+	for _, o := range gen.Objects {
+		if o.Preferred {
+			n++
+		}
+	}
+	return gen, n
+}
+
+func fleetBackup(b *testing.B, prefix string) (*workload.Backup, *archive.Backup) {
+	gen, _ := fleet(b, prefix)
+	var buf bytes.Buffer
+	if err := gen.Write(&buf); err != nil {
+		b.Fatal(err)
+	}
+	backup, err := archive.Read(&buf, archive.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return gen, backup
+}
+
+// ceiling creates everything but namespaces and CRDs with benchWorkers goroutines, in
+// no order; it returns the time that took.
+func ceiling(b *testing.B, gen *workload.Backup) time.Duration {
+	c := cfg()
+	c.QPS, c.Burst = benchQPS, benchQPS
+	dyn, err := dynamic.NewForConfig(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	first, rest := gen.Split()
+	for _, o := range first {
+		if err := workload.Create(ctx, dyn, o, false); err != nil && !isAlreadyExists(err) {
+			b.Fatal(err)
+		}
+	}
+	time.Sleep(5 * time.Second) // CRDs established
+	start := time.Now()
+	if err := workload.CreateUnordered(ctx, dyn, rest, benchWorkers); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
+}
