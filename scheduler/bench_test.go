@@ -85,7 +85,8 @@ func BenchmarkMakespan(b *testing.B) {
 			total += actual[i]
 		}
 		cp := 0.0
-		for _, lr := range longestRemaining(d, func(id int64) float64 { return actual[id] }) {
+		lrs, _ := longestRemaining(d, func(id int64) float64 { return actual[id] })
+		for _, lr := range lrs {
 			cp = max(cp, lr)
 		}
 		bound += time.Duration(max(cp, total/workers))

@@ -10,12 +10,15 @@ type Node struct {
 	id     int64
 	r      *run
 	worker int
+	aw     *awaiting // set by Await; most nodes never await
+}
 
-	// While awaiting, guarded by run.mu:
-	pending  int           // awaited nodes not finished yet
-	awaitErr error         // the first awaited node that did not succeed
-	wake     chan struct{} // closed when pending reaches 0
-	slot     chan struct{} // closed by the worker that hands this node its slot
+// awaiting is the state of a node in Await, guarded by run.mu.
+type awaiting struct {
+	pending int           // awaited nodes not finished yet
+	err     error         // the first awaited node that did not succeed
+	wake    chan struct{} // closed when pending reaches 0
+	slot    chan struct{} // closed by the worker that hands this node its slot
 }
 
 // ID returns the node's ID.
@@ -69,20 +72,20 @@ func (n *Node) Await(ids ...int64) error {
 		r.dyn[v] = append(r.dyn[v], int32(n.id))
 		r.boost(v)
 	}
-	n.pending, n.awaitErr = len(waitFor), nil
-	n.wake, n.slot = make(chan struct{}), make(chan struct{})
-	r.state[n.id] = awaiting
+	aw := &awaiting{pending: len(waitFor), wake: make(chan struct{}), slot: make(chan struct{})}
+	n.aw = aw
+	r.state[n.id] = awaitingState
 	start := r.opts.Now()
 	r.emit(Event{Type: Waiting, Node: n.id, Time: start, Worker: n.worker, Awaited: ids})
 	r.spawnWorker() // the slot given up goes to a new worker
 	r.mu.Unlock()
 
-	<-n.wake
+	<-aw.wake
 	r.mu.Lock()
 	r.resumers = append(r.resumers, n)
 	r.cond.Broadcast()
 	r.mu.Unlock()
-	<-n.slot
+	<-aw.slot
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -90,7 +93,8 @@ func (n *Node) Await(ids ...int64) error {
 	end := r.opts.Now()
 	r.results[n.id].Waited += end.Sub(start)
 	r.emit(Event{Type: Resumed, Node: n.id, Time: end, Worker: n.worker})
-	return n.awaitErr
+	n.aw = nil
+	return aw.err
 }
 
 // reaches reports whether from reaches to along static edges and awaits, through
@@ -138,12 +142,12 @@ func (r *run) boost(v int32) {
 // wakeAwaiters tells the nodes awaiting u that it finished.
 func (r *run) wakeAwaiters(u int32, status Status) {
 	for _, w := range r.dyn[u] {
-		n := &r.nodes[w]
-		if status != Succeeded && n.awaitErr == nil {
-			n.awaitErr = fmt.Errorf("%w: awaited node %d %s", ErrDependencyFailed, u, status)
+		aw := r.nodes[w].aw
+		if status != Succeeded && aw.err == nil {
+			aw.err = fmt.Errorf("%w: awaited node %d %s", ErrDependencyFailed, u, status)
 		}
-		if n.pending--; n.pending == 0 {
-			close(n.wake)
+		if aw.pending--; aw.pending == 0 {
+			close(aw.wake)
 		}
 	}
 	delete(r.dyn, u)

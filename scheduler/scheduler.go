@@ -130,6 +130,7 @@ type run struct {
 	dyn        map[int32][]int32
 	nextWorker int
 	stopped    bool // cancelled: start nothing new
+	acyclic    bool // known to have no cycle: skipCycles has nothing to do
 }
 
 type state uint8
@@ -138,7 +139,7 @@ const (
 	pending state = iota
 	queued
 	running
-	awaiting
+	awaitingState
 	done
 )
 
@@ -165,7 +166,7 @@ func newRun(ctx context.Context, dag DAG, fn Func, opts Options) *run {
 			r.prio[i] = opts.Priority(int64(i))
 		}
 	} else {
-		r.prio = longestRemaining(dag, opts.Weight)
+		r.prio, r.acyclic = longestRemaining(dag, opts.Weight)
 	}
 	r.ready = newQueue(r.prio, n)
 	var roots []int32
@@ -194,7 +195,7 @@ func (r *run) worker(id int) {
 		if len(r.resumers) > 0 {
 			n := r.resumers[0]
 			r.resumers = r.resumers[1:]
-			close(n.slot)
+			close(n.aw.slot)
 			r.mu.Unlock()
 			return
 		}
@@ -260,9 +261,12 @@ func (r *run) finish(u int32, err error, now time.Time) {
 				woke++
 			}
 		}
-		if woke > 1 || r.remaining == 0 {
+		// The worker that ran u takes one of the released nodes itself; wake one other
+		// worker for each of the rest.
+		if r.remaining == 0 {
 			r.cond.Broadcast()
-		} else if woke == 1 {
+		}
+		for range woke - 1 {
 			r.cond.Signal()
 		}
 		return
@@ -326,6 +330,9 @@ func (r *run) skipDescendants(u int32) {
 
 // skipCycles reports the nodes on or behind a cycle of the DAG: they can never start.
 func (r *run) skipCycles() {
+	if r.acyclic {
+		return
+	}
 	n := len(r.state)
 	indeg := make([]int32, n)
 	copy(indeg, r.indeg)
@@ -387,14 +394,16 @@ func (r *run) emit(ev Event) {
 	}
 }
 
-// longestRemaining weighs each node by the heaviest path from it to a leaf.
-func longestRemaining(dag DAG, weight func(int64) float64) []float64 {
+// longestRemaining weighs each node by the heaviest path from it to a leaf. It walks
+// back from the leaves; acyclic reports whether it reached every node, which proves
+// that the DAG has no cycle.
+func longestRemaining(dag DAG, weight func(int64) float64) (lr []float64, acyclic bool) {
 	n := dag.Len()
 	out := make([]int32, n)
 	for i := range n {
 		out[i] = int32(len(dag.Successors(int64(i))))
 	}
-	lr := make([]float64, n)
+	lr = make([]float64, n)
 	queue := make([]int32, 0, n) // leaves first, then nodes whose successors are all done
 	for i := range n {
 		if out[i] == 0 {
@@ -418,5 +427,5 @@ func longestRemaining(dag DAG, weight func(int64) float64) []float64 {
 			}
 		}
 	}
-	return lr
+	return lr, len(queue) == n
 }
