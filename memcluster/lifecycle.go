@@ -74,16 +74,25 @@ func validateCRD(req *request, obj object) error {
 	return nil
 }
 
-// afterWrite reacts to a stored object. The caller holds s.mu.
-func (s *Server) afterWrite(req *request, obj object) {
+// crdOf returns the CRD an object of the request is, and the group-resource it
+// defines; ok is false for any other object.
+func crdOf(req *request, obj object) (crd *apiextv1.CustomResourceDefinition, gr schema.GroupResource, ok bool) {
 	if req.rt.gr != crdGR {
-		return
+		return nil, gr, false
 	}
 	crd, err := toCRD(obj)
 	if err != nil {
+		return nil, gr, false
+	}
+	return crd, schema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}, true
+}
+
+// afterWrite reacts to a stored object. The caller holds s.mu.
+func (s *Server) afterWrite(req *request, obj object) {
+	crd, gr, ok := crdOf(req, obj)
+	if !ok {
 		return
 	}
-	gr := schema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}
 	if rt, served := s.types[gr]; served && rt.crd == crd.Name {
 		s.serveCRD(crd) // already established: version changes apply at once
 		return
@@ -170,15 +179,11 @@ func (s *Server) serveCRD(crd *apiextv1.CustomResourceDefinition) {
 
 // afterDelete reacts to a deleted object. The caller holds s.mu.
 func (s *Server) afterDelete(req *request, obj object) {
-	if req.rt.gr != crdGR {
+	crd, gr, ok := crdOf(req, obj)
+	if !ok {
 		return
 	}
-	crd, err := toCRD(obj)
-	if err != nil {
-		return
-	}
-	gr := schema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}
-	if rt, ok := s.types[gr]; !ok || rt.crd != crd.Name {
+	if rt, served := s.types[gr]; !served || rt.crd != crd.Name {
 		return
 	}
 	delete(s.types, gr)
