@@ -1,51 +1,53 @@
 package scheduler
 
-// queue is a 4-ary max-heap of node IDs by priority, ties to the lower ID. Entries carry
-// their priority, so comparisons touch only the heap's own memory, and the four
-// children of a node (16 bytes each) share one cache line, at half a binary heap's
-// depth. It records each
-// node's place, so that a node can be raised or removed, and it never boxes: no
-// allocation per push or pop.
+import "math"
+
+// queue is a 4-ary max-heap of ready nodes. Each entry is one uint64 key: the priority
+// as order-preserving float32 bits in the high half, the inverted node ID in the low
+// half. One integer comparison orders two entries by priority and then by lower ID, and
+// the four children of an entry take half a cache line. Priorities are compared at
+// float32 precision; nodes whose priorities are equal at that precision go by ID.
+// The heap records each node's place, so that a node can be raised or removed, and it
+// never allocates per push or pop.
 type queue struct {
 	prio  []float64 // each node's priority, read on push
-	heap  []entry
+	heap  []uint64
 	index []int32 // position of each node in heap, -1 when absent
 }
 
-type entry struct {
-	prio float64
-	id   int32
-}
-
 func newQueue(prio []float64, n int) queue {
-	q := queue{prio: prio, heap: make([]entry, 0, n), index: make([]int32, n)}
+	q := queue{prio: prio, heap: make([]uint64, 0, n), index: make([]int32, n)}
 	for i := range q.index {
 		q.index[i] = -1
 	}
 	return q
 }
 
-func (q *queue) len() int { return len(q.heap) }
-
-func (q *queue) less(i, j int) bool {
-	a, b := &q.heap[i], &q.heap[j]
-	if a.prio != b.prio {
-		return a.prio > b.prio
+// key packs a priority and a node ID; a larger key runs first.
+func key(prio float64, id int32) uint64 {
+	bits := math.Float32bits(float32(prio))
+	if bits&(1<<31) != 0 {
+		bits = ^bits // negative: reverse their order
+	} else {
+		bits |= 1 << 31 // positive: above every negative
 	}
-	return a.id < b.id
+	return uint64(bits)<<32 | uint64(math.MaxUint32-uint32(id))
 }
 
-func (q *queue) swap(i, j int) {
-	q.heap[i], q.heap[j] = q.heap[j], q.heap[i]
-	q.index[q.heap[i].id] = int32(i)
-	q.index[q.heap[j].id] = int32(j)
+func idOf(k uint64) int32 { return int32(math.MaxUint32 - uint32(k)) }
+
+func (q *queue) len() int { return len(q.heap) }
+
+func (q *queue) set(i int, k uint64) {
+	q.heap[i] = k
+	q.index[idOf(k)] = int32(i)
 }
 
 // init builds the heap from ids in linear time.
 func (q *queue) init(ids []int32) {
 	for _, v := range ids {
 		q.index[v] = int32(len(q.heap))
-		q.heap = append(q.heap, entry{q.prio[v], v})
+		q.heap = append(q.heap, key(q.prio[v], v))
 	}
 	for i := (len(q.heap) - 2) / 4; i >= 0; i-- {
 		q.down(i)
@@ -53,13 +55,12 @@ func (q *queue) init(ids []int32) {
 }
 
 func (q *queue) push(v int32) {
-	q.heap = append(q.heap, entry{q.prio[v], v})
-	q.index[v] = int32(len(q.heap) - 1)
-	q.up(len(q.heap) - 1)
+	q.heap = append(q.heap, 0)
+	q.up(len(q.heap)-1, key(q.prio[v], v))
 }
 
 func (q *queue) pop() int32 {
-	v := q.heap[0].id
+	v := idOf(q.heap[0])
 	q.removeAt(0)
 	return v
 }
@@ -74,53 +75,57 @@ func (q *queue) remove(v int32) {
 func (q *queue) raise(v int32, p float64) {
 	q.prio[v] = p
 	if i := q.index[v]; i >= 0 {
-		q.heap[i].prio = p
-		q.up(int(i))
+		q.up(int(i), key(p, v))
 	}
 }
 
 func (q *queue) removeAt(i int) {
+	v := idOf(q.heap[i])
 	last := len(q.heap) - 1
-	v := q.heap[i].id
-	if i != last {
-		q.swap(i, last)
-	}
+	moved := q.heap[last]
 	q.heap = q.heap[:last]
 	q.index[v] = -1
-	if i != last {
-		q.down(i)
-		q.up(i)
+	if i == last {
+		return
 	}
+	q.set(i, moved)
+	q.down(i)
+	q.up(int(q.index[idOf(moved)]), moved)
 }
 
-func (q *queue) up(i int) {
+// up places k at position i or above.
+func (q *queue) up(i int, k uint64) {
 	for i > 0 {
 		p := (i - 1) / 4
-		if !q.less(i, p) {
-			return
+		if q.heap[p] >= k {
+			break
 		}
-		q.swap(i, p)
+		q.set(i, q.heap[p])
 		i = p
 	}
+	q.set(i, k)
 }
 
+// down moves the entry at i below larger children.
 func (q *queue) down(i int) {
 	n := len(q.heap)
+	k := q.heap[i]
 	for {
 		first := 4*i + 1
 		if first >= n {
-			return
+			break
 		}
 		best := first
 		for c := first + 1; c < min(first+4, n); c++ {
-			if q.less(c, best) {
+			if q.heap[c] > q.heap[best] {
 				best = c
 			}
 		}
-		if !q.less(best, i) {
-			return
+		if q.heap[best] <= k {
+			break
 		}
-		q.swap(i, best)
+		q.set(i, q.heap[best])
 		i = best
 	}
+	q.set(i, k)
 }

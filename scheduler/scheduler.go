@@ -65,8 +65,9 @@ func (r *Report) Count(s Status) int {
 type Options struct {
 	// Workers bounds the node functions executing at once; default GOMAXPROCS.
 	Workers int
-	// Priority orders ready nodes, higher first. Default: longest remaining path, with
-	// Weight as each node's expected duration.
+	// Priority orders ready nodes, higher first, compared at float32 precision (ties go
+	// to the lower ID). Default: longest remaining path, with Weight as each node's
+	// expected duration.
 	Priority func(node int64) float64
 	// Weight is a node's expected duration for the default priority; default 1.
 	Weight func(node int64) float64
