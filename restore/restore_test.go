@@ -138,7 +138,16 @@ func TestCAPIRestoreLosesNothingToTheGarbageCollector(t *testing.T) {
 	naiveSrv, naiveCfg := cluster(t, gcOpts)
 	_, err = Run(ctx, naiveCfg, b, Options{Workers: 8, CopyOwnerReferences: true, Retry: fastRetry})
 	require.NoError(t, err)
-	time.Sleep(10 * gcOpts.GCDelay)
+	// Wait until the collector has acted and then stayed still for three of its periods.
+	last, still := -1, 0
+	for deadline := time.Now().Add(10 * time.Second); still < 3 && time.Now().Before(deadline); {
+		time.Sleep(gcOpts.GCDelay)
+		if n := naiveSrv.Collected(); n > 0 && n == last {
+			still++
+		} else {
+			last, still = n, 0
+		}
+	}
 	naive := take(t, naiveCfg, b)
 	lost := b.Manifest().Len() - len(naive.bySource)
 	t.Logf("objects in the backup: %d; lost to the garbage collector: restoregraph %d, owner references copied verbatim %d",
