@@ -24,10 +24,11 @@ type object = map[string]any
 
 // event is one change, kept in the history for watches that resume from a version.
 type event struct {
-	typ watch.EventType
-	key key
-	obj object
-	rv  uint64
+	typ  watch.EventType
+	key  key
+	obj  object
+	prev object // for Modified: the object before the change
+	rv   uint64
 }
 
 // watcher receives the events of one watch request.
@@ -40,11 +41,29 @@ type watcher struct {
 	overflow  bool // set when the watcher fell too far behind and was dropped
 }
 
-func (w *watcher) matches(e event) bool {
+// view returns the event as this watcher sees it, and whether it sees it at all. As on a
+// real API server, a change that makes an object match the label selector is ADDED for
+// the watcher, and one that makes it stop matching is DELETED, with the object as it was.
+func (w *watcher) view(e event) (event, bool) {
 	if e.key.gr != w.gr || (w.namespace != "" && e.key.namespace != w.namespace) || (w.name != "" && e.key.name != w.name) {
-		return false
+		return e, false
 	}
-	return w.selector.Matches(labels.Set(labelsOf(e.obj)))
+	cur := w.selector.Matches(labels.Set(labelsOf(e.obj)))
+	if e.typ != watch.Modified || e.prev == nil {
+		return e, cur
+	}
+	old := w.selector.Matches(labels.Set(labelsOf(e.prev)))
+	switch {
+	case cur && old:
+		return e, true
+	case cur:
+		e.typ = watch.Added
+		return e, true
+	case old:
+		e.typ, e.obj = watch.Deleted, e.prev
+		return e, true
+	}
+	return e, false
 }
 
 func labelsOf(obj object) map[string]string {
@@ -71,6 +90,7 @@ func metaString(obj object, field string) string {
 // record stores obj under k (nil deletes), bumps the resourceVersion, keeps the history
 // and tells the watchers. The caller holds s.mu.
 func (s *Server) record(typ watch.EventType, k key, obj object) {
+	prev := s.objects[k]
 	if typ == watch.Deleted {
 		if old, ok := s.objects[k]; ok {
 			delete(s.byUID, types.UID(metaString(old, "uid")))
@@ -82,13 +102,17 @@ func (s *Server) record(typ watch.EventType, k key, obj object) {
 		s.byUID[types.UID(metaString(obj, "uid"))] = k
 	}
 	e := event{typ: typ, key: k, obj: obj, rv: s.rv}
+	if typ == watch.Modified {
+		e.prev = prev
+	}
 	s.history.add(e)
 	for w := range s.watchers {
-		if !w.matches(e) {
+		seen, ok := w.view(e)
+		if !ok {
 			continue
 		}
 		select {
-		case w.ch <- e:
+		case w.ch <- seen:
 		default: // too far behind: drop it; its client sees the watch end and lists again
 			w.overflow = true
 			close(w.ch)

@@ -43,8 +43,8 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *request) {
 			gone = true
 		}
 		s.history.each(func(e event) {
-			if e.rv > from && wt.matches(e) {
-				backlog = append(backlog, e)
+			if seen, ok := wt.view(e); ok && e.rv > from {
+				backlog = append(backlog, seen)
 			}
 		})
 	}

@@ -263,6 +263,31 @@ func (s *suite) watch(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []watch.EventType{watch.Added, watch.Modified, watch.Deleted}, got)
+
+	// Relabelled out of the selector: DELETED, with the object as it was; relabelled back
+	// in: ADDED.
+	mover := obj("v1", "ConfigMap", s.ns, "mover", nil)
+	mover.SetLabels(map[string]string{"watch": "me"})
+	mover, err = cms.Create(ctx, mover, metav1.CreateOptions{})
+	require.NoError(t, err)
+	mover.SetLabels(map[string]string{"watch": "not-me"})
+	mover, err = cms.Update(ctx, mover, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	mover.SetLabels(map[string]string{"watch": "me"})
+	_, err = cms.Update(ctx, mover, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	var moves []string
+	for len(moves) < 3 {
+		select {
+		case ev, ok := <-w.ResultChan():
+			require.True(t, ok, "the watch ended early")
+			u := ev.Object.(*unstructured.Unstructured)
+			moves = append(moves, string(ev.Type)+" "+u.GetLabels()["watch"])
+		case <-timeout:
+			t.Fatalf("events so far: %v", moves)
+		}
+	}
+	assert.Equal(t, []string{"ADDED me", "DELETED me", "ADDED me"}, moves)
 }
 
 func crdObject(group, plural, kind string, versions ...map[string]any) *unstructured.Unstructured {
