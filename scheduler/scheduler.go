@@ -197,6 +197,9 @@ func (r *run) worker(id int) {
 			n := r.resumers[0]
 			r.resumers = r.resumers[1:]
 			close(n.aw.slot)
+			if r.ready.len() > 0 {
+				r.cond.Signal() // this worker may have released nodes it will not run now
+			}
 			r.mu.Unlock()
 			return
 		}
