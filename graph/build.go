@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/restoregraph/restoregraph/manifest"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -102,10 +104,14 @@ const (
 )
 
 func (b *builder) crdEdges() {
-	crds := map[string]int32{}
+	// Keyed by group and resource, which a CRD's name <plural>.<group> splits into, so
+	// that looking up an item's CRD builds no string.
+	crds := map[schema.GroupResource]int32{}
 	for i, it := range b.items {
 		if it.Group == crdGroup && it.Resource == crdResource {
-			crds[it.Name] = int32(i)
+			if plural, group, ok := strings.Cut(it.Name, "."); ok {
+				crds[schema.GroupResource{Group: group, Resource: plural}] = int32(i)
+			}
 		}
 	}
 	if len(crds) == 0 {
@@ -115,7 +121,7 @@ func (b *builder) crdEdges() {
 		if it.Group == "" {
 			continue
 		}
-		if c, ok := crds[it.Resource+"."+it.Group]; ok {
+		if c, ok := crds[it.GroupResource()]; ok {
 			b.edge(c, int32(i), EdgeCRD)
 		}
 	}
