@@ -71,7 +71,7 @@ func (p *progress) draw(final bool) {
 	rate := float64(p.done) / elapsed.Seconds()
 	eta := "?"
 	if rate > 0 {
-		eta = (time.Duration(float64(p.total-p.done)/rate) * time.Second / time.Second).Round(time.Second).String()
+		eta = time.Duration(float64(p.total-p.done) / rate * float64(time.Second)).Round(time.Second).String()
 	}
 	line := fmt.Sprintf("%d/%d done, %d running, %d failed, %.0f/s, ETA %s", p.done, p.total, p.running, p.failed, rate, eta)
 	if !p.tty {
