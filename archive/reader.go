@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -18,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/version"
 )
 
 // Options bound what Read accepts and say where object bodies are kept.
@@ -45,23 +45,17 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Resource says which versions of one group-resource the backup holds.
-type Resource struct {
-	GroupResource schema.GroupResource
-	// Versions present, highest Kubernetes priority first (v2 > v1 > v1beta1 > v1alpha1).
-	Versions []string
-	// Preferred is the version the source cluster preferred.
-	Preferred string
-}
+// Resource says which versions of one group-resource the backup holds, highest
+// Kubernetes priority first, and which one the source cluster preferred.
+type Resource = manifest.Resource
 
 // Backup is a read backup: its manifest, its versions and its object bodies.
 type Backup struct {
-	format    string
-	manifest  *manifest.Manifest
-	resources map[schema.GroupResource]*Resource
-	bodies    map[bodyKey]body
-	root      *os.Root
-	warnings  []string
+	format   string
+	manifest *manifest.Manifest
+	bodies   map[bodyKey]body
+	root     *os.Root
+	warnings []string
 }
 
 type bodyKey struct {
@@ -105,7 +99,7 @@ func ReadFile(path string, opts Options) (*Backup, error) {
 // Read reads a backup tarball, gzip-compressed (as Velero writes it) or not.
 func Read(r io.Reader, opts Options) (*Backup, error) {
 	opts = opts.withDefaults()
-	b := &Backup{resources: map[schema.GroupResource]*Resource{}, bodies: map[bodyKey]body{}}
+	b := &Backup{bodies: map[bodyKey]body{}}
 	if opts.SpillDir != "" {
 		root, err := os.OpenRoot(opts.SpillDir)
 		if err != nil {
@@ -305,21 +299,19 @@ func (b *Backup) index(items []rawItem) error {
 		return 0
 	}
 	versions := map[schema.GroupResource]map[string]bool{}
+	preferred := map[schema.GroupResource]string{}
 	for _, it := range items {
 		k := objKey{it.loc.gr, it.loc.namespace, it.loc.name}
 		if prev, ok := chosen[k]; !ok || rank(it) > rank(prev) {
 			chosen[k] = it
 		}
-		res := b.resources[it.loc.gr]
-		if res == nil {
-			res = &Resource{GroupResource: it.loc.gr}
-			b.resources[it.loc.gr] = res
+		if versions[it.loc.gr] == nil {
 			versions[it.loc.gr] = map[string]bool{}
 		}
 		if it.loc.dir != "" {
 			versions[it.loc.gr][it.loc.version()] = true
 			if it.loc.preferred() {
-				res.Preferred = it.loc.version()
+				preferred[it.loc.gr] = it.loc.version()
 			}
 		}
 	}
@@ -339,21 +331,15 @@ func (b *Backup) index(items []rawItem) error {
 			versions[it.loc.gr][gv.Version] = true
 		}
 	}
-	for gr, res := range b.resources {
-		for v := range versions[gr] {
-			res.Versions = append(res.Versions, v)
-		}
-		slices.SortFunc(res.Versions, func(a, b string) int { return version.CompareKubeAwareVersionStrings(b, a) })
-		if res.Preferred == "" && len(res.Versions) > 0 {
-			res.Preferred = res.Versions[0]
-		}
-	}
-
 	keys := make([]objKey, 0, len(chosen))
 	for k := range chosen {
 		keys = append(keys, k)
 	}
 	b.manifest = manifest.New(len(keys))
+	for gr, vs := range versions {
+		// With no preferred directory (format 1.0), the highest version is preferred.
+		b.manifest.SetVersions(gr, slices.Collect(maps.Keys(vs)), preferred[gr])
+	}
 	for _, k := range keys {
 		it := chosen[k]
 		gv, _ := schema.ParseGroupVersion(it.meta.APIVersion)
@@ -385,26 +371,12 @@ func (b *Backup) Manifest() *manifest.Manifest { return b.manifest }
 // Warnings returns what Read skipped or assumed, in the order met.
 func (b *Backup) Warnings() []string { return b.warnings }
 
-// Resources returns every group-resource in the backup, ordered by group then resource.
-func (b *Backup) Resources() []*Resource {
-	out := make([]*Resource, 0, len(b.resources))
-	for _, r := range b.resources {
-		out = append(out, r)
-	}
-	slices.SortFunc(out, func(x, y *Resource) int {
-		if c := strings.Compare(x.GroupResource.Group, y.GroupResource.Group); c != 0 {
-			return c
-		}
-		return strings.Compare(x.GroupResource.Resource, y.GroupResource.Resource)
-	})
-	return out
-}
+// Resources returns every group-resource in the backup, ordered by group then
+// resource. The manifest holds them; this is Manifest().Resources().
+func (b *Backup) Resources() []Resource { return b.manifest.Resources() }
 
 // Resource returns the versions held for gr.
-func (b *Backup) Resource(gr schema.GroupResource) (*Resource, bool) {
-	r, ok := b.resources[gr]
-	return r, ok
-}
+func (b *Backup) Resource(gr schema.GroupResource) (Resource, bool) { return b.manifest.Resource(gr) }
 
 // Dir returns the directory below resources/<gr>/ that holds gr at version: "v1",
 // "v1-preferredversion", or "" for a format 1.0 backup, where there are none.
@@ -412,7 +384,7 @@ func (b *Backup) Dir(gr schema.GroupResource, version string) string {
 	if b.format == Format10 {
 		return ""
 	}
-	if r, ok := b.resources[gr]; ok && r.Preferred == version {
+	if r, ok := b.manifest.Resource(gr); ok && r.Preferred == version {
 		return version + preferredSuffix
 	}
 	return version

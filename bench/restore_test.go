@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/bench/baseline"
 	"github.com/restoregraph/restoregraph/bench/workload"
 	"github.com/restoregraph/restoregraph/memcluster"
 	"github.com/restoregraph/restoregraph/restore"
@@ -56,10 +57,14 @@ func BenchmarkRestore(b *testing.B) {
 			took *time.Duration
 		}{
 			{"graph", restore.Options{Workers: workers}, &graphT},
-			{"velero", restore.Options{Velero: true}, &veleroT},
+			{"velero", baseline.Velero(restore.Options{}), &veleroT},
 		} {
 			s := server(b)
-			rep, err := restore.Run(context.Background(), s.Config(), backup, mode.opts)
+			tgt, err := restore.NewTarget(s.Config())
+			if err != nil {
+				b.Fatal(err)
+			}
+			rep, err := restore.Run(context.Background(), tgt, backup, mode.opts)
 			if err != nil || !rep.OK() {
 				b.Fatalf("%s: %v %v", mode.name, err, rep.Summary)
 			}

@@ -4,28 +4,16 @@ import (
 	"cmp"
 	"errors"
 	"slices"
-	"strings"
 
 	"github.com/restoregraph/restoregraph/manifest"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// RuleSet selects optional rule edges.
-type RuleSet uint8
-
-const (
-	// RulesClusterAPI: objects labelled cluster.x-k8s.io/cluster-name=<c> depend on the
-	// Cluster <c> of their namespace; a ClusterResourceSetBinding depends on its Cluster.
-	RulesClusterAPI RuleSet = 1 << iota
-	// RulesVeleroOrder: Velero's default resource priorities, as edges through barrier
-	// nodes between consecutive resource types.
-	RulesVeleroOrder
-)
-
 // Options tune New.
 type Options struct {
-	Rules RuleSet
+	// Rules add optional ordering edges, each with its own kind, in the order given.
+	Rules []Rule
 }
 
 // rawEdge is an edge before adjacency is built.
@@ -65,11 +53,8 @@ func New(m *manifest.Manifest, opts Options) (*Graph, error) {
 	if err := g.sort(); err != nil {
 		b.errs = append(b.errs, err)
 	}
-	if opts.Rules&RulesClusterAPI != 0 {
-		b.clusterAPIEdges()
-	}
-	if opts.Rules&RulesVeleroOrder != 0 {
-		b.veleroOrderEdges()
+	if err := g.applyRules(items, opts.Rules); err != nil {
+		b.errs = append(b.errs, err)
 	}
 	return g, errors.Join(b.errs...)
 }
@@ -98,19 +83,14 @@ func (b *builder) ownerEdges() {
 	}
 }
 
-const (
-	crdGroup    = "apiextensions.k8s.io"
-	crdResource = "customresourcedefinitions"
-)
-
 func (b *builder) crdEdges() {
-	// Keyed by group and resource, which a CRD's name <plural>.<group> splits into, so
-	// that looking up an item's CRD builds no string.
+	// Keyed by the group-resource a CRD's name <plural>.<group> splits into, so that
+	// looking up an item's CRD builds no string.
 	crds := map[schema.GroupResource]int32{}
 	for i, it := range b.items {
-		if it.Group == crdGroup && it.Resource == crdResource {
-			if plural, group, ok := strings.Cut(it.Name, "."); ok {
-				crds[schema.GroupResource{Group: group, Resource: plural}] = int32(i)
+		if it.GroupResource() == manifest.CRDGroupResource {
+			if gr, ok := manifest.DefinedBy(it.Name); ok {
+				crds[gr] = int32(i)
 			}
 		}
 	}

@@ -4,9 +4,10 @@
 // records why it exists (EdgeKind, possibly several): an ownerReference (owner →
 // dependent), a CRD and its custom resources, a Namespace and the objects in it, a
 // config.kubernetes.io/depends-on annotation (the format kpt and cli-utils use), or a
-// rule set switched on in Options (Cluster API, Velero's resource order). Edges that
-// plugins ask for at run time are the scheduler's; the graph offers the check it needs
-// (WouldCycle, AddEdge).
+// Rule passed in Options (ClusterAPI, or the caller's own: a Rule adds edges, and
+// barrier nodes, through a RuleBuilder, and its edges carry a kind of their own named
+// after it). Edges that plugins ask for at run time are the scheduler's; the graph
+// offers the check it needs (WouldCycle, AddEdge).
 //
 // Guarantees:
 //

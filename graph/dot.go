@@ -23,7 +23,7 @@ func (d dotGraph) DOTAttributers() (graph, node, edge encoding.Attributer) {
 // Edge returns a dotEdge so that dot.Marshal sees the edge's attributes.
 func (d dotGraph) Edge(uid, vid int64) gonum.Edge {
 	if e := d.EdgeFromTo(uid, vid); e != nil {
-		return dotEdge{e}
+		return dotEdge{e, d.Graph}
 	}
 	return nil
 }
@@ -49,26 +49,38 @@ func (n *Node) Attributes() []encoding.Attribute {
 	return []encoding.Attribute{{Key: "label", Value: fmt.Sprintf("%q", it.Kind+"\n"+where+"\n"+gv)}}
 }
 
-type dotEdge struct{ *Edge }
+type dotEdge struct {
+	*Edge
+	g *Graph
+}
 
 var edgeStyles = map[EdgeKind][]encoding.Attribute{
 	EdgeOwner:          {{Key: "color", Value: "black"}},
 	EdgeCRD:            {{Key: "color", Value: "blue"}, {Key: "penwidth", Value: "2"}},
 	EdgeNamespace:      {{Key: "color", Value: "gray"}, {Key: "style", Value: "dashed"}},
 	EdgeDependsOn:      {{Key: "color", Value: "purple"}},
-	EdgeClusterAPI:     {{Key: "color", Value: "darkgreen"}, {Key: "style", Value: "dotted"}},
-	EdgeVeleroOrder:    {{Key: "color", Value: "orange"}, {Key: "style", Value: "dotted"}},
 	EdgeAdditionalItem: {{Key: "color", Value: "red"}, {Key: "style", Value: "dashed"}},
 }
+
+// ruleColors colour rule edges, which are all dotted: rule i takes colour i.
+var ruleColors = []string{"darkgreen", "orange", "brown", "teal", "magenta", "olive"}
 
 // Attributes styles the edge by its strongest kind and labels it with all of them.
 func (e dotEdge) Attributes() []encoding.Attribute {
 	var out []encoding.Attribute
-	for _, kn := range kindNames {
+	for _, kn := range builtinKinds {
 		if e.Kinds&kn.k != 0 {
 			out = append(out, edgeStyles[kn.k]...)
 			break
 		}
 	}
-	return append(out, encoding.Attribute{Key: "tooltip", Value: fmt.Sprintf("%q", e.Kinds.String())})
+	if out == nil {
+		for i := range maxRules {
+			if e.Kinds&(RuleKind<<i) != 0 {
+				out = []encoding.Attribute{{Key: "color", Value: ruleColors[i%len(ruleColors)]}, {Key: "style", Value: "dotted"}}
+				break
+			}
+		}
+	}
+	return append(out, encoding.Attribute{Key: "tooltip", Value: fmt.Sprintf("%q", e.g.KindString(e.Kinds))})
 }

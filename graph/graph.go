@@ -39,11 +39,12 @@ type Graph struct {
 	outKinds [][]EdgeKind
 	in       [][]int32
 
-	pos      []int32 // topological position of each node; -1 when blocked
-	at       []int32 // the node at each position: the topological order
-	blocked  []bool  // on a cycle or behind one
-	warnings []Warning
-	edges    int
+	pos       []int32 // topological position of each node; -1 when blocked
+	at        []int32 // the node at each position: the topological order
+	blocked   []bool  // on a cycle or behind one
+	warnings  []Warning
+	edges     int
+	ruleNames []string // the name of rule i, whose edges are RuleKind << i
 }
 
 var _ gonum.Directed = (*Graph)(nil)

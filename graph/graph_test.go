@@ -207,10 +207,10 @@ func TestClusterAPIRules(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, kindsOf(t, g, cl, md), "rules are off by default")
 
-	g, err = New(f.m, Options{Rules: RulesClusterAPI})
+	g, err = New(f.m, Options{Rules: []Rule{ClusterAPI}})
 	require.NoError(t, err)
-	assert.Equal(t, EdgeClusterAPI, kindsOf(t, g, cl, md))
-	assert.Equal(t, EdgeClusterAPI, kindsOf(t, g, cl, binding))
+	assert.Equal(t, RuleKind, kindsOf(t, g, cl, md))
+	assert.Equal(t, "cluster-api", g.KindString(kindsOf(t, g, cl, binding)))
 	assert.Zero(t, kindsOf(t, g, cl, otherNS), "a Cluster of another namespace")
 	assert.Zero(t, kindsOf(t, g, cl, loop))
 	assert.Equal(t, EdgeOwner, kindsOf(t, g, loop, cl))
@@ -219,22 +219,41 @@ func TestClusterAPIRules(t *testing.T) {
 	assertTopological(t, g)
 }
 
-func TestVeleroOrderRules(t *testing.T) {
+// typeOrder is a rule that orders whole resource types through barriers, as Velero's
+// order does: every object of one type, a barrier, every object of the next.
+type typeOrder []string
+
+func (typeOrder) Name() string { return "type-order" }
+func (o typeOrder) AddEdges(b *RuleBuilder) {
+	var prev []int
+	for _, resource := range o {
+		var cur []int
+		for i, it := range b.Items() {
+			if it.Resource == resource {
+				cur = append(cur, i)
+			}
+		}
+		if prev != nil {
+			barrier := b.Barrier("after " + resource)
+			for _, p := range prev {
+				b.Edge(p, barrier)
+			}
+			for _, c := range cur {
+				b.Edge(barrier, c)
+			}
+		}
+		prev = cur
+	}
+}
+
+func TestRulesWithBarriersAndTheirOwnKinds(t *testing.T) {
 	f := newFixture()
 	dep := f.add("apps", "Deployment", "deployments", "n", "web")
 	rs := f.add("apps", "ReplicaSet", "replicasets", "n", "web-1", ownedBy(dep))
 	cm := f.add("", "ConfigMap", "configmaps", "n", "c")
-	ns := f.add("", "Namespace", "namespaces", "", "n")
-	cl := f.add("cluster.x-k8s.io", "Cluster", "clusters", "n", "c1")
 	sec := f.add("", "Secret", "secrets", "n", "s")
 
-	var order []string
-	for _, gr := range VeleroOrder(f.m) {
-		order = append(order, gr.String())
-	}
-	assert.Equal(t, []string{"namespaces", "secrets", "configmaps", "replicasets.apps", "deployments.apps", "clusters.cluster.x-k8s.io"}, order)
-
-	g, err := New(f.m, Options{Rules: RulesVeleroOrder})
+	g, err := New(f.m, Options{Rules: []Rule{ClusterAPI, typeOrder{"secrets", "configmaps", "replicasets", "deployments"}}})
 	require.NoError(t, err)
 	assertTopological(t, g)
 	pos := map[*manifest.Item]int{}
@@ -243,12 +262,29 @@ func TestVeleroOrderRules(t *testing.T) {
 			pos[n.Item] = i
 		}
 	}
-	assert.Less(t, pos[ns], pos[sec])
 	assert.Less(t, pos[sec], pos[cm])
-	assert.Less(t, pos[dep], pos[cl])
-	assert.Less(t, pos[dep], pos[rs], "the owner edge wins over Velero's replicasets-first order")
-	assert.NotEmpty(t, g.Warnings(), "the left-out rule edge is reported")
-	assert.Equal(t, 11, g.Len(), "six objects and five barriers")
+	assert.Less(t, pos[dep], pos[rs], "the owner edge wins over the rule's replicasets-first order")
+	require.NotEmpty(t, g.Warnings(), "the left-out rule edge is reported")
+	assert.Contains(t, g.Warnings()[0].String(), "type-order rule edge")
+	assert.Equal(t, 7, g.Len(), "four objects and three barriers")
+	var barrierIn EdgeKind
+	for _, n := range g.Order() {
+		if n.Item == nil {
+			for _, p := range g.Predecessors(n.ID()) {
+				barrierIn |= g.EdgeFromTo(int64(p), n.ID()).Kinds
+			}
+		}
+	}
+	assert.Equal(t, RuleKind<<1, barrierIn, "the second rule's edges carry the second rule bit")
+	assert.Equal(t, "owner+type-order", g.KindString(EdgeOwner|RuleKind<<1))
+	assert.Equal(t, "owner+rule1", (EdgeOwner | RuleKind<<1).String(), "without the graph, rules are numbered")
+
+	many := make([]Rule, maxRules+1)
+	for i := range many {
+		many[i] = typeOrder{}
+	}
+	_, err = New(f.m, Options{Rules: many})
+	assert.ErrorContains(t, err, "at most 24")
 }
 
 func TestGonumConformance(t *testing.T) {
@@ -295,7 +331,7 @@ func TestDOT(t *testing.T) {
 	ns := f.add("", "Namespace", "namespaces", "", "shop")
 	f.add("apps", "Deployment", "deployments", "shop", "web")
 	_ = ns
-	g, _ := New(f.m, Options{Rules: RulesVeleroOrder})
+	g, _ := New(f.m, Options{Rules: []Rule{typeOrder{"namespaces", "deployments"}}})
 	out, err := g.DOT("restore")
 	require.NoError(t, err)
 	s := string(out)
@@ -303,6 +339,7 @@ func TestDOT(t *testing.T) {
 	assert.Contains(t, s, `label="Deployment\nshop/web\napps/v1"`)
 	assert.Contains(t, s, `style=dashed`, "namespace edges are dashed")
 	assert.Contains(t, s, `shape=diamond`, "barriers")
+	assert.Contains(t, s, `tooltip="type-order"`, "rule edges are named by their rule")
 }
 
 func TestDescendantsAndCriticalPath(t *testing.T) {

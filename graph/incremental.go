@@ -138,14 +138,3 @@ func (g *Graph) addNode(barrier string) int32 {
 	g.at = append(g.at, id)
 	return id
 }
-
-// ruleEdge adds a rule edge unless it touches a blocked node or would close a cycle,
-// which is warned about.
-func (g *Graph) ruleEdge(from, to int32, kind EdgeKind) {
-	if from == to || g.blocked[from] || g.blocked[to] {
-		return
-	}
-	if err := g.AddEdge(int64(from), int64(to), kind); err != nil {
-		g.warn(g.nodes[to], fmt.Sprintf("%s rule edge from %s left out: it would close a cycle", kind, g.nodes[from]))
-	}
-}

@@ -21,6 +21,11 @@ import (
 //	      {"kind":"Deployment","resource":"deployments","name":"web","uid":"…",
 //	       "labels":{"app":"web"},"ownerUIDs":["…"]}]}]}]}
 //
+// A backup that holds some group-resources at more than one version says so in a
+// "resources" member, written only when SetVersions recorded something:
+//
+//	"resources":[{"group":"apps","resource":"deployments","versions":["v1","v1beta2"],"preferred":"v1"}]
+//
 // Members may come in any order, and unknown members are skipped, so a newer writer's
 // additions do not break this reader.
 
@@ -73,8 +78,38 @@ func Encode(w io.Writer, m *Manifest) error {
 		e.tok(jsontext.EndObject)
 	}
 	e.tok(jsontext.EndArray)
+	e.resources(m)
 	e.tok(jsontext.EndObject)
 	return e.err
+}
+
+// resources writes the versions recorded by SetVersions, in group-resource order.
+func (e *encoder) resources(m *Manifest) {
+	if len(m.versions) == 0 {
+		return
+	}
+	e.str("resources")
+	e.tok(jsontext.BeginArray)
+	for _, r := range m.Resources() {
+		if _, recorded := m.versions[r.GroupResource]; !recorded {
+			continue
+		}
+		e.tok(jsontext.BeginObject)
+		e.str("group")
+		e.str(r.Group)
+		e.str("resource")
+		e.str(r.Resource)
+		e.str("versions")
+		e.tok(jsontext.BeginArray)
+		for _, v := range r.Versions {
+			e.str(v)
+		}
+		e.tok(jsontext.EndArray)
+		e.str("preferred")
+		e.str(r.Preferred)
+		e.tok(jsontext.EndObject)
+	}
+	e.tok(jsontext.EndArray)
 }
 
 type encoder struct {

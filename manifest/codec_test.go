@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -196,4 +197,38 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("round trip changed the item count: %d != %d", again.Len(), m.Len())
 		}
 	})
+}
+
+func TestResourcesRoundTrip(t *testing.T) {
+	m := New(0)
+	deployments := schema.GroupResource{Group: "apps", Resource: "deployments"}
+	_, err := m.Add(&Item{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespace: "shop", Name: "web", UID: "u1"})
+	require.NoError(t, err)
+	_, err = m.Add(&Item{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "shop", Name: "c", UID: "u2"})
+	require.NoError(t, err)
+	m.SetVersions(deployments, []string{"v1beta2", "v1", "v1beta2"}, "v1")
+
+	var buf bytes.Buffer
+	require.NoError(t, Encode(&buf, m))
+	got, err := Decode(&buf)
+	require.NoError(t, err)
+	assert.Equal(t, []Resource{
+		{GroupResource: schema.GroupResource{Resource: "configmaps"}, Versions: []string{"v1"}, Preferred: "v1"},
+		{GroupResource: deployments, Versions: []string{"v1", "v1beta2"}, Preferred: "v1"},
+	}, got.Resources(), "recorded versions survive the file; unrecorded ones come from the items")
+
+	// "resources" before "itemCount": the sizing hint must not drop what was read.
+	doc := `{"resources":[{"group":"apps","resource":"deployments","versions":["v1beta2","v1"],"preferred":"v1beta2"}],` +
+		`"formatVersion":"1","itemCount":1,"groupVersions":[]}`
+	got, err = Decode(strings.NewReader(doc))
+	require.NoError(t, err)
+	r, ok := got.Resource(deployments)
+	require.True(t, ok)
+	assert.Equal(t, []string{"v1", "v1beta2"}, r.Versions)
+	assert.Equal(t, "v1beta2", r.Preferred)
+
+	_, err = Decode(strings.NewReader(`{"formatVersion":"1","resources":[{"group":"apps","versions":[]}]}`))
+	var de *DecodeError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, "/resources/0", de.Path)
 }

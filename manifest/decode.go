@@ -229,11 +229,15 @@ func (d *decoder) document() error {
 				return d.fail(fmt.Errorf("expected a number, found %s", tok.Kind()))
 			}
 			if n, err := tok.Int(); err == nil && n > 0 && d.m.Len() == 0 {
+				recorded := d.m.versions // "resources" may come first
 				d.m = New(int(min(n, maxCountHint)))
+				d.m.versions = recorded
 			}
 			return nil
 		case "groupVersions":
 			return d.array(func(int) error { return d.groupVersion() })
+		case "resources":
+			return d.array(func(int) error { return d.resource() })
 		default:
 			return d.skip()
 		}
@@ -245,6 +249,38 @@ func (d *decoder) document() error {
 		d.path = []step{{member: "formatVersion"}}
 		return d.fail(errors.New("missing"))
 	}
+	return nil
+}
+
+// resource reads one entry of the versions recorded per group-resource.
+func (d *decoder) resource() error {
+	var r Resource
+	err := d.object(func(name []byte) (err error) {
+		switch string(name) {
+		case "group":
+			r.Group, err = d.common()
+		case "resource":
+			r.Resource, err = d.common()
+		case "preferred":
+			r.Preferred, err = d.common()
+		case "versions":
+			err = d.array(func(int) error {
+				v, err := d.common()
+				r.Versions = append(r.Versions, v)
+				return err
+			})
+		default:
+			err = d.skip()
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if r.Resource == "" || len(r.Versions) == 0 {
+		return d.fail(errors.New("a resource needs a resource name and at least one version"))
+	}
+	d.m.SetVersions(r.GroupResource, r.Versions, r.Preferred)
 	return nil
 }
 

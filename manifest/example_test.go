@@ -32,3 +32,9 @@ func Example() {
 	// true
 	// 2 items
 }
+
+func ExampleSortVersions() {
+	v := []string{"v1beta1", "v1", "v2alpha1", "v1alpha1", "v2", "v1"}
+	fmt.Println(manifest.SortVersions(v))
+	// Output: [v2 v1 v1beta1 v2alpha1 v1alpha1]
+}

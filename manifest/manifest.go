@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -16,9 +17,10 @@ const FormatVersion = "1"
 // Manifest is the set of items a backup holds, indexed by UID and by identity.
 // The zero value is an empty manifest ready to use.
 type Manifest struct {
-	items []*Item
-	byUID map[types.UID]*Item
-	byID  map[ID]*Item
+	items    []*Item
+	byUID    map[types.UID]*Item
+	byID     map[ID]*Item
+	versions map[schema.GroupResource]*Resource // what SetVersions recorded
 
 	mu       sync.Mutex // guards the lazily built state below
 	sorted   bool
@@ -125,6 +127,9 @@ func sameGroup(a, b *Item) bool {
 	return a.Group == b.Group && a.Version == b.Version && a.Namespace == b.Namespace
 }
 
+// compareItems is the canonical order of items: grouped by group, version and
+// namespace, as the file format groups them, and within a group in identity order
+// (ID.Compare).
 func compareItems(a, b *Item) int {
 	if c := strings.Compare(a.Group, b.Group); c != 0 {
 		return c
@@ -135,8 +140,5 @@ func compareItems(a, b *Item) int {
 	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
 		return c
 	}
-	if c := strings.Compare(a.Resource, b.Resource); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Name, b.Name)
+	return a.ID().Compare(b.ID())
 }

@@ -3,12 +3,19 @@ package restore_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/bench/workload"
+	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/memcluster"
 	"github.com/restoregraph/restoregraph/restore"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func Example() {
@@ -24,10 +31,82 @@ func Example() {
 	}
 	defer stop()
 
-	report, err := restore.Run(context.Background(), cfg, backup, restore.Options{Workers: 8})
+	target, err := restore.NewTarget(cfg)
+	if err != nil {
+		panic(err)
+	}
+	report, err := restore.Run(context.Background(), target, backup, restore.Options{Workers: 8})
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(report.Count(restore.Restored), "restored,", report.Count(restore.Failed), "failed, all well:", report.OK())
 	// Output: 95 restored, 0 failed, all well: true
+}
+
+// objects is a backup held in memory: the manifest a backup tool builds while it reads
+// objects, and their bodies. It is all a restore needs; no tarball is involved.
+type objects struct {
+	m      *manifest.Manifest
+	bodies map[manifest.ID][]byte
+}
+
+func (o objects) Manifest() *manifest.Manifest { return o.m }
+
+func (o objects) Body(gr schema.GroupResource, _, namespace, name string) ([]byte, error) {
+	return o.bodies[manifest.ID{Group: gr.Group, Resource: gr.Resource, Namespace: namespace, Name: name}], nil
+}
+
+// A backup built from live objects with manifest.Builder restores like a tarball.
+func ExampleRun_fromObjects() {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
+	live := []map[string]any{
+		{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop", "uid": "ns-1"}},
+		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "settings", "namespace": "shop", "uid": "cm-1"}},
+		{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "token", "namespace": "shop", "uid": "s-1",
+			"ownerReferences": []any{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "settings", "uid": "cm-1"}}}},
+	}
+	b := manifest.NewBuilder(mapper)
+	backup := objects{m: b.Manifest(), bodies: map[manifest.ID][]byte{}}
+	for _, obj := range live {
+		u := &unstructured.Unstructured{Object: obj}
+		if err := b.Add(u); err != nil {
+			panic(err)
+		}
+		mapping, _ := mapper.RESTMapping(u.GroupVersionKind().GroupKind(), "v1")
+		id := manifest.ID{Resource: mapping.Resource.Resource, Namespace: u.GetNamespace(), Name: u.GetName()}
+		backup.bodies[id], _ = json.Marshal(obj)
+	}
+
+	cfg, stop, err := memcluster.Start(memcluster.Options{GC: true})
+	if err != nil {
+		panic(err)
+	}
+	defer stop()
+	target, err := restore.NewTarget(cfg)
+	if err != nil {
+		panic(err)
+	}
+	report, err := restore.Run(context.Background(), target, backup, restore.Options{})
+	if err != nil {
+		panic(err)
+	}
+	newUID := map[string]types.UID{}
+	for _, o := range report.Objects {
+		fmt.Println(o.Kind, o.Name, o.Status)
+		newUID[o.Name] = o.NewUID
+	}
+	secret, err := target.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).
+		Namespace("shop").Get(context.Background(), "token", metav1.GetOptions{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("the Secret's owner is the restored ConfigMap:", secret.GetOwnerReferences()[0].UID == newUID["settings"])
+	// Output:
+	// Namespace shop Restored
+	// ConfigMap settings Restored
+	// Secret token Restored
+	// the Secret's owner is the restored ConfigMap: true
 }

@@ -27,16 +27,30 @@ type Journaled struct {
 	Status Status
 }
 
-// Journal records, append-only, the new UID of every object restored, so that a
-// restore that stopped can continue. Records are written at once and fsync'd in
-// batches: at most every SyncEvery records or SyncInterval, and on Close.
-type Journal struct {
+// Journal is where a restore records how each object ended, so that a restore that
+// stopped can continue. FileJournal is the implementation on disk.
+type Journal interface {
+	// Journaled returns what earlier runs recorded, by source UID. Run reads it once,
+	// before it starts.
+	Journaled() map[types.UID]Journaled
+	// Record notes that the object of UID source is in the target as new. It is called
+	// from many goroutines; its error stops that object.
+	Record(source, new types.UID, status Status) error
+}
+
+var _ Journal = (*FileJournal)(nil)
+
+// FileJournal records, append-only, the new UID of every object restored. Records are
+// written at once and fsync'd in batches: at most every SyncEvery records or
+// SyncInterval, and on Close. Whoever opens it closes it, after Run.
+type FileJournal struct {
 	mu      sync.Mutex
 	f       *os.File
 	w       *bufio.Writer
 	pending int
 	last    time.Time
 	err     error
+	done    map[types.UID]Journaled
 
 	SyncEvery    int
 	SyncInterval time.Duration
@@ -45,13 +59,13 @@ type Journal struct {
 // ErrJournalCorrupt: a line other than the last cannot be read.
 var ErrJournalCorrupt = errors.New("restore journal is corrupt")
 
-// OpenJournal opens (creating it if needed) the journal at path and returns it with
-// the mappings it holds. A torn last line, as a crash mid-write leaves, is dropped and
-// overwritten; any other unreadable line is an error wrapping ErrJournalCorrupt.
-func OpenJournal(path string) (*Journal, map[types.UID]Journaled, error) {
+// OpenJournal opens (creating it if needed) the journal at path, reading the mappings it
+// holds. A torn last line, as a crash mid-write leaves, is dropped and overwritten; any
+// other unreadable line is an error wrapping ErrJournalCorrupt.
+func OpenJournal(path string) (*FileJournal, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	done := map[types.UID]Journaled{}
 	r := bufio.NewReader(f)
@@ -62,7 +76,7 @@ func OpenJournal(path string) (*Journal, map[types.UID]Journaled, error) {
 			var rec journalRecord
 			if jerr := json.Unmarshal(data, &rec); jerr != nil || rec.Source == "" {
 				f.Close()
-				return nil, nil, fmt.Errorf("%w: %s line %d", ErrJournalCorrupt, path, line)
+				return nil, fmt.Errorf("%w: %s line %d", ErrJournalCorrupt, path, line)
 			}
 			if rec.Status == "" {
 				rec.Status = Restored
@@ -76,22 +90,25 @@ func OpenJournal(path string) (*Journal, map[types.UID]Journaled, error) {
 		}
 		if err != nil {
 			f.Close()
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	if err := f.Truncate(good); err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	if _, err := f.Seek(good, io.SeekStart); err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return &Journal{f: f, w: bufio.NewWriter(f), last: time.Now(), SyncEvery: 256, SyncInterval: 200 * time.Millisecond}, done, nil
+	return &FileJournal{f: f, w: bufio.NewWriter(f), last: time.Now(), done: done, SyncEvery: 256, SyncInterval: 200 * time.Millisecond}, nil
 }
 
+// Journaled returns the mappings the file held when it was opened.
+func (j *FileJournal) Journaled() map[types.UID]Journaled { return j.done }
+
 // Record appends a mapping. Its error is the journal's first write or sync error.
-func (j *Journal) Record(source, new types.UID, status Status) error {
+func (j *FileJournal) Record(source, new types.UID, status Status) error {
 	data, _ := json.Marshal(journalRecord{source, new, status})
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -107,7 +124,7 @@ func (j *Journal) Record(source, new types.UID, status Status) error {
 	return j.err
 }
 
-func (j *Journal) syncLocked() {
+func (j *FileJournal) syncLocked() {
 	if j.err == nil {
 		j.err = j.w.Flush()
 	}
@@ -118,7 +135,7 @@ func (j *Journal) syncLocked() {
 }
 
 // Close syncs what is pending and closes the file.
-func (j *Journal) Close() error {
+func (j *FileJournal) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.syncLocked()

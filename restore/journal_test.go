@@ -12,9 +12,9 @@ import (
 
 func TestJournal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal")
-	j, done, err := OpenJournal(path)
+	j, err := OpenJournal(path)
 	require.NoError(t, err)
-	assert.Empty(t, done)
+	assert.Empty(t, j.Journaled())
 	j.SyncEvery = 2
 	require.NoError(t, j.Record("a", "A", Restored))
 	require.NoError(t, j.Record("b", "B", Adopted))
@@ -25,18 +25,19 @@ func TestJournal(t *testing.T) {
 	f.WriteString(`{"source":"c","ne`)
 	f.Close()
 
-	j, done, err = OpenJournal(path)
+	j, err = OpenJournal(path)
 	require.NoError(t, err)
-	assert.Equal(t, map[types.UID]Journaled{"a": {"A", Restored}, "b": {"B", Adopted}}, done)
+	assert.Equal(t, map[types.UID]Journaled{"a": {"A", Restored}, "b": {"B", Adopted}}, j.Journaled())
 	require.NoError(t, j.Record("c", "C", Updated))
 	require.NoError(t, j.Close())
-	_, done, err = OpenJournal(path)
+	j, err = OpenJournal(path)
 	require.NoError(t, err)
-	assert.Equal(t, Journaled{"C", Updated}, done["c"], "the torn line was overwritten, not appended to")
+	assert.Equal(t, Journaled{"C", Updated}, j.Journaled()["c"], "the torn line was overwritten, not appended to")
+	require.NoError(t, j.Close())
 
 	data, _ := os.ReadFile(path)
 	require.NoError(t, os.WriteFile(path, append([]byte("garbage\n"), data...), 0o644))
-	_, _, err = OpenJournal(path)
+	_, err = OpenJournal(path)
 	assert.ErrorIs(t, err, ErrJournalCorrupt)
 	assert.ErrorContains(t, err, "line 1")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/restoregraph/restoregraph/versionselect"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
 )
 
 // SourceUIDAnnotation marks every object a restore creates with the UID the object had
@@ -44,12 +45,13 @@ type Options struct {
 	ItemTimeout time.Duration
 	// Existing is the policy for objects that already exist; default Adopt.
 	Existing Existing
-	// Journal, when set, is the path of the journal that makes the restore resumable.
-	Journal string
+	// Journal, when set, records how each object ended and says what an earlier run
+	// restored, so that a stopped restore continues (OpenJournal for a file).
+	Journal Journal
 	// KeepStatus lists the group-resources whose status is restored.
 	KeepStatus map[schema.GroupResource]bool
-	// Rules are the optional graph rule sets.
-	Rules graph.RuleSet
+	// Rules add optional ordering edges to the graph (graph.ClusterAPI, or your own).
+	Rules []graph.Rule
 	// AdditionalItems waits for plugins' additional items (timeout, strictness).
 	AdditionalItems readiness.AdditionalItemsWaiter
 	// Name is the restore's name, given to plugins.
@@ -58,12 +60,11 @@ type Options struct {
 	OnEvent func(Event)
 	// Retry spaces retries of transient errors; default 100ms doubling to 5s.
 	Retry wait.Backoff
-	// Velero restores one object at a time in Velero's resource order, as Velero does,
-	// for comparison. Owner references are still remapped.
-	Velero bool
-	// CopyOwnerReferences copies ownerReferences verbatim, as naive restores do: the
-	// garbage collector then deletes what it restored. For comparison only.
-	CopyOwnerReferences bool
+	// Clock stamps the report and drives readiness waits; default the real clock.
+	Clock clock.Clock
+	// Steps, when set, is given the default pipeline (DefaultStepNames in order) and
+	// returns the one to run: steps added, wrapped, replaced or removed.
+	Steps func([]Step) []Step
 }
 
 func (o Options) withDefaults() Options {
@@ -85,9 +86,11 @@ func (o Options) withDefaults() Options {
 	if o.Name == "" {
 		o.Name = "restoregraph"
 	}
-	if o.Velero {
-		o.Workers = 1
-		o.Rules |= graph.RulesVeleroOrder
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.AdditionalItems.Clock == nil {
+		o.AdditionalItems.Clock = o.Clock
 	}
 	return o
 }

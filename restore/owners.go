@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,9 +15,10 @@ import (
 // remapOwners points obj's ownerReferences at UIDs that exist in the target: the new
 // UID of an owner restored in this run, else the UID of the owner found in the target
 // by kind, namespace and name; an owner found nowhere is dropped with a warning.
-func (r *run) remapOwners(ctx context.Context, obj *unstructured.Unstructured, res *ObjectResult) {
+func (r *run) remapOwners(ctx context.Context, o *Object) {
+	obj, res := o.Body, o.Result
 	refs := obj.GetOwnerReferences()
-	if len(refs) == 0 || r.opts.CopyOwnerReferences {
+	if len(refs) == 0 {
 		return
 	}
 	kept := refs[:0]
@@ -26,7 +28,7 @@ func (r *run) remapOwners(ctx context.Context, obj *unstructured.Unstructured, r
 			kept = append(kept, ref)
 			continue
 		}
-		uid, err := r.lookupOwner(ctx, ref, obj.GetNamespace(), res)
+		uid, err := r.lookupOwner(ctx, ref, o)
 		if err != nil {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("owner %s %s (uid %s) dropped: %v", ref.Kind, ref.Name, ref.UID, err))
 			continue
@@ -41,20 +43,23 @@ func (r *run) remapOwners(ctx context.Context, obj *unstructured.Unstructured, r
 }
 
 // lookupOwner finds an owner that is not in the backup in the target.
-func (r *run) lookupOwner(ctx context.Context, ref metav1.OwnerReference, namespace string, res *ObjectResult) (types.UID, error) {
+func (r *run) lookupOwner(ctx context.Context, ref metav1.OwnerReference, o *Object) (types.UID, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
 		return "", err
 	}
-	mapping, err := r.mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: ref.Kind}, gv.Version)
+	if r.target.Mapper == nil {
+		return "", errors.New("not in the backup, and the target has no RESTMapper to look for it")
+	}
+	mapping, err := r.target.Mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: ref.Kind}, gv.Version)
 	if err != nil {
 		return "", fmt.Errorf("neither in the backup nor served by the target: %w", err)
 	}
-	client := r.dyn.Resource(mapping.Resource)
+	client := r.target.Dynamic.Resource(mapping.Resource)
 	var owner *unstructured.Unstructured
-	err = retry(ctx, r.opts.Retry, &res.Retries, func() (err error) {
+	err = r.retry(ctx, o, func() (err error) {
 		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-			owner, err = client.Namespace(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			owner, err = client.Namespace(o.Body.GetNamespace()).Get(ctx, ref.Name, metav1.GetOptions{})
 		} else {
 			owner, err = client.Get(ctx, ref.Name, metav1.GetOptions{})
 		}

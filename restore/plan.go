@@ -13,14 +13,19 @@ import (
 	"github.com/restoregraph/restoregraph/versionselect"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
 )
 
-// Backup is what a restore reads: a manifest, the versions held per group-resource,
-// and object bodies. *archive.Backup satisfies it.
+// Backup is what a restore reads: a manifest (its items, and the versions held per
+// group-resource) and object bodies. *archive.Backup satisfies it; so does anything that
+// pairs a manifest.Builder's manifest with the bodies it was built from.
 type Backup interface {
-	versionselect.Backup
+	Manifest() *manifest.Manifest
+	Body(gr schema.GroupResource, version, namespace, name string) ([]byte, error)
+}
+
+// layout is what a backup that knows its directory layout says of where a version lies.
+type layout interface {
+	Dir(gr schema.GroupResource, version string) string
 }
 
 // VersionChoice is the version chosen for one group-resource, and why.
@@ -28,7 +33,7 @@ type VersionChoice struct {
 	Group          string   `json:"group"`
 	Resource       string   `json:"resource"`
 	Version        string   `json:"version"`
-	Dir            string   `json:"dir"`
+	Dir            string   `json:"dir,omitempty"` // in the backup's layout, when it has one
 	Rule           string   `json:"rule"`
 	Explanation    string   `json:"explanation"`
 	SourceVersions []string `json:"sourceVersions"`
@@ -81,13 +86,9 @@ func (p *Plan) JSON() ([]byte, error) { return json.MarshalIndent(p, "", "  ") }
 // DOT renders the plan's graph for Graphviz.
 func (p *Plan) DOT() ([]byte, error) { return p.graph.DOT("restore") }
 
-// PlanRestore computes the plan against the cluster of cfg, reading discovery only.
-func PlanRestore(ctx context.Context, cfg *rest.Config, backup Backup, opts Options) (*Plan, error) {
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return plan(ctx, backup, disc, opts.withDefaults())
+// PlanRestore computes the plan against target, reading its discovery only.
+func PlanRestore(ctx context.Context, target Target, backup Backup, opts Options) (*Plan, error) {
+	return plan(ctx, backup, target.Discovery, opts.withDefaults())
 }
 
 // plan chooses versions and builds the graph. Version conflicts in strict mode and
@@ -105,9 +106,14 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 	if discWarning != nil {
 		p.Warnings = append(p.Warnings, discWarning.Error())
 	}
+	lay, _ := backup.(layout)
 	for _, c := range vplan.Choices {
+		var dir string
+		if lay != nil {
+			dir = lay.Dir(c.GroupResource, c.Version)
+		}
 		p.Versions = append(p.Versions, VersionChoice{
-			Group: c.GroupResource.Group, Resource: c.GroupResource.Resource, Version: c.Version, Dir: c.Dir,
+			Group: c.GroupResource.Group, Resource: c.GroupResource.Resource, Version: c.Version, Dir: dir,
 			Rule: string(c.Rule), Explanation: c.Explain(), SourceVersions: c.SourceVersions, TargetVersions: nonNil(c.TargetVersions),
 			TargetFromCRD: c.TargetFromCRD,
 		})
@@ -130,7 +136,7 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 			pc := PlannedCycle{Text: c.String()}
 			for i, n := range c.Nodes {
 				pc.UIDs = append(pc.UIDs, n.Item.UID)
-				pc.Edges = append(pc.Edges, c.Kinds[i].String())
+				pc.Edges = append(pc.Edges, g.KindString(c.Kinds[i]))
 			}
 			p.Cycles = append(p.Cycles, pc)
 		}
@@ -151,7 +157,7 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 		po := PlannedObject{UID: it.UID, Group: it.Group, Resource: it.Resource, Kind: it.Kind, Namespace: it.Namespace,
 			Name: it.Name, Version: versionOf(vplan, it), Level: levels[n.ID()], DependsOn: []Dependency{}}
 		for _, pred := range itemPredecessors(g, n.ID()) {
-			po.DependsOn = append(po.DependsOn, Dependency{UID: pred.item.UID, Reason: pred.kinds.String()})
+			po.DependsOn = append(po.DependsOn, Dependency{UID: pred.item.UID, Reason: g.KindString(pred.kinds)})
 		}
 		p.Objects = append(p.Objects, po)
 	}

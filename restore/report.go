@@ -81,9 +81,37 @@ func (r *Report) pluginSkips() int {
 	return n
 }
 
+// EventType says what happened to an object.
+type EventType string
+
+const (
+	EventStarted EventType = "Started" // its dependencies are done and a worker took it
+	// EventWaiting: it waits for objects a plugin asked for, and gave up its worker.
+	EventWaiting   EventType = "Waiting"
+	EventResumed   EventType = "Resumed" // back from waiting, with a worker
+	EventSucceeded EventType = "Succeeded"
+	EventFailed    EventType = "Failed"
+	EventSkipped   EventType = "Skipped"
+	EventCancelled EventType = "Cancelled"
+)
+
+var eventTypes = map[scheduler.EventType]EventType{
+	scheduler.Started: EventStarted, scheduler.Waiting: EventWaiting, scheduler.Resumed: EventResumed,
+	scheduler.SucceededEvent: EventSucceeded, scheduler.FailedEvent: EventFailed,
+	scheduler.SkippedEvent: EventSkipped, scheduler.CancelledEvent: EventCancelled,
+}
+
 // Event is a step of the restore, for progress bars and timelines.
 type Event struct {
-	scheduler.Event
-	// Item is the object; nil for the barriers of rule sets.
-	Item *manifest.Item
+	Type EventType
+	// Item is the object; nil for the barrier nodes of rules.
+	Item   *manifest.Item
+	Time   time.Time
+	Worker int
+	// Err is why the object failed, was skipped or was cancelled.
+	Err error
+}
+
+func newEvent(ev scheduler.Event, it *manifest.Item) Event {
+	return Event{Type: eventTypes[ev.Type], Item: it, Time: ev.Time, Worker: ev.Worker, Err: ev.Err}
 }

@@ -3,7 +3,6 @@ package restore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -12,26 +11,19 @@ import (
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	"github.com/restoregraph/restoregraph/readiness"
 	"github.com/restoregraph/restoregraph/scheduler"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 )
 
 // run is the state of one restore.
 type run struct {
 	opts    Options
+	target  Target
 	backup  Backup
 	plan    *Plan
-	dyn     dynamic.Interface
-	mapper  meta.RESTMapper
+	steps   []Step
 	waiter  *readiness.Waiter
 	actions []*plugin.Action
 	request *ria.Restore
-	journal *Journal
 	byID    map[manifest.ID]int64
 
 	mu        sync.Mutex
@@ -40,31 +32,26 @@ type run struct {
 	results   []ObjectResult          // by node ID; each written only by its node
 }
 
-// Run restores backup into the cluster of cfg. The report says what happened to every
-// object; the error is for what stopped the restore as a whole (planning in strict
-// mode, an unreadable journal, a cancelled ctx).
-func Run(ctx context.Context, cfg *rest.Config, backup Backup, opts Options) (*Report, error) {
+// Run restores backup into target. The report says what happened to every object; the
+// error is for what stopped the restore as a whole (planning in strict mode, a cancelled
+// ctx). A journal in opts is written to but not closed: its owner closes it.
+func Run(ctx context.Context, target Target, backup Backup, opts Options) (*Report, error) {
 	opts = opts.withDefaults()
-	started := time.Now()
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	p, err := plan(ctx, backup, disc, opts)
+	started := opts.Clock.Now()
+	p, err := plan(ctx, backup, target.Discovery, opts)
 	if err != nil {
 		return nil, err
 	}
 	r := &run{
-		opts: opts, backup: backup, plan: p, dyn: dyn,
-		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
-		waiter:  &readiness.Waiter{Client: dyn, Registry: opts.Readiness},
+		opts: opts, target: target, backup: backup, plan: p,
+		waiter:  &readiness.Waiter{Client: target.Dynamic, Registry: opts.Readiness, Clock: opts.Clock},
 		request: &ria.Restore{Name: opts.Name},
 		newUIDs: map[types.UID]types.UID{}, results: make([]ObjectResult, p.graph.Len()),
 		byID: map[manifest.ID]int64{},
+	}
+	r.steps = r.defaultSteps()
+	if opts.Steps != nil {
+		r.steps = opts.Steps(r.steps)
 	}
 	for id := range int64(p.graph.Len()) {
 		if n := p.graph.NodeAt(id); n.Item != nil {
@@ -76,32 +63,27 @@ func Run(ctx context.Context, cfg *rest.Config, backup Backup, opts Options) (*R
 			return nil, err
 		}
 	}
-	if opts.Journal != "" {
-		if r.journal, r.journaled, err = OpenJournal(opts.Journal); err != nil {
-			return nil, err
-		}
+	if opts.Journal != nil {
+		r.journaled = opts.Journal.Journaled()
 		for src, j := range r.journaled {
 			r.newUIDs[src] = j.New
 		}
 	}
-	var onEvent func(scheduler.Event)
+	// The plan's longest remaining paths are the scheduler's priorities, so that the
+	// critical path the plan shows is the one run first.
+	prio := p.graph.LongestRemaining(nil)
+	sopts := scheduler.Options{Workers: opts.Workers, Now: opts.Clock.Now,
+		Priority: func(id int64) float64 { return prio[id] }}
 	if opts.OnEvent != nil {
-		onEvent = func(ev scheduler.Event) {
-			opts.OnEvent(Event{Event: ev, Item: p.graph.NodeAt(ev.Node).Item})
-		}
+		sopts.OnEvent = func(ev scheduler.Event) { opts.OnEvent(newEvent(ev, p.graph.NodeAt(ev.Node).Item)) }
 	}
-	srep, runErr := scheduler.Run(ctx, p.graph, r.restoreNode, scheduler.Options{Workers: opts.Workers, OnEvent: onEvent})
-	if r.journal != nil {
-		if err := r.journal.Close(); err != nil && runErr == nil {
-			runErr = fmt.Errorf("restore journal: %w", err)
-		}
-	}
+	srep, runErr := scheduler.Run(ctx, p.graph, r.restoreNode, sopts)
 	return r.report(srep, started, p), runErr
 }
 
 // report merges the scheduler's results with what each node recorded.
 func (r *run) report(srep *scheduler.Report, started time.Time, p *Plan) *Report {
-	rep := &Report{Summary: map[Status]int{}, Warnings: p.Warnings, Started: started, Finished: time.Now()}
+	rep := &Report{Summary: map[Status]int{}, Warnings: p.Warnings, Started: started, Finished: r.opts.Clock.Now()}
 	for id, sr := range srep.Results {
 		n := p.graph.NodeAt(int64(id))
 		if n.Item == nil {
@@ -154,8 +136,8 @@ func (r *run) restored(source, target types.UID, status Status) error {
 	r.mu.Lock()
 	r.newUIDs[source] = target
 	r.mu.Unlock()
-	if r.journal != nil {
-		return r.journal.Record(source, target, status)
+	if r.opts.Journal != nil {
+		return r.opts.Journal.Record(source, target, status)
 	}
 	return nil
 }

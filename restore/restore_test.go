@@ -4,16 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/bench/workload"
+	"github.com/restoregraph/restoregraph/graph"
+	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/memcluster"
 	"github.com/restoregraph/restoregraph/plugin"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
-	"github.com/restoregraph/restoregraph/scheduler"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,8 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 )
 
 func capiBackup(t testing.TB, clusters int) *archive.Backup {
@@ -35,12 +35,28 @@ func capiBackup(t testing.TB, clusters int) *archive.Backup {
 	return b
 }
 
-func cluster(t testing.TB, opts memcluster.Options) (*memcluster.Server, *rest.Config) {
+func cluster(t testing.TB, opts memcluster.Options) (*memcluster.Server, Target) {
 	t.Helper()
 	s, err := memcluster.StartServer(opts)
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
-	return s, s.Config()
+	tgt, err := NewTarget(s.Config())
+	require.NoError(t, err)
+	return s, tgt
+}
+
+// without removes the named step from the pipeline.
+func without(name string) func([]Step) []Step {
+	return func(steps []Step) []Step {
+		return slices.DeleteFunc(steps, func(s Step) bool { return s.Name == name })
+	}
+}
+
+func openJournal(t testing.TB, path string) *FileJournal {
+	t.Helper()
+	j, err := OpenJournal(path)
+	require.NoError(t, err)
+	return j
 }
 
 var fastRetry = wait.Backoff{Duration: 5 * time.Millisecond, Factor: 2, Cap: 100 * time.Millisecond, Steps: 1 << 30}
@@ -53,10 +69,9 @@ type census struct {
 	danglingRef []string
 }
 
-func take(t testing.TB, cfg *rest.Config, b *archive.Backup) census {
+func take(t testing.TB, tgt Target, b *archive.Backup) census {
 	t.Helper()
-	dyn, err := dynamic.NewForConfig(cfg)
-	require.NoError(t, err)
+	dyn := tgt.Dynamic
 	c := census{bySource: map[types.UID]int{}}
 	live := map[types.UID]bool{}
 	var all []unstructured.Unstructured
@@ -64,7 +79,7 @@ func take(t testing.TB, cfg *rest.Config, b *archive.Backup) census {
 		gvr := schema.GroupVersionResource{Group: res.GroupResource.Group, Version: res.Preferred, Resource: res.GroupResource.Resource}
 		var list *unstructured.UnstructuredList
 		retries := 0
-		err := retry(context.Background(), fastRetry, &retries, func() (err error) {
+		err := retryTransient(context.Background(), fastRetry, &retries, func() (err error) {
 			list, err = dyn.Resource(gvr).List(context.Background(), metav1.ListOptions{})
 			return err
 		})
@@ -93,7 +108,7 @@ func take(t testing.TB, cfg *rest.Config, b *archive.Backup) census {
 
 // assertComplete checks that every object of the backup is in the target exactly once
 // and every ownerReference resolves.
-func assertComplete(t *testing.T, cfg *rest.Config, b *archive.Backup) {
+func assertComplete(t *testing.T, cfg Target, b *archive.Backup) {
 	t.Helper()
 	c := take(t, cfg, b)
 	for it := range b.Manifest().All() {
@@ -124,7 +139,7 @@ func TestCAPIRestoreLosesNothingToTheGarbageCollector(t *testing.T) {
 	ctx := context.Background()
 
 	srv, cfg := cluster(t, gcOpts)
-	rep, err := Run(ctx, cfg, b, Options{Workers: 8, Rules: 0, Retry: fastRetry})
+	rep, err := Run(ctx, cfg, b, Options{Workers: 8, Retry: fastRetry})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
 	assert.Equal(t, b.Manifest().Len(), rep.Count(Restored))
@@ -136,7 +151,7 @@ func TestCAPIRestoreLosesNothingToTheGarbageCollector(t *testing.T) {
 	assert.Zero(t, srv.Collected(), "the collector deleted nothing restoregraph restored")
 
 	naiveSrv, naiveCfg := cluster(t, gcOpts)
-	_, err = Run(ctx, naiveCfg, b, Options{Workers: 8, CopyOwnerReferences: true, Retry: fastRetry})
+	_, err = Run(ctx, naiveCfg, b, Options{Workers: 8, Steps: without(StepRemapOwners), Retry: fastRetry})
 	require.NoError(t, err)
 	// Wait until the collector has acted and then stayed still for three of its periods.
 	last, still := -1, 0
@@ -251,18 +266,22 @@ func TestResumeAfterCancellation(t *testing.T) {
 	total := int64(b.Manifest().Len())
 	for _, stopAfter := range []int64{1, total / 3, total - 5} {
 		_, cfg := cluster(t, memcluster.Options{GC: true, GCDelay: 30 * time.Millisecond})
-		journal := t.TempDir() + "/journal"
+		path := t.TempDir() + "/journal"
+		journal := openJournal(t, path)
 		ctx, cancel := context.WithCancel(context.Background())
 		var done atomic.Int64
 		rep, err := Run(ctx, cfg, b, Options{Workers: 4, Journal: journal, Retry: fastRetry, OnEvent: func(ev Event) {
-			if ev.Type == scheduler.SucceededEvent && done.Add(1) == stopAfter {
+			if ev.Type == EventSucceeded && done.Add(1) == stopAfter {
 				cancel()
 			}
 		}})
 		cancel()
 		require.ErrorIs(t, err, context.Canceled, "stopped after %d", stopAfter)
 		require.NotNil(t, rep)
+		require.NoError(t, journal.Close())
 
+		journal = openJournal(t, path)
+		defer journal.Close()
 		rep, err = Run(context.Background(), cfg, b, Options{Workers: 4, Journal: journal, Retry: fastRetry})
 		require.NoError(t, err)
 		require.True(t, rep.OK(), "%v", firstFailure(rep))
@@ -284,7 +303,7 @@ func TestResumeWithoutJournal(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var done atomic.Int64
 	Run(ctx, cfg, b, Options{Workers: 2, Retry: fastRetry, OnEvent: func(ev Event) {
-		if ev.Type == scheduler.SucceededEvent && done.Add(1) == 10 {
+		if ev.Type == EventSucceeded && done.Add(1) == 10 {
 			cancel()
 		}
 	}})
@@ -300,7 +319,7 @@ func TestExistingPolicies(t *testing.T) {
 	for _, policy := range []Existing{Adopt, Update, Fail} {
 		t.Run(string(policy), func(t *testing.T) {
 			_, cfg := cluster(t, memcluster.Options{})
-			dyn, _ := dynamic.NewForConfig(cfg)
+			dyn := cfg.Dynamic
 			ctx := context.Background()
 			ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "fleet-00"}}}
 			_, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{})
@@ -415,33 +434,81 @@ func TestPlanWritesNothing(t *testing.T) {
 	assert.Zero(t, c.total, "a plan creates nothing")
 }
 
-func TestVeleroOrderOneAtATime(t *testing.T) {
+// labelStep is a step of the caller's own, run between two default steps.
+func labelStep(ctx context.Context, o *Object) error {
+	labels := o.Body.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels["restored-by"] = "a-custom-step"
+	o.Body.SetLabels(labels)
+	return nil
+}
+
+// secretsFirst is a rule of the caller's own: every ConfigMap after every Secret of its
+// namespace.
+type secretsFirst struct{}
+
+func (secretsFirst) Name() string { return "secrets-first" }
+func (secretsFirst) AddEdges(b *graph.RuleBuilder) {
+	secrets := map[string][]int{}
+	for i, it := range b.Items() {
+		if it.Resource == "secrets" {
+			secrets[it.Namespace] = append(secrets[it.Namespace], i)
+		}
+	}
+	for i, it := range b.Items() {
+		if it.Resource == "configmaps" {
+			for _, s := range secrets[it.Namespace] {
+				b.Edge(s, i)
+			}
+		}
+	}
+}
+
+func TestCallersStepsAndRules(t *testing.T) {
 	b := capiBackup(t, 1)
 	_, cfg := cluster(t, memcluster.Options{})
-	var running, most atomic.Int32
-	rep, err := Run(context.Background(), cfg, b, Options{Velero: true, Retry: fastRetry, OnEvent: func(ev Event) {
-		switch ev.Type {
-		case scheduler.Started:
-			if n := running.Add(1); n > most.Load() {
-				most.Store(n)
-			}
-		case scheduler.SucceededEvent, scheduler.FailedEvent:
-			running.Add(-1)
+	opts := Options{Retry: fastRetry, Rules: []graph.Rule{secretsFirst{}}, Steps: func(steps []Step) []Step {
+		i := slices.IndexFunc(steps, func(s Step) bool { return s.Name == StepSanitize })
+		return slices.Insert(steps, i+1, Step{"label", labelStep})
+	}}
+	p, err := PlanRestore(context.Background(), cfg, b, opts)
+	require.NoError(t, err)
+	reasons := map[string]bool{}
+	for _, o := range p.Objects {
+		for _, d := range o.DependsOn {
+			reasons[d.Reason] = true
+		}
+	}
+	assert.True(t, reasons["secrets-first"] || reasons["namespace+secrets-first"], "the plan names the caller's rule: %v", reasons)
+
+	rep, err := Run(context.Background(), cfg, b, opts)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", firstFailure(rep))
+	assertOrder(t, rep, p)
+	list, err := cfg.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("fleet-00").List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, list.Items)
+	for _, cm := range list.Items {
+		assert.Equal(t, "a-custom-step", cm.GetLabels()["restored-by"])
+	}
+}
+
+func TestPriorityIsThePlansCriticalPath(t *testing.T) {
+	b := capiBackup(t, 2)
+	_, cfg := cluster(t, memcluster.Options{})
+	p, err := PlanRestore(context.Background(), cfg, b, Options{})
+	require.NoError(t, err)
+	// With one worker, the first object started is the head of the plan's critical path.
+	var first *manifest.Item
+	rep, err := Run(context.Background(), cfg, b, Options{Workers: 1, Retry: fastRetry, OnEvent: func(ev Event) {
+		if ev.Type == EventStarted && first == nil {
+			first = ev.Item
 		}
 	}})
 	require.NoError(t, err)
-	require.True(t, rep.OK(), "%v", firstFailure(rep))
-	assert.EqualValues(t, 1, most.Load(), "one object at a time")
-	first := map[string]time.Time{}
-	for _, o := range rep.Objects {
-		if t0, ok := first[o.Resource]; !ok || o.Created.Before(t0) {
-			first[o.Resource] = o.Created
-		}
-	}
-	assert.True(t, first["customresourcedefinitions"].Before(first["namespaces"]))
-	assert.True(t, first["namespaces"].Before(first["secrets"]))
-	assert.True(t, first["secrets"].Before(first["configmaps"]))
-	// Velero puts Clusters last, but a Cluster owns Secrets restored earlier: that rule
-	// edge would close a cycle, so it is left out and the owner edge wins.
-	assert.True(t, first["clusters"].Before(first["secrets"]))
+	require.True(t, rep.OK())
+	require.NotNil(t, first)
+	assert.Equal(t, p.CriticalPath[0], first.UID)
 }

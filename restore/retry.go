@@ -27,9 +27,9 @@ func transient(err error) bool {
 	return errors.As(err, &ne)
 }
 
-// retry calls f until it returns a non-transient result, backing off between attempts,
+// retryTransient calls f until it returns a non-transient result, backing off between attempts,
 // within ctx. It returns f's last error, or ctx's.
-func retry(ctx context.Context, b wait.Backoff, retries *int, f func() error) error {
+func retryTransient(ctx context.Context, b wait.Backoff, retries *int, f func() error) error {
 	var last error
 	err := wait.ExponentialBackoffWithContext(ctx, b, func(ctx context.Context) (bool, error) {
 		last = f()

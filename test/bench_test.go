@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/bench/baseline"
 	"github.com/restoregraph/restoregraph/bench/workload"
 	"github.com/restoregraph/restoregraph/restore"
 )
@@ -43,12 +44,12 @@ func BenchmarkIntegrationRestore(b *testing.B) {
 			took   *time.Duration
 		}{
 			{fmt.Sprintf("graph%d", i), restore.Options{Workers: benchWorkers}, &graphT},
-			{fmt.Sprintf("velero%d", i), restore.Options{Velero: true}, &veleroT},
+			{fmt.Sprintf("velero%d", i), baseline.Velero(restore.Options{}), &veleroT},
 		} {
 			_, backup := fleetBackup(b, mode.prefix)
 			c := cfg()
 			c.QPS, c.Burst = benchQPS, benchQPS
-			rep, err := restore.Run(context.Background(), c, backup, mode.opts)
+			rep, err := restore.Run(context.Background(), restoreTarget(b, c), backup, mode.opts)
 			if err != nil || !rep.OK() {
 				b.Fatalf("%s: %v %v", mode.prefix, err, rep.Summary)
 			}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/bench/baseline"
 	"github.com/restoregraph/restoregraph/bench/workload"
 	"github.com/restoregraph/restoregraph/memcluster/contract"
 	"github.com/restoregraph/restoregraph/restore"
@@ -153,12 +154,12 @@ func namespacedPresent(t testing.TB, b *archive.Backup) (present, total int) {
 func TestCAPIRestoreWithTheRealGarbageCollector(t *testing.T) {
 	ctx := context.Background()
 	b := capi(t, "graph", 3)
-	rep, err := restore.Run(ctx, cfg(), b, restore.Options{Workers: 16})
+	rep, err := restore.Run(ctx, restoreTarget(t, cfg()), b, restore.Options{Workers: 16})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", rep.Summary)
 
 	naive := capi(t, "naive", 3)
-	nrep, err := restore.Run(ctx, cfg(), naive, restore.Options{Workers: 16, CopyOwnerReferences: true})
+	nrep, err := restore.Run(ctx, restoreTarget(t, cfg()), naive, baseline.CopyOwnerReferences(restore.Options{Workers: 16}))
 	require.NoError(t, err)
 	require.True(t, nrep.OK(), "%v", nrep.Summary)
 
@@ -222,7 +223,7 @@ func TestVersionSelectionAgainstRealCRDs(t *testing.T) {
 
 	// A backup that carries its CRD, not yet in the target: planned from the CRD.
 	b := capi(t, "versions", 1)
-	p, err := restore.PlanRestore(ctx, cfg(), b, restore.Options{})
+	p, err := restore.PlanRestore(ctx, restoreTarget(t, cfg()), b, restore.Options{})
 	require.NoError(t, err)
 	for _, v := range p.Versions {
 		if v.Group == "cluster.x-k8s.io" && v.Resource == "machines" {
@@ -246,7 +247,18 @@ func runChild() int {
 		return 2
 	}
 	c := &rest.Config{Host: os.Getenv("CHILD_HOST"), BearerToken: os.Getenv("CHILD_TOKEN"), TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 50, Burst: 50}
-	_, err = restore.Run(context.Background(), c, b, restore.Options{Workers: 2, Journal: os.Getenv("CHILD_JOURNAL")})
+	tgt, err := restore.NewTarget(c)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	journal, err := restore.OpenJournal(os.Getenv("CHILD_JOURNAL"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer journal.Close()
+	_, err = restore.Run(context.Background(), tgt, b, restore.Options{Workers: 2, Journal: journal})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -285,7 +297,10 @@ func TestSIGKILLAndResume(t *testing.T) {
 	b, err := archive.ReadFile(backupPath, archive.Options{})
 	require.NoError(t, err)
 	require.Less(t, killedAt, b.Manifest().Len(), "killed before the end")
-	rep, err := restore.Run(context.Background(), cfg(), b, restore.Options{Workers: 8, Journal: journal})
+	j, err := restore.OpenJournal(journal)
+	require.NoError(t, err)
+	defer j.Close()
+	rep, err := restore.Run(context.Background(), restoreTarget(t, cfg()), b, restore.Options{Workers: 8, Journal: j})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", rep.Summary)
 	fromJournal := 0
@@ -319,3 +334,11 @@ func assertOnce(t *testing.T, b *archive.Backup, rep *restore.Report) {
 }
 
 func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
+
+// restoreTarget returns the restore target reached through c.
+func restoreTarget(t testing.TB, c *rest.Config) restore.Target {
+	t.Helper()
+	tgt, err := restore.NewTarget(c)
+	require.NoError(t, err)
+	return tgt
+}

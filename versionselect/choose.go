@@ -33,10 +33,7 @@ type Versions struct {
 type Choice struct {
 	GroupResource schema.GroupResource
 	Version       string
-	// Dir is the directory below resources/<resource>.<group>/ in the archive that holds
-	// Version: "v1", "v1-preferredversion", or "" in a format 1.0 backup.
-	Dir  string
-	Rule Rule
+	Rule          Rule
 
 	SourceVersions  []string // highest priority first
 	SourcePreferred string

@@ -7,10 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-func TestSortIsKubernetesOrder(t *testing.T) {
-	v := []string{"v1alpha1", "v2", "foo", "v1", "v1beta2", "v1beta1", "bar", "v10", "v2beta1", "v11alpha2"}
-	Sort(v)
-	assert.Equal(t, []string{"v10", "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v11alpha2", "v1alpha1", "bar", "foo"}, v)
+func TestSortedIsKubernetesOrder(t *testing.T) {
+	v := []string{"v1alpha1", "v2", "foo", "v1", "v1beta2", "v1beta1", "bar", "v10", "v2beta1", "v11alpha2", "v1"}
+	assert.Equal(t, []string{"v10", "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v11alpha2", "v1alpha1", "bar", "foo"}, sorted(v))
 }
 
 func TestChoose(t *testing.T) {

@@ -97,9 +97,6 @@ func CRDGroupResource(crd *apiextv1.CustomResourceDefinition) schema.GroupResour
 	return schema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}
 }
 
-// CRDGroupResourceOfCRDs is the group-resource of CustomResourceDefinitions themselves.
-var CRDGroupResourceOfCRDs = schema.GroupResource{Group: apiextv1.GroupName, Resource: "customresourcedefinitions"}
-
 // DecodeCRD decodes a CRD as it was backed up, at apiextensions.k8s.io/v1 or at the
 // v1beta1 version that clusters before Kubernetes 1.22 served. Only what version
 // selection needs is carried over from v1beta1: group, names, versions (or the single

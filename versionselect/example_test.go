@@ -25,10 +25,3 @@ func ExampleChoose() {
 	// v1: the highest-priority version both sides support
 	// v1 UserPriority
 }
-
-func ExampleSort() {
-	v := []string{"v1beta1", "v1", "v2alpha1", "v1alpha1", "v2"}
-	versionselect.Sort(v)
-	fmt.Println(v)
-	// Output: [v2 v1 v1beta1 v2alpha1 v1alpha1]
-}

@@ -6,16 +6,16 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/manifest"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Source is what the backup holds: archive.Backup satisfies it.
+// Source is what the backup holds: its manifest records the versions of every
+// group-resource. archive.Backup satisfies it, and so does any backup built with
+// manifest.Builder.
 type Source interface {
-	Resources() []*archive.Resource
-	Dir(gr schema.GroupResource, version string) string
+	Manifest() *manifest.Manifest
 }
 
 // Options tune a plan.
@@ -71,24 +71,18 @@ func (e *NoCommonVersionError) Error() string {
 func NewPlan(src Source, target Target, opts Options) (*Plan, error) {
 	p := &Plan{byGR: map[schema.GroupResource]int{}}
 	var conflicts []Choice
-	for _, res := range src.Resources() {
+	for _, res := range src.Manifest().Resources() {
 		gr := res.GroupResource
 		tr := target[gr]
 		c := Choose(gr, Versions{res.Versions, res.Preferred}, Versions{tr.Versions, tr.Preferred}, opts.Priorities[gr])
 		c.TargetFromCRD = tr.FromCRD
-		c.Dir = src.Dir(gr, c.Version)
 		if c.Rule == RuleNoCommonVersion {
 			conflicts = append(conflicts, c)
 		}
 		p.byGR[gr] = len(p.Choices)
 		p.Choices = append(p.Choices, c)
 	}
-	slices.SortFunc(p.Choices, func(a, b Choice) int {
-		if c := strings.Compare(a.GroupResource.Group, b.GroupResource.Group); c != 0 {
-			return c
-		}
-		return strings.Compare(a.GroupResource.Resource, b.GroupResource.Resource)
-	})
+	slices.SortFunc(p.Choices, func(a, b Choice) int { return manifest.CompareGroupResources(a.GroupResource, b.GroupResource) })
 	for i, c := range p.Choices {
 		p.byGR[c.GroupResource] = i
 	}
@@ -100,22 +94,19 @@ func NewPlan(src Source, target Target, opts Options) (*Plan, error) {
 
 // Bodies is what BackupCRDs reads a backup through; archive.Backup satisfies it.
 type Bodies interface {
-	Manifest() *manifest.Manifest
+	Source
 	Body(gr schema.GroupResource, version, namespace, name string) ([]byte, error)
 }
 
 // Backup is what PlanBackup plans: versions and bodies. archive.Backup satisfies it.
-type Backup interface {
-	Source
-	Bodies
-}
+type Backup = Bodies
 
 // BackupCRDs decodes the CustomResourceDefinitions a backup carries, at the version each
 // was recorded at. A CRD that cannot be decoded is an error naming it.
 func BackupCRDs(b Bodies) ([]*apiextv1.CustomResourceDefinition, error) {
 	var out []*apiextv1.CustomResourceDefinition
 	for it := range b.Manifest().All() {
-		if it.GroupResource() != CRDGroupResourceOfCRDs {
+		if it.GroupResource() != manifest.CRDGroupResource {
 			continue
 		}
 		data, err := b.Body(it.GroupResource(), it.Version, "", it.Name)

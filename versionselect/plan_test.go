@@ -90,7 +90,7 @@ func TestPlanBackup(t *testing.T) {
 	} {
 		c, ok := plan.For(gr)
 		require.True(t, ok, gr)
-		assert.Equal(t, w, want{c.Version, c.Dir, c.Rule, c.TargetFromCRD}, gr.String())
+		assert.Equal(t, w, want{c.Version, b.Dir(gr, c.Version), c.Rule, c.TargetFromCRD}, gr.String())
 	}
 	widgets, _ := plan.For(schema.GroupResource{Group: "x.io", Resource: "widgets"})
 	assert.Equal(t, []string{"v1", "v1beta1", "v1alpha1"}, widgets.TargetVersions, "the CRD's served versions, highest first")
@@ -125,7 +125,7 @@ func TestPlanUserPrioritiesAndStrict(t *testing.T) {
 	c, _ = plan.For(schema.GroupResource{Group: "apps", Resource: "deployments"})
 	assert.Equal(t, RuleUserPriority, c.Rule)
 	assert.Equal(t, "v1beta2", c.Version)
-	assert.Equal(t, "v1beta2", c.Dir)
+	assert.Equal(t, "v1beta2", b.Dir(c.GroupResource, c.Version))
 
 	plan, _, err = PlanBackup(context.Background(), b, testTarget(), Options{Strict: true})
 	var nc *NoCommonVersionError

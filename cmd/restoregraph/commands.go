@@ -55,14 +55,14 @@ func newPlanCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg, stop, err := t.config()
+			tgt, stop, err := t.restoreTarget()
 			if err != nil {
 				return err
 			}
 			defer stop()
 			ctx, cancel := signalContext()
 			defer cancel()
-			p, err := restore.PlanRestore(ctx, cfg, b, restore.Options{})
+			p, err := restore.PlanRestore(ctx, tgt, b, restore.Options{})
 			if err != nil {
 				return &exitError{code: exitBadInput, err: err}
 			}
@@ -160,7 +160,7 @@ func newRestoreCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opts := restore.Options{Workers: workers, ItemTimeout: itemTimeout, Journal: journal, StrictVersions: strict, Existing: policy}
+			opts := restore.Options{Workers: workers, ItemTimeout: itemTimeout, StrictVersions: strict, Existing: policy}
 			if priorities != "" {
 				p, _, err := versionselect.ReadPrioritiesFile(priorities, versionselect.ParseOptions{})
 				if err != nil {
@@ -168,16 +168,24 @@ func newRestoreCmd() *cobra.Command {
 				}
 				opts.Priorities = p
 			}
-			cfg, stop, err := t.config()
+			tgt, stop, err := t.restoreTarget()
 			if err != nil {
 				return err
 			}
 			defer stop()
+			if journal != "" {
+				j, err := restore.OpenJournal(journal)
+				if err != nil {
+					return badInput("%w", err)
+				}
+				defer j.Close()
+				opts.Journal = j
+			}
 			ctx, cancel := signalContext()
 			defer cancel()
 			prog := newProgress(cmd.ErrOrStderr(), b.Manifest().Len())
 			opts.OnEvent = prog.event
-			rep, err := restore.Run(ctx, cfg, b, opts)
+			rep, err := restore.Run(ctx, tgt, b, opts)
 			prog.finish()
 			if rep == nil {
 				return &exitError{code: exitBadInput, err: err}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/bench/baseline"
 	"github.com/restoregraph/restoregraph/bench/workload"
 	"github.com/restoregraph/restoregraph/memcluster"
 	"github.com/restoregraph/restoregraph/restore"
@@ -109,7 +110,11 @@ func (d *capiDemo) run(out io.Writer) error {
 		fmt.Fprintf(out, "Target: %s\n", cfg.Host)
 	}
 
-	p, err := restore.PlanRestore(ctx, cfg, b, restore.Options{})
+	tgt, err := restore.NewTarget(cfg)
+	if err != nil {
+		return err
+	}
+	p, err := restore.PlanRestore(ctx, tgt, b, restore.Options{})
 	if err != nil {
 		return err
 	}
@@ -117,7 +122,7 @@ func (d *capiDemo) run(out io.Writer) error {
 		return err
 	}
 
-	rep, err := restore.Run(ctx, cfg, b, restore.Options{Workers: d.workers})
+	rep, err := restore.Run(ctx, tgt, b, restore.Options{Workers: d.workers})
 	if err != nil {
 		return err
 	}
@@ -180,7 +185,11 @@ func (d *capiDemo) compare(ctx context.Context, out io.Writer, b *archive.Backup
 		return err
 	}
 	defer velero.Close()
-	vrep, err := restore.Run(ctx, velero.Config(), b, restore.Options{Velero: true})
+	vtgt, err := restore.NewTarget(velero.Config())
+	if err != nil {
+		return err
+	}
+	vrep, err := restore.Run(ctx, vtgt, b, baseline.Velero(restore.Options{}))
 	if err != nil {
 		return err
 	}
@@ -193,7 +202,11 @@ func (d *capiDemo) compare(ctx context.Context, out io.Writer, b *archive.Backup
 		return err
 	}
 	defer naive.Close()
-	if _, err := restore.Run(ctx, naive.Config(), b, restore.Options{Workers: d.workers, CopyOwnerReferences: true}); err != nil {
+	ntgt, err := restore.NewTarget(naive.Config())
+	if err != nil {
+		return err
+	}
+	if _, err := restore.Run(ctx, ntgt, b, baseline.CopyOwnerReferences(restore.Options{Workers: d.workers})); err != nil {
 		return err
 	}
 	time.Sleep(3 * 200 * time.Millisecond)

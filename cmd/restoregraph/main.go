@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/restoregraph/restoregraph/memcluster"
+	"github.com/restoregraph/restoregraph/restore"
 )
 
 // Exit codes.
@@ -90,6 +91,20 @@ func (t *target) config() (*rest.Config, func(), error) {
 	}
 	cfg.QPS, cfg.Burst = 200, 400
 	return cfg, func() {}, nil
+}
+
+// restoreTarget returns the clients of the target and a function that releases it.
+func (t *target) restoreTarget() (restore.Target, func(), error) {
+	cfg, stop, err := t.config()
+	if err != nil {
+		return restore.Target{}, nil, err
+	}
+	tgt, err := restore.NewTarget(cfg)
+	if err != nil {
+		stop()
+		return restore.Target{}, nil, err
+	}
+	return tgt, stop, nil
 }
 
 func newRoot() *cobra.Command {

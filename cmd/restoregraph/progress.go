@@ -10,7 +10,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/restoregraph/restoregraph/restore"
-	"github.com/restoregraph/restoregraph/scheduler"
 )
 
 // progress shows a restore's progress: a live bar on a terminal, a plain line every
@@ -42,18 +41,18 @@ func (p *progress) event(ev restore.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch ev.Type {
-	case scheduler.Started, scheduler.Resumed:
+	case restore.EventStarted, restore.EventResumed:
 		p.running++
-	case scheduler.Waiting:
+	case restore.EventWaiting:
 		p.running--
-	case scheduler.SucceededEvent:
+	case restore.EventSucceeded:
 		p.running--
 		p.done++
-	case scheduler.FailedEvent:
+	case restore.EventFailed:
 		p.running--
 		p.done++
 		p.failed++
-	case scheduler.SkippedEvent, scheduler.CancelledEvent:
+	case restore.EventSkipped, restore.EventCancelled:
 		p.done++
 	}
 	interval := 2 * time.Second

@@ -1,0 +1,244 @@
+package restore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/plugin"
+	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
+)
+
+// The default steps, one method each, in pipeline order.
+
+func (r *run) stepJournal(ctx context.Context, o *Object) error {
+	j, ok := r.journaled[o.Item.UID]
+	if !ok {
+		return nil
+	}
+	var existing *unstructured.Unstructured
+	err := r.retry(ctx, o, func() (err error) {
+		existing, err = o.Client.Get(ctx, o.Item.Name, metav1.GetOptions{})
+		return err
+	})
+	if err == nil && existing.GetUID() == j.New {
+		res := o.Result
+		res.NewUID, res.Status, res.FromJournal, res.Created = j.New, j.Status, true, r.opts.Clock.Now()
+		o.Target = existing
+		o.Finish()
+		return r.stepReady(ctx, o)
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil // recorded but gone since: restore it again
+}
+
+func (r *run) stepRead(_ context.Context, o *Object) error {
+	it := o.Item
+	body, err := r.backup.Body(it.GroupResource(), o.Resource.Version, it.Namespace, it.Name)
+	if err != nil {
+		return err
+	}
+	o.Backup = &unstructured.Unstructured{}
+	if err := o.Backup.UnmarshalJSON(body); err != nil {
+		return fmt.Errorf("%s at %s in the backup: %w", it, o.Resource.Version, err)
+	}
+	o.Body = o.Backup.DeepCopy()
+	return nil
+}
+
+// serverSetMetadata is what the API server sets and a restored object must not carry.
+var serverSetMetadata = []string{"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
+	"deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"}
+
+func (r *run) stepSanitize(_ context.Context, o *Object) error {
+	for _, f := range serverSetMetadata {
+		unstructured.RemoveNestedField(o.Body.Object, "metadata", f)
+	}
+	if !r.opts.KeepStatus[o.Item.GroupResource()] {
+		delete(o.Body.Object, "status")
+	}
+	return nil
+}
+
+func (r *run) stepActions(ctx context.Context, o *Object) error {
+	it := o.Item
+	for _, a := range r.actions {
+		if !a.AppliesTo(it.GroupResource(), it.Namespace, it.Labels) {
+			continue
+		}
+		out, err := a.Execute(&ria.ExecuteInput{Item: o.Body, ItemFromBackup: o.Backup, Restore: r.request})
+		if err != nil {
+			return fmt.Errorf("plugin %s: %w", a.Name, err)
+		}
+		if out.SkipRestore {
+			res := o.Result
+			res.Status, res.SkippedBy, res.Reason = Skipped, a.Name, "plugin "+a.Name+" asked to skip it"
+			o.Finish()
+			return nil
+		}
+		if out.UpdatedItem != nil {
+			o.Body = out.UpdatedItem
+		}
+		if err := r.additionalItems(ctx, o, a, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// additionalItems restores first what a plugin asked for, then waits when it asks.
+func (r *run) additionalItems(ctx context.Context, o *Object, a *plugin.Action, out *ria.ExecuteOutput) error {
+	if len(out.AdditionalItems) == 0 {
+		return nil
+	}
+	res := o.Result
+	var ids []int64
+	for _, ai := range out.AdditionalItems {
+		id := manifest.ID{Group: ai.Group, Resource: ai.Resource, Namespace: ai.Namespace, Name: ai.Name}
+		if node, ok := r.byID[id]; ok {
+			ids = append(ids, node)
+		} else {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("plugin %s asked for %s, which is not in the backup", a.Name, ai))
+		}
+	}
+	start := r.opts.Clock.Now()
+	defer func() { res.Waited += r.opts.Clock.Since(start) }()
+	if len(ids) > 0 {
+		if err := o.node.Await(ids...); err != nil {
+			return fmt.Errorf("plugin %s: additional items: %w", a.Name, err)
+		}
+	}
+	if !out.WaitForAdditionalItems {
+		return nil
+	}
+	recorded, fail := r.opts.AdditionalItems.Wait(ctx, a.Name, a.RestoreItemAction, out.AdditionalItems, r.request, out.AdditionalItemsReadyTimeout)
+	if fail != nil {
+		return fail
+	}
+	if recorded != nil {
+		res.Warnings = append(res.Warnings, recorded.Error())
+	}
+	return nil
+}
+
+func (r *run) stepRemapOwners(ctx context.Context, o *Object) error {
+	r.remapOwners(ctx, o)
+	return nil
+}
+
+func (r *run) stepCreate(ctx context.Context, o *Object) error {
+	ann := o.Body.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[SourceUIDAnnotation] = string(o.Item.UID)
+	o.Body.SetAnnotations(ann)
+
+	created, err := r.create(ctx, o)
+	if err != nil {
+		return err
+	}
+	o.Target = created
+	o.Result.NewUID, o.Result.Created = created.GetUID(), r.opts.Clock.Now()
+	return r.restored(o.Item.UID, created.GetUID(), o.Result.Status)
+}
+
+// create creates o.Body, handling AlreadyExists by the Existing policy.
+func (r *run) create(ctx context.Context, o *Object) (*unstructured.Unstructured, error) {
+	res, it := o.Result, o.Item
+	var created *unstructured.Unstructured
+	err := r.retry(ctx, o, func() (err error) {
+		created, err = o.Client.Create(ctx, o.Body, metav1.CreateOptions{})
+		return err
+	})
+	if err == nil {
+		res.Status = Restored
+		return created, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	var existing *unstructured.Unstructured
+	if err := r.retry(ctx, o, func() (err error) {
+		existing, err = o.Client.Get(ctx, it.Name, metav1.GetOptions{})
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if existing.GetAnnotations()[SourceUIDAnnotation] == string(it.UID) {
+		res.Status = Restored // created by an earlier attempt of this restore
+		return existing, nil
+	}
+	switch r.opts.Existing {
+	case Adopt:
+		res.Status = Adopted
+		return existing, nil
+	case Update:
+		var updated *unstructured.Unstructured
+		err := r.retry(ctx, o, func() error {
+			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				cur, err := o.Client.Get(ctx, it.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				o.Body.SetResourceVersion(cur.GetResourceVersion())
+				updated, err = o.Client.Update(ctx, o.Body, metav1.UpdateOptions{})
+				return err
+			})
+		})
+		if err != nil {
+			return nil, err
+		}
+		res.Status = Updated
+		return updated, nil
+	}
+	return nil, fmt.Errorf("%s already exists in the target (policy %s)", it, r.opts.Existing)
+}
+
+func (r *run) stepStatus(ctx context.Context, o *Object) error {
+	status, has := o.Backup.Object["status"]
+	if !has || !r.opts.KeepStatus[o.Item.GroupResource()] || o.Result.Status != Restored {
+		return nil
+	}
+	withStatus := o.Target.DeepCopy()
+	withStatus.Object["status"] = status
+	err := r.retry(ctx, o, func() error {
+		updated, err := o.Client.UpdateStatus(ctx, withStatus, metav1.UpdateOptions{})
+		if err == nil {
+			o.Target = updated
+		}
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) { // NotFound: the kind has no status subresource
+		o.Result.Warnings = append(o.Result.Warnings, "status not restored: "+err.Error())
+	}
+	return nil
+}
+
+// stepReady returns once the object is ready: at once when the object in the target
+// says so, otherwise through the waiter, within the item's deadline.
+func (r *run) stepReady(ctx context.Context, o *Object) error {
+	if rr := r.opts.Readiness.Check(o.Target); !rr.Ready {
+		var timeout time.Duration
+		if d, ok := ctx.Deadline(); ok {
+			timeout = d.Sub(r.opts.Clock.Now())
+		}
+		if _, err := r.waiter.Wait(ctx, o.Resource, o.Target.GetNamespace(), o.Target.GetName(), timeout); err != nil {
+			return err
+		}
+	}
+	o.Result.Ready = r.opts.Clock.Now()
+	return nil
+}
+
+// retry is the package's retry of transient errors, counted in the object's result.
+func (r *run) retry(ctx context.Context, o *Object, f func() error) error {
+	return retryTransient(ctx, r.opts.Retry, &o.Result.Retries, f)
+}
