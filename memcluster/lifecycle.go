@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/restoregraph/restoregraph/manifest"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-var crdGR = schema.GroupResource{Group: apiextv1.GroupName, Resource: "customresourcedefinitions"}
+var crdGR = manifest.CRDGroupResource
 
 func toCRD(obj object) (*apiextv1.CustomResourceDefinition, error) {
 	data, err := json.Marshal(obj)
@@ -173,7 +174,7 @@ func (s *Server) serveCRD(crd *apiextv1.CustomResourceDefinition) {
 			rt.status = true
 		}
 	}
-	sortVersions(rt.versions)
+	rt.versions = manifest.SortVersions(rt.versions)
 	s.types[rt.gr] = rt
 }
 

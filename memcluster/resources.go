@@ -4,9 +4,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/restoregraph/restoregraph/manifest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/version"
 )
 
 // resourceType is one served resource.
@@ -60,11 +60,6 @@ func builtins() []*resourceType {
 	}
 }
 
-// sortVersions orders versions highest Kubernetes priority first.
-func sortVersions(v []string) {
-	slices.SortFunc(v, func(a, b string) int { return version.CompareKubeAwareVersionStrings(b, a) })
-}
-
 // groupVersions returns the versions served in group, highest priority first.
 func (s *Server) groupVersions(group string) []string {
 	var out []string
@@ -73,8 +68,7 @@ func (s *Server) groupVersions(group string) []string {
 			out = append(out, rt.versions...)
 		}
 	}
-	sortVersions(out)
-	return slices.Compact(out)
+	return manifest.SortVersions(out)
 }
 
 func (s *Server) apiGroup(group string) *metav1.APIGroup {
