@@ -3,7 +3,8 @@ package workload
 import (
 	"context"
 	"fmt"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,27 +33,17 @@ func Create(ctx context.Context, dyn dynamic.Interface, o Object, dropOwners boo
 // ceiling that an ordered restore is measured against. Owner references are dropped,
 // for the owners may not exist yet. It returns the first error.
 func CreateUnordered(ctx context.Context, dyn dynamic.Interface, objects []Object, workers int) error {
-	work := make(chan Object)
-	var wg sync.WaitGroup
-	var once sync.Once
-	var failure error
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for o := range work {
-				if err := Create(ctx, dyn, o, true); err != nil {
-					once.Do(func() { failure = fmt.Errorf("%s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err) })
-				}
-			}
-		}()
-	}
+	var g errgroup.Group
+	g.SetLimit(workers)
 	for _, o := range objects {
-		work <- o
+		g.Go(func() error {
+			if err := Create(ctx, dyn, o, true); err != nil {
+				return fmt.Errorf("%s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+			}
+			return nil
+		})
 	}
-	close(work)
-	wg.Wait()
-	return failure
+	return g.Wait()
 }
 
 // Split returns the objects at their preferred version, namespaces and CRDs apart from
