@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/clock"
 )
 
@@ -137,35 +138,45 @@ func (w *Waiter) watch(ctx context.Context, client dynamic.ResourceInterface, ob
 	if err != nil {
 		return nil, false, err
 	}
-	defer wi.Stop()
-	var last *Result
-	for {
+	// The deadline comes from the waiter's clock, not ctx's: make it cancel the watch.
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
 		select {
-		case <-ctx.Done():
-			return last, false, ctx.Err()
 		case <-deadline:
-			return last, false, errDeadline
-		case ev, ok := <-wi.ResultChan():
-			if !ok {
-				return last, false, nil
-			}
-			switch ev.Type {
-			case watch.Added, watch.Modified:
-				u, isU := ev.Object.(*unstructured.Unstructured)
-				if !isU || u.GetName() != obj.GetName() {
-					continue
-				}
-				r := w.Registry.Check(u)
-				last = &r
-				if r.Ready || r.Failed {
-					return last, true, nil
-				}
-			case watch.Deleted:
-				r := Result{Reason: "deleted"}
-				last = &r
-			case watch.Error:
-				return last, false, nil // e.g. the version expired: get and watch again
-			}
+			cancel(errDeadline)
+		case <-wctx.Done():
 		}
+	}()
+	var last *Result
+	_, err = watchtools.UntilWithoutRetry(wctx, wi, func(ev watch.Event) (bool, error) {
+		switch ev.Type {
+		case watch.Added, watch.Modified:
+			u, isU := ev.Object.(*unstructured.Unstructured)
+			if !isU || u.GetName() != obj.GetName() {
+				return false, nil
+			}
+			r := w.Registry.Check(u)
+			last = &r
+			return r.Ready || r.Failed, nil
+		case watch.Deleted:
+			last = &Result{Reason: "deleted"}
+		case watch.Error:
+			return false, errWatchEnded // e.g. the version expired: get and watch again
+		}
+		return false, nil
+	})
+	switch {
+	case err == nil:
+		return last, true, nil
+	case errors.Is(err, watchtools.ErrWatchClosed), errors.Is(err, errWatchEnded):
+		return last, false, nil
+	case errors.Is(context.Cause(wctx), errDeadline):
+		return last, false, errDeadline
+	case ctx.Err() != nil:
+		return last, false, ctx.Err()
 	}
+	return last, false, err
 }
+
+var errWatchEnded = errors.New("watch ended with an error event")
