@@ -1,0 +1,105 @@
+package scheduler
+
+import (
+	"context"
+	"runtime"
+	"time"
+)
+
+// DAG is what Run walks: nodes 0 to Len()-1 and their edges. *graph.Graph satisfies it.
+// An edge u → v means v runs only after u succeeded.
+type DAG interface {
+	Len() int
+	Successors(node int64) []int32
+	Predecessors(node int64) []int32
+}
+
+// Func runs one node. It is called at most once per node.
+type Func func(ctx context.Context, n *Node) error
+
+// Status is how a node ended.
+type Status string
+
+const (
+	Succeeded Status = "Succeeded"
+	Failed    Status = "Failed"
+	Skipped   Status = "Skipped"
+	Cancelled Status = "Cancelled"
+)
+
+// Result is how one node ended.
+type Result struct {
+	Status Status
+	Err    error // the node's error, a *PanicError, ErrCycle, or the cancellation cause
+	// BlockedBy is the failed ancestor of a Skipped node, -1 otherwise; Chain runs from
+	// it to the node, both included.
+	BlockedBy int64
+	Chain     []int64
+	// Start and End bound the node function's run; Waited sums the time spent in Await.
+	Start, End time.Time
+	Waited     time.Duration
+	Worker     int
+}
+
+// Report holds every node's result, indexed by node.
+type Report struct {
+	Results []Result
+}
+
+// Count returns the number of nodes that ended with s.
+func (r *Report) Count(s Status) int {
+	n := 0
+	for i := range r.Results {
+		if r.Results[i].Status == s {
+			n++
+		}
+	}
+	return n
+}
+
+// Options tune Run. The zero value is usable.
+type Options struct {
+	// Workers bounds the node functions executing at once; default GOMAXPROCS.
+	Workers int
+	// Priority orders ready nodes, higher first, compared at float32 precision (ties go
+	// to the lower ID). Default: longest remaining path, with Weight as each node's
+	// expected duration.
+	Priority func(node int64) float64
+	// Weight is a node's expected duration for the default priority; default 1.
+	Weight func(node int64) float64
+	// FailFast cancels every node not yet started at the first failure.
+	FailFast bool
+	// OnEvent receives events, from one goroutine, in the order they happened.
+	OnEvent func(Event)
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Run executes fn for every node of dag and reports how each ended. Its error is the
+// context's when it was cancelled, else nil: node failures are in the report.
+func Run(ctx context.Context, dag DAG, fn Func, opts Options) (*Report, error) {
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	r := newRun(ctx, dag, fn, opts)
+	defer r.cancel(nil)
+	if r.events != nil {
+		go r.events.deliver(opts.OnEvent)
+	}
+	stop := context.AfterFunc(r.ctx, r.onCancel)
+	r.mu.Lock()
+	r.skipCycles()
+	for range opts.Workers {
+		r.spawnWorker()
+	}
+	r.mu.Unlock()
+	r.workers.Wait()
+	stop()
+	if r.events != nil {
+		r.events.close()
+	}
+	return &Report{Results: r.results}, ctx.Err()
+}

@@ -1,0 +1,79 @@
+package scheduler
+
+import (
+	"context"
+	"sync"
+)
+
+// run is the state of one Run.
+type run struct {
+	dag     DAG
+	fn      Func
+	opts    Options
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	workers sync.WaitGroup
+	events  *eventQueue
+
+	mu         sync.Mutex
+	cond       sync.Cond // workers wait here for ready nodes, resumers, or the end
+	state      []state
+	indeg      []int32
+	prio       []float64
+	ready      queue
+	results    []Result
+	nodes      []Node
+	remaining  int     // nodes not yet reported
+	resumers   []*Node // awaiting nodes whose dependencies finished, wanting a slot back
+	dyn        map[int32][]int32
+	nextWorker int
+	stopped    bool // cancelled: start nothing new
+	acyclic    bool // known to have no cycle: skipCycles has nothing to do
+}
+
+type state uint8
+
+const (
+	pending state = iota
+	queued
+	running
+	awaitingState
+	done
+)
+
+func newRun(ctx context.Context, dag DAG, fn Func, opts Options) *run {
+	n := dag.Len()
+	r := &run{
+		dag: dag, fn: fn, opts: opts,
+		state: make([]state, n), indeg: make([]int32, n), results: make([]Result, n), nodes: make([]Node, n),
+		remaining: n,
+	}
+	r.ctx, r.cancel = context.WithCancelCause(ctx)
+	r.cond.L = &r.mu
+	if opts.OnEvent != nil {
+		r.events = newEventQueue()
+	}
+	for i := range n {
+		r.indeg[i] = int32(len(dag.Predecessors(int64(i))))
+		r.nodes[i] = Node{id: int64(i), r: r}
+		r.results[i].BlockedBy = -1
+	}
+	if opts.Priority != nil {
+		r.prio = make([]float64, n)
+		for i := range n {
+			r.prio[i] = opts.Priority(int64(i))
+		}
+	} else {
+		r.prio, r.acyclic = longestRemaining(dag, opts.Weight)
+	}
+	r.ready = newQueue(r.prio, n)
+	var roots []int32
+	for i := range n {
+		if r.indeg[i] == 0 {
+			r.state[i] = queued
+			roots = append(roots, int32(i))
+		}
+	}
+	r.ready.init(roots)
+	return r
+}

@@ -1,0 +1,109 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+func (r *run) spawnWorker() {
+	id := r.nextWorker
+	r.nextWorker++
+	r.workers.Go(func() { r.worker(id) })
+}
+
+// worker runs ready nodes until every node is reported. Before anything else it hands
+// its slot to a node coming back from Await, and retires.
+func (r *run) worker(id int) {
+	r.mu.Lock()
+	var now time.Time // the clock read when the last node ended, reused to start the next
+	for {
+		if len(r.resumers) > 0 {
+			n := r.resumers[0]
+			r.resumers = r.resumers[1:]
+			close(n.aw.slot)
+			if r.ready.len() > 0 {
+				r.cond.Signal() // this worker may have released nodes it will not run now
+			}
+			r.mu.Unlock()
+			return
+		}
+		if r.remaining == 0 {
+			r.cond.Broadcast()
+			r.mu.Unlock()
+			return
+		}
+		if !r.stopped && r.ready.len() > 0 {
+			select {
+			case <-r.ctx.Done(): // AfterFunc's onCancel may not have run yet
+				r.stopLocked(context.Cause(r.ctx))
+				continue // everything may be reported now: check before waiting
+			default:
+			}
+		}
+		if r.stopped || r.ready.len() == 0 {
+			r.cond.Wait()
+			now = time.Time{}
+			continue
+		}
+		u := r.ready.pop()
+		r.state[u] = running
+		res := &r.results[u]
+		res.Worker = id
+		if res.Start = now; now.IsZero() {
+			res.Start = r.opts.Now()
+		}
+		r.emit(Event{Type: Started, Node: int64(u), Time: res.Start, Worker: id})
+		r.mu.Unlock()
+
+		err := r.execute(u, id)
+
+		now = r.opts.Now()
+		r.mu.Lock()
+		r.finish(u, err, now)
+	}
+}
+
+// execute runs the node function, turning a panic into a *PanicError.
+func (r *run) execute(u int32, worker int) (err error) {
+	n := &r.nodes[u]
+	n.worker = worker
+	defer func() {
+		if p := recover(); p != nil {
+			err = newPanicError(p)
+		}
+	}()
+	return r.fn(r.ctx, n)
+}
+
+// finish records how a started node ended and releases or skips what depends on it.
+func (r *run) finish(u int32, err error, now time.Time) {
+	res := &r.results[u]
+	res.End = now
+	if err == nil {
+		r.report(u, Succeeded, nil, Event{Type: SucceededEvent, Time: now})
+		woke := 0
+		for _, v := range r.dag.Successors(int64(u)) {
+			if r.indeg[v]--; r.indeg[v] == 0 && r.state[v] == pending {
+				r.state[v] = queued
+				r.ready.push(v)
+				woke++
+			}
+		}
+		// The worker that ran u takes one of the released nodes itself; wake one other
+		// worker for each of the rest.
+		if r.remaining == 0 {
+			r.cond.Broadcast()
+		}
+		for range woke - 1 {
+			r.cond.Signal()
+		}
+		return
+	}
+	r.report(u, Failed, err, Event{Type: FailedEvent, Err: err, Time: now})
+	r.skipDescendants(u)
+	if r.opts.FailFast {
+		r.stopLocked(fmt.Errorf("scheduler: stopped at the first failure: node %d: %w", u, err))
+	}
+	r.cond.Broadcast()
+}
