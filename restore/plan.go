@@ -47,15 +47,25 @@ type Dependency struct {
 	Reason string    `json:"reason"`
 }
 
+// ObjectRef names an object of the backup in plans and reports: its source UID, group,
+// resource, kind, namespace and name, and the version it is restored at.
+type ObjectRef struct {
+	UID       types.UID `json:"uid"`
+	Group     string    `json:"group"`
+	Resource  string    `json:"resource"`
+	Kind      string    `json:"kind"`
+	Namespace string    `json:"namespace,omitempty"`
+	Name      string    `json:"name"`
+	Version   string    `json:"version"`
+}
+
+func refOf(it *manifest.Item, version string) ObjectRef {
+	return ObjectRef{UID: it.UID, Group: it.Group, Resource: it.Resource, Kind: it.Kind, Namespace: it.Namespace, Name: it.Name, Version: version}
+}
+
 // PlannedObject is one object of the plan, in restore order.
 type PlannedObject struct {
-	UID       types.UID    `json:"uid"`
-	Group     string       `json:"group"`
-	Resource  string       `json:"resource"`
-	Kind      string       `json:"kind"`
-	Namespace string       `json:"namespace,omitempty"`
-	Name      string       `json:"name"`
-	Version   string       `json:"version"`
+	ObjectRef
 	Level     int          `json:"level"`
 	DependsOn []Dependency `json:"dependsOn"`
 }
@@ -154,8 +164,7 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 			continue
 		}
 		it := n.Item
-		po := PlannedObject{UID: it.UID, Group: it.Group, Resource: it.Resource, Kind: it.Kind, Namespace: it.Namespace,
-			Name: it.Name, Version: versionOf(vplan, it), Level: levels[n.ID()], DependsOn: []Dependency{}}
+		po := PlannedObject{ObjectRef: refOf(it, versionOf(vplan, it)), Level: levels[n.ID()], DependsOn: []Dependency{}}
 		for _, pred := range itemPredecessors(g, n.ID()) {
 			po.DependsOn = append(po.DependsOn, Dependency{UID: pred.item.UID, Reason: g.KindString(pred.kinds)})
 		}

@@ -23,15 +23,9 @@ const (
 
 // ObjectResult is how one object's restore ended.
 type ObjectResult struct {
-	UID       types.UID `json:"uid"`
-	NewUID    types.UID `json:"newUID,omitempty"`
-	Group     string    `json:"group"`
-	Resource  string    `json:"resource"`
-	Kind      string    `json:"kind"`
-	Namespace string    `json:"namespace,omitempty"`
-	Name      string    `json:"name"`
-	Version   string    `json:"version"`
-	Status    Status    `json:"status"`
+	ObjectRef
+	NewUID types.UID `json:"newUID,omitempty"`
+	Status Status    `json:"status"`
 	// Reason says why an object failed or was skipped.
 	Reason string `json:"reason,omitempty"`
 	// BlockedBy is the chain from the failed object to this skipped one, by source UID.

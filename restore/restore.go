@@ -91,10 +91,7 @@ func (r *run) report(srep *scheduler.Report, started time.Time, p *Plan) *Report
 		}
 		it := n.Item
 		res := r.results[id]
-		res.UID, res.Group, res.Resource, res.Kind, res.Namespace, res.Name = it.UID, it.Group, it.Resource, it.Kind, it.Namespace, it.Name
-		if res.Version == "" {
-			res.Version = versionOf(p.versions, it)
-		}
+		res.ObjectRef = refOf(it, versionOf(p.versions, it))
 		if res.Started.IsZero() {
 			res.Started = sr.Start
 		}

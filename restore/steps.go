@@ -101,7 +101,6 @@ func (r *run) restoreNode(ctx context.Context, n *scheduler.Node) error {
 	if choice.Rule == versionselect.RuleNotServed {
 		return fmt.Errorf("%s", choice.Explain())
 	}
-	res.Version = choice.Version
 	gvr := schema.GroupVersionResource{Group: it.Group, Version: choice.Version, Resource: it.Resource}
 	o := &Object{Item: it, Resource: gvr, Client: r.target.Dynamic.Resource(gvr).Namespace(it.Namespace), Result: res, node: n}
 	for _, s := range r.steps {
