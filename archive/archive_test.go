@@ -296,3 +296,22 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// TestRealBackupFoldsEvents reads a backup a real API server wrote: every Event is
+// listed under two groups with one UID, and is one object.
+func TestRealBackupFoldsEvents(t *testing.T) {
+	b, err := ReadFile("../testdata/backups/shop-k8s-1.37.tar.gz", Options{})
+	require.NoError(t, err)
+	m := b.Manifest()
+	events := 0
+	for it, copies := range m.Folded() {
+		events++
+		assert.Equal(t, "events.k8s.io", it.Group)
+		require.Len(t, copies, 1)
+		assert.Equal(t, schema.GroupResource{Resource: "events"}, copies[0].GroupResource())
+	}
+	assert.Positive(t, events)
+	res, ok := b.Resource(schema.GroupResource{Resource: "events"})
+	assert.True(t, ok, "the folded group-resource is still one the backup holds")
+	assert.Equal(t, "v1", res.Preferred)
+}

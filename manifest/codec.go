@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -79,8 +80,34 @@ func Encode(w io.Writer, m *Manifest) error {
 	}
 	e.tok(jsontext.EndArray)
 	e.resources(m)
+	e.aliases(m)
 	e.tok(jsontext.EndObject)
 	return e.err
+}
+
+// aliases writes the copies folded into objects served under two group-resources, in
+// group, version, namespace, resource and name order, each with all its fields.
+func (e *encoder) aliases(m *Manifest) {
+	if len(m.aliases) == 0 {
+		return
+	}
+	var copies []*Item
+	for _, cs := range m.aliases {
+		copies = append(copies, cs...)
+	}
+	slices.SortFunc(copies, compareItems)
+	e.str("aliases")
+	e.tok(jsontext.BeginArray)
+	for _, it := range copies {
+		e.tok(jsontext.BeginObject)
+		for _, f := range [...][2]string{{"group", it.Group}, {"version", it.Version}, {"namespace", it.Namespace}} {
+			e.str(f[0])
+			e.str(f[1])
+		}
+		e.fields(it)
+		e.tok(jsontext.EndObject)
+	}
+	e.tok(jsontext.EndArray)
 }
 
 // resources writes the versions recorded by SetVersions, in group-resource order.
@@ -127,6 +154,12 @@ func (e *encoder) str(s string) { e.tok(jsontext.String(s)) }
 
 func (e *encoder) item(it *Item) {
 	e.tok(jsontext.BeginObject)
+	e.fields(it)
+	e.tok(jsontext.EndObject)
+}
+
+// fields writes what an item records beyond its group, version and namespace.
+func (e *encoder) fields(it *Item) {
 	for _, f := range [...][2]string{{"kind", it.Kind}, {"resource", it.Resource}, {"name", it.Name}, {"uid", string(it.UID)}} {
 		e.str(f[0])
 		e.str(f[1])
@@ -154,7 +187,6 @@ func (e *encoder) item(it *Item) {
 		}
 		e.tok(jsontext.EndArray)
 	}
-	e.tok(jsontext.EndObject)
 }
 
 // EncodeGzip writes m to w as manifest.json.gz.

@@ -209,6 +209,7 @@ func (d *decoder) skip() error {
 
 func (d *decoder) document() error {
 	var format string
+	var pending []*Item // aliases, added once every object is in
 	err := d.object(func(name []byte) error {
 		switch string(name) {
 		case "formatVersion":
@@ -238,6 +239,14 @@ func (d *decoder) document() error {
 			return d.array(func(int) error { return d.groupVersion() })
 		case "resources":
 			return d.array(func(int) error { return d.resource() })
+		case "aliases":
+			return d.array(func(int) error {
+				it, err := d.item()
+				if err == nil {
+					pending = append(pending, it)
+				}
+				return err
+			})
 		default:
 			return d.skip()
 		}
@@ -248,6 +257,16 @@ func (d *decoder) document() error {
 	if format == "" {
 		d.path = []step{{member: "formatVersion"}}
 		return d.fail(errors.New("missing"))
+	}
+	for i, it := range pending {
+		if _, err := d.m.Add(it); err != nil {
+			d.path = []step{{member: "aliases"}, {index: i}}
+			return d.fail(err)
+		}
+		if len(d.m.Aliases(it.UID)) == 0 {
+			d.path = []step{{member: "aliases"}, {index: i}}
+			return d.fail(fmt.Errorf("%s is no second copy of an object in the manifest", it))
+		}
 	}
 	return nil
 }
@@ -354,6 +373,12 @@ func (d *decoder) item() (*Item, error) {
 	it := &d.items[len(d.items)-1]
 	err := d.object(func(name []byte) (err error) {
 		switch string(name) {
+		case "group": // only in "aliases": items take these from their group and namespace
+			it.Group, err = d.common()
+		case "version":
+			it.Version, err = d.common()
+		case "namespace":
+			it.Namespace, err = d.common()
 		case "kind":
 			it.Kind, err = d.common()
 		case "resource":

@@ -21,6 +21,8 @@ type Manifest struct {
 	byUID    map[types.UID]*Item
 	byID     map[ID]*Item
 	versions map[schema.GroupResource]*Resource // what SetVersions recorded
+	aliases  map[types.UID][]*Item              // the other copies of objects served twice
+	replaced map[*Item]*Item                    // items to swap for their preferred copy
 
 	mu       sync.Mutex // guards the lazily built state below
 	sorted   bool
@@ -39,8 +41,12 @@ func New(n int) *Manifest {
 
 // Add records item. It returns (true, nil) when the item was added, and
 // (false, error wrapping ErrItemAlreadyExists) when its UID or its identity is already
-// present. An item missing a required field gives an *InvalidItemError. The manifest
-// keeps the pointer: the caller must not change the item afterwards.
+// present. One exception: an item with the UID, kind, namespace and name of one already
+// present, under another group-resource, is the same object served under two API
+// groups (events in the core group and in events.k8s.io). It is folded into one item,
+// under the newer group (Aliases lists the other copies), and Add returns (false, nil).
+// An item missing a required field gives an *InvalidItemError. The manifest keeps the
+// pointer: the caller must not change the item afterwards.
 func (m *Manifest) Add(item *Item) (bool, error) {
 	if err := item.validate(); err != nil {
 		return false, err
@@ -50,7 +56,7 @@ func (m *Manifest) Add(item *Item) (bool, error) {
 		m.byID = make(map[ID]*Item)
 	}
 	if prev, ok := m.byUID[item.UID]; ok {
-		return false, fmt.Errorf("%w: uid %s of %s is taken by %s", ErrItemAlreadyExists, item.UID, item, prev)
+		return false, m.fold(prev, item)
 	}
 	id := item.ID()
 	if prev, ok := m.byID[id]; ok {
@@ -65,7 +71,8 @@ func (m *Manifest) Add(item *Item) (bool, error) {
 	return true, nil
 }
 
-// Len returns the number of items.
+// Len returns the number of items: objects, each counted once however many
+// group-resources it was recorded under.
 func (m *Manifest) Len() int { return len(m.items) }
 
 // ByUID returns the item with the given UID.
@@ -86,6 +93,7 @@ func (m *Manifest) Get(id ID) (*Item, bool) {
 func (m *Manifest) Items() []*Item {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.applyReplaced()
 	if !m.sorted {
 		slices.SortFunc(m.items, compareItems)
 		m.sorted = true

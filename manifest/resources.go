@@ -72,13 +72,21 @@ func (m *Manifest) SetVersions(gr schema.GroupResource, versions []string, prefe
 // highest one preferred). The slice is new; its Versions are shared.
 func (m *Manifest) Resources() []Resource {
 	derived := map[schema.GroupResource][]string{}
-	for _, it := range m.items {
+	derive := func(it *Item) {
 		gr := it.GroupResource()
 		if _, recorded := m.versions[gr]; recorded {
-			continue
+			return
 		}
 		if vs := derived[gr]; !slices.Contains(vs, it.Version) {
 			derived[gr] = append(vs, it.Version)
+		}
+	}
+	for _, it := range m.items {
+		derive(it)
+	}
+	for _, copies := range m.aliases { // primary or copy, both group-resources are held
+		for _, it := range copies {
+			derive(it)
 		}
 	}
 	out := make([]Resource, 0, len(derived)+len(m.versions))

@@ -80,6 +80,12 @@ func (m *Manifest) Set() Set {
 			id := it.ID()
 			entries = append(entries, setEntry{hashID(id), id})
 		}
+		for _, copies := range m.aliases { // an object is touched under every name it has
+			for _, it := range copies {
+				id := it.ID()
+				entries = append(entries, setEntry{hashID(id), id})
+			}
+		}
 		s := fromEntries(entries)
 		m.set = &s
 	}

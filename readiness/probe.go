@@ -115,6 +115,8 @@ const (
 	// RequireSignal: an object of an unknown kind is ready only with a Ready condition
 	// that is True.
 	RequireSignal Policy = "RequireSignal"
+	// Healthy: every object is judged by kstatus (Current is ready), as Health does.
+	Healthy Policy = "KStatus"
 )
 
 // Registry maps group-kinds to probes. Build it with NewRegistry.
@@ -123,8 +125,13 @@ type Registry struct {
 	Unknown Policy
 }
 
-// NewRegistry returns the built-in probes, with policy for unknown kinds
-// (ReadyOnCreate when empty).
+// NewRegistry returns the gates a restore waits for before it starts an object's
+// dependents, with policy for unknown kinds (ReadyOnCreate when empty). A gate is what a
+// dependent needs: a CRD established (its resources are served), a Namespace active
+// (objects can be made in it). Every built-in kind is gated on existing alone: its
+// dependents need its UID, not its health. A Deployment is available, a Pod running, a
+// claim bound only once the very objects behind them exist, so gating on health
+// would wait on itself; Health judges that, at the end, when asked.
 func NewRegistry(policy Policy) *Registry {
 	if policy == "" {
 		policy = ReadyOnCreate
@@ -132,22 +139,34 @@ func NewRegistry(policy Policy) *Registry {
 	r := &Registry{probes: map[schema.GroupKind]Probe{}, Unknown: policy}
 	r.Register(schema.GroupKind{Group: apiextv1.GroupName, Kind: "CustomResourceDefinition"}, CRD)
 	r.Register(schema.GroupKind{Kind: "Namespace"}, Namespace)
-	for _, gk := range []schema.GroupKind{
-		{Group: "apps", Kind: "Deployment"}, {Group: "apps", Kind: "StatefulSet"}, {Group: "apps", Kind: "DaemonSet"},
-		{Group: "apps", Kind: "ReplicaSet"}, {Kind: "Pod"}, {Kind: "PersistentVolumeClaim"}, {Kind: "Service"},
-		{Group: "batch", Kind: "Job"}, {Group: "policy", Kind: "PodDisruptionBudget"},
-	} {
-		r.Register(gk, KStatus)
-	}
-	for _, gk := range []schema.GroupKind{
-		{Kind: "ConfigMap"}, {Kind: "Secret"}, {Kind: "ServiceAccount"}, {Kind: "Endpoints"}, {Kind: "LimitRange"},
-		{Kind: "ResourceQuota"}, {Group: "rbac.authorization.k8s.io", Kind: "Role"}, {Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"},
-		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}, {Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"},
-		{Group: "storage.k8s.io", Kind: "StorageClass"},
-	} {
-		r.Register(gk, Exists) // kinds with no status: existing is all they do
+	for _, gk := range builtinKinds {
+		r.Register(gk, Exists)
 	}
 	return r
+}
+
+// NewHealth returns the registry that judges health: kstatus for every kind (Current
+// is healthy, Failed has failed), what helm --wait and kapp wait for.
+func NewHealth() *Registry {
+	return &Registry{probes: map[schema.GroupKind]Probe{}, Unknown: Healthy}
+}
+
+// builtinKinds are the kinds Kubernetes serves itself, but for CRDs and Namespaces.
+var builtinKinds = []schema.GroupKind{
+	{Kind: "ConfigMap"}, {Kind: "Secret"}, {Kind: "ServiceAccount"}, {Kind: "Service"}, {Kind: "Endpoints"},
+	{Kind: "Pod"}, {Kind: "PodTemplate"}, {Kind: "ReplicationController"}, {Kind: "PersistentVolumeClaim"},
+	{Kind: "PersistentVolume"}, {Kind: "LimitRange"}, {Kind: "ResourceQuota"},
+	{Group: "apps", Kind: "Deployment"}, {Group: "apps", Kind: "StatefulSet"}, {Group: "apps", Kind: "DaemonSet"},
+	{Group: "apps", Kind: "ReplicaSet"}, {Group: "apps", Kind: "ControllerRevision"},
+	{Group: "batch", Kind: "Job"}, {Group: "batch", Kind: "CronJob"},
+	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}, {Group: "policy", Kind: "PodDisruptionBudget"},
+	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}, {Group: "networking.k8s.io", Kind: "Ingress"},
+	{Group: "networking.k8s.io", Kind: "IngressClass"}, {Group: "discovery.k8s.io", Kind: "EndpointSlice"},
+	{Group: "rbac.authorization.k8s.io", Kind: "Role"}, {Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"},
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}, {Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"},
+	{Group: "storage.k8s.io", Kind: "StorageClass"}, {Group: "scheduling.k8s.io", Kind: "PriorityClass"},
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"},
+	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"},
 }
 
 // Register sets the probe for gk, replacing any other.
@@ -166,9 +185,12 @@ func (r *Registry) Check(obj *unstructured.Unstructured) Result {
 		return p.Probe(obj)
 	}
 	var res Result
-	if r.Unknown == RequireSignal {
+	switch r.Unknown {
+	case Healthy:
+		return KStatus.Probe(obj)
+	case RequireSignal:
 		res = ReadyCondition.Probe(obj)
-	} else {
+	default:
 		res = Exists.Probe(obj)
 	}
 	res.Policy = r.Unknown

@@ -48,6 +48,11 @@ type Options struct {
 	// Journal, when set, records how each object ended and says what an earlier run
 	// restored, so that a stopped restore continues (OpenJournal for a file).
 	Journal Journal
+	// HealthTimeout, when set, waits after the restore until everything restored is
+	// healthy (kstatus Current: a Deployment available, a Pod running, a claim bound), at
+	// most that long, and reports it in Report.Health. Health never gates: dependents
+	// start as soon as what they need exists.
+	HealthTimeout time.Duration
 	// KeepStatus lists the group-resources whose status is restored.
 	KeepStatus map[schema.GroupResource]bool
 	// Rules add optional ordering edges to the graph (graph.ClusterAPI, or your own).
@@ -62,6 +67,15 @@ type Options struct {
 	Retry wait.Backoff
 	// Clock stamps the report and drives readiness waits; default the real clock.
 	Clock clock.Clock
+	// PreserveNodePorts keeps Services' node ports (the built-in Service action clears
+	// them otherwise), as Velero's --preserve-nodeports.
+	PreserveNodePorts bool
+	// NonRestorable are the resources left out, reported as Skipped with the reason;
+	// nil means DefaultNonRestorable, an empty slice none.
+	NonRestorable []schema.GroupResource
+	// DisablePlugins names built-in actions and plan rules to switch off:
+	// "restoregraph.dev/service", ControllerManaged, ... (package plugin/builtin).
+	DisablePlugins []string
 	// Steps, when set, is given the default pipeline (DefaultStepNames in order) and
 	// returns the one to run: steps added, wrapped, replaced or removed.
 	Steps func([]Step) []Step
@@ -85,6 +99,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Name == "" {
 		o.Name = "restoregraph"
+	}
+	if o.NonRestorable == nil {
+		o.NonRestorable = DefaultNonRestorable
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

@@ -176,7 +176,11 @@ func (r *run) create(ctx context.Context, o *Object) (*unstructured.Unstructured
 		res.Status = Restored // created by an earlier attempt of this restore
 		return existing, nil
 	}
-	switch r.opts.Existing {
+	policy := r.opts.Existing
+	if namespaceDefault(it) && !disabled(r.opts, NamespaceDefaults) {
+		policy = Adopt
+	}
+	switch policy {
 	case Adopt:
 		res.Status = Adopted
 		return existing, nil
@@ -199,7 +203,7 @@ func (r *run) create(ctx context.Context, o *Object) (*unstructured.Unstructured
 		res.Status = Updated
 		return updated, nil
 	}
-	return nil, fmt.Errorf("%s already exists in the target (policy %s)", it, r.opts.Existing)
+	return nil, fmt.Errorf("%s already exists in the target (policy %s)", it, policy)
 }
 
 func (r *run) stepStatus(ctx context.Context, o *Object) error {

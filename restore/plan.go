@@ -68,6 +68,13 @@ type PlannedObject struct {
 	ObjectRef
 	Level     int          `json:"level"`
 	DependsOn []Dependency `json:"dependsOn"`
+	// Folded lists the other group-resources the object was listed under in the backup
+	// (events under events and events.events.k8s.io): it is restored once.
+	Folded []string `json:"folded,omitempty"`
+	// Excluded says why the object is left to the target instead of restored, and
+	// ExcludedBy which rule says so.
+	Excluded   string `json:"excluded,omitempty"`
+	ExcludedBy string `json:"excludedBy,omitempty"`
 }
 
 // PlannedCycle is a dependency cycle: its objects and the kinds of its edges.
@@ -88,6 +95,23 @@ type Plan struct {
 
 	graph    *graph.Graph
 	versions *versionselect.Plan
+	// through is the copy a folded object is restored as, where it is not the manifest's
+	// own (the target does not serve that group-resource, but serves another copy's).
+	through  map[types.UID]*manifest.Item
+	excluded map[*manifest.Item]exclusion
+}
+
+// item returns what node id restores: its item, or the copy it is restored through;
+// nil for barriers.
+func (p *Plan) item(id int64) *manifest.Item {
+	it := p.graph.NodeAt(id).Item
+	if it == nil {
+		return nil
+	}
+	if t, ok := p.through[it.UID]; ok {
+		return t
+	}
+	return it
 }
 
 // JSON renders the plan as indented JSON.
@@ -132,6 +156,8 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 		}
 	}
 	m := backup.Manifest()
+	p.through = throughServed(m, vplan)
+	p.excluded = exclude(backup, opts)
 	g, gerr := graph.New(m, graph.Options{Rules: opts.Rules})
 	p.graph = g
 	var ce *graph.CycleError
@@ -163,8 +189,16 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 		if n.Item == nil {
 			continue
 		}
-		it := n.Item
+		it := p.item(n.ID())
 		po := PlannedObject{ObjectRef: refOf(it, versionOf(vplan, it)), Level: levels[n.ID()], DependsOn: []Dependency{}}
+		for _, c := range slices.Concat(m.Aliases(it.UID), []*manifest.Item{n.Item}) {
+			if c != it {
+				po.Folded = append(po.Folded, c.GroupResource().String())
+			}
+		}
+		if ex, ok := p.excluded[n.Item]; ok {
+			po.Excluded, po.ExcludedBy = ex.reason, ex.by
+		}
 		for _, pred := range itemPredecessors(g, n.ID()) {
 			po.DependsOn = append(po.DependsOn, Dependency{UID: pred.item.UID, Reason: g.KindString(pred.kinds)})
 		}
@@ -244,5 +278,23 @@ func unprobedKinds(m *manifest.Manifest, reg *readiness.Registry) []string {
 		out = append(out, fmt.Sprintf("no readiness probe for %s: policy %s", gk, reg.Unknown))
 	}
 	slices.Sort(out)
+	return out
+}
+
+// throughServed picks, for each object listed under several group-resources, a copy
+// the target serves when the manifest's own choice is not served.
+func throughServed(m *manifest.Manifest, v *versionselect.Plan) map[types.UID]*manifest.Item {
+	out := map[types.UID]*manifest.Item{}
+	for it, copies := range m.Folded() {
+		if c, ok := v.For(it.GroupResource()); ok && c.Restorable() {
+			continue
+		}
+		for _, alt := range copies {
+			if c, ok := v.For(alt.GroupResource()); ok && c.Restorable() {
+				out[it.UID] = alt
+				break
+			}
+		}
+	}
 	return out
 }

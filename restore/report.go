@@ -52,17 +52,20 @@ type Report struct {
 	Objects  []ObjectResult `json:"objects"`
 	Summary  map[Status]int `json:"summary"`
 	Warnings []string       `json:"warnings,omitempty"`
-	Started  time.Time      `json:"started"`
-	Finished time.Time      `json:"finished"`
+	// Health is what the wait for health found, when Options.HealthTimeout asked for it.
+	Health   *HealthReport `json:"health,omitempty"`
+	Started  time.Time     `json:"started"`
+	Finished time.Time     `json:"finished"`
 }
 
 // Count returns the number of objects that ended with s.
 func (r *Report) Count(s Status) int { return r.Summary[s] }
 
 // OK reports whether every object was restored, adopted or updated, or skipped by a
-// plugin's choice.
+// plugin's or the plan's choice, and, when health was waited for, is healthy.
 func (r *Report) OK() bool {
-	return r.Summary[Failed] == 0 && r.Summary[Cancelled] == 0 && r.Summary[Skipped] == r.pluginSkips()
+	healthy := r.Health == nil || len(r.Health.NotHealthy) == 0
+	return healthy && r.Summary[Failed] == 0 && r.Summary[Cancelled] == 0 && r.Summary[Skipped] == r.pluginSkips()
 }
 
 func (r *Report) pluginSkips() int {

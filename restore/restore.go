@@ -8,6 +8,7 @@ import (
 
 	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/plugin"
+	"github.com/restoregraph/restoregraph/plugin/builtin"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	"github.com/restoregraph/restoregraph/readiness"
 	"github.com/restoregraph/restoregraph/scheduler"
@@ -54,14 +55,15 @@ func Run(ctx context.Context, target Target, backup Backup, opts Options) (*Repo
 		r.steps = opts.Steps(r.steps)
 	}
 	for id := range int64(p.graph.Len()) {
-		if n := p.graph.NodeAt(id); n.Item != nil {
-			r.byID[n.Item.ID()] = id
+		if it := p.graph.NodeAt(id).Item; it != nil {
+			r.byID[it.ID()] = id
+			for _, c := range backup.Manifest().Aliases(it.UID) {
+				r.byID[c.ID()] = id
+			}
 		}
 	}
-	if opts.Plugins != nil {
-		if r.actions, err = opts.Plugins.Actions(); err != nil {
-			return nil, err
-		}
+	if r.actions, err = actions(backup, opts); err != nil {
+		return nil, err
 	}
 	if opts.Journal != nil {
 		r.journaled = opts.Journal.Journaled()
@@ -75,21 +77,25 @@ func Run(ctx context.Context, target Target, backup Backup, opts Options) (*Repo
 	sopts := scheduler.Options{Workers: opts.Workers, Now: opts.Clock.Now,
 		Priority: func(id int64) float64 { return prio[id] }}
 	if opts.OnEvent != nil {
-		sopts.OnEvent = func(ev scheduler.Event) { opts.OnEvent(newEvent(ev, p.graph.NodeAt(ev.Node).Item)) }
+		sopts.OnEvent = func(ev scheduler.Event) { opts.OnEvent(newEvent(ev, p.item(ev.Node))) }
 	}
 	srep, runErr := scheduler.Run(ctx, p.graph, r.restoreNode, sopts)
-	return r.report(srep, started, p), runErr
+	rep := r.report(srep, started, p)
+	if opts.HealthTimeout > 0 && runErr == nil {
+		rep.Health = r.waitHealthy(ctx, rep)
+		rep.Finished = opts.Clock.Now()
+	}
+	return rep, runErr
 }
 
 // report merges the scheduler's results with what each node recorded.
 func (r *run) report(srep *scheduler.Report, started time.Time, p *Plan) *Report {
 	rep := &Report{Summary: map[Status]int{}, Warnings: p.Warnings, Started: started, Finished: r.opts.Clock.Now()}
 	for id, sr := range srep.Results {
-		n := p.graph.NodeAt(int64(id))
-		if n.Item == nil {
+		it := p.item(int64(id))
+		if it == nil {
 			continue
 		}
-		it := n.Item
 		res := r.results[id]
 		res.ObjectRef = refOf(it, versionOf(p.versions, it))
 		if res.Started.IsZero() {
@@ -137,4 +143,28 @@ func (r *run) restored(source, target types.UID, status Status) error {
 		return r.opts.Journal.Record(source, target, status)
 	}
 	return nil
+}
+
+// actions returns the built-in actions, then the caller's plugins, but those disabled.
+func actions(backup Backup, opts Options) ([]*plugin.Action, error) {
+	var reg plugin.Registry
+	m := backup.Manifest()
+	inBackup := func(id manifest.ID) bool { _, ok := m.Get(id); return ok }
+	if err := builtin.Register(&reg, builtin.Options{PreserveNodePorts: opts.PreserveNodePorts, InBackup: inBackup}, opts.DisablePlugins...); err != nil {
+		return nil, err
+	}
+	out, err := reg.Actions()
+	if err != nil || opts.Plugins == nil {
+		return out, err
+	}
+	theirs, err := opts.Plugins.Actions()
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range theirs {
+		if !disabled(opts, a.Name) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }

@@ -88,12 +88,16 @@ func (r *run) defaultSteps() []Step {
 
 // restoreNode restores one object through the pipeline: the scheduler's function.
 func (r *run) restoreNode(ctx context.Context, n *scheduler.Node) error {
-	it := r.plan.graph.NodeAt(n.ID()).Item
+	it := r.plan.item(n.ID())
 	if it == nil {
 		return nil // a barrier
 	}
 	res := &r.results[n.ID()]
 	res.Started = r.opts.Clock.Now()
+	if ex, ok := r.plan.excluded[r.plan.graph.NodeAt(n.ID()).Item]; ok {
+		res.Status, res.SkippedBy, res.Reason = Skipped, ex.by, ex.reason
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.ItemTimeout)
 	defer cancel()
 

@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -44,9 +45,40 @@ type Cluster struct {
 
 const token = "restoregraph-integration-token"
 
+// Options shape a control plane; the zero value is the default one.
+type Options struct {
+	// ServiceCIDR is the Service cluster IP range; default 10.0.0.0/24.
+	ServiceCIDR string
+	// Controllers are kube-controller-manager's; default the garbage collector and the
+	// namespace controller. AppControllers runs what an application namespace needs.
+	Controllers []string
+	// ServiceAccountAdmission turns on the ServiceAccount admission plugin, as in real
+	// clusters: a Pod's ServiceAccount must exist, and a token volume is mounted.
+	ServiceAccountAdmission bool
+}
+
+// AppControllers are the controllers that act on a typical application namespace.
+var AppControllers = []string{"garbagecollector", "namespace", "deployment", "replicaset", "statefulset", "job", "cronjob",
+	"endpoint", "endpointslice", "serviceaccount", "root-ca-cert-publisher", "disruption"}
+
 // Start starts etcd, kube-apiserver and kube-controller-manager in a new directory
 // below dir, and returns once the API server is ready.
 func Start(ctx context.Context, dir string, bin Binaries) (*Cluster, error) {
+	return StartWith(ctx, dir, bin, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(ctx context.Context, dir string, bin Binaries, opts Options) (*Cluster, error) {
+	if opts.ServiceCIDR == "" {
+		opts.ServiceCIDR = "10.0.0.0/24"
+	}
+	if len(opts.Controllers) == 0 {
+		opts.Controllers = []string{"garbagecollector", "namespace"}
+	}
+	admission := []string{"--disable-admission-plugins", "ServiceAccount"}
+	if opts.ServiceAccountAdmission {
+		admission = nil
+	}
 	if err := bin.resolve(); err != nil {
 		return nil, err
 	}
@@ -84,17 +116,17 @@ func Start(ctx context.Context, dir string, bin Binaries) (*Cluster, error) {
 		return nil, err
 	}
 	apiPort := strconv.Itoa(ports[2])
-	if err := c.start("kube-apiserver", bin.APIServer,
+	if err := c.start("kube-apiserver", bin.APIServer, append([]string{
 		"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
 		"--secure-port", apiPort, "--cert-dir", filepath.Join(dir, "certs"),
 		"--token-auth-file", tokens, "--authorization-mode", "RBAC",
 		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", saPub,
-		"--service-account-signing-key-file", saKey, "--service-cluster-ip-range", "10.0.0.0/24",
-		"--disable-admission-plugins", "ServiceAccount", "--allow-privileged=true", "--v", "1",
+		"--service-account-signing-key-file", saKey, "--service-cluster-ip-range", opts.ServiceCIDR,
+		"--allow-privileged=true", "--v", "1",
 		// A loopback advertise address is refused by the endpoint reconciler, which a
 		// control plane without nodes or Services does not need.
 		"--endpoint-reconciler-type", "none",
-	); err != nil {
+	}, admission...)...); err != nil {
 		return nil, err
 	}
 	host := "https://127.0.0.1:" + apiPort
@@ -108,7 +140,8 @@ func Start(ctx context.Context, dir string, bin Binaries) (*Cluster, error) {
 		return nil, err
 	}
 	if err := c.start("kube-controller-manager", bin.ControllerManager,
-		"--kubeconfig", c.Kubeconfig, "--controllers", "garbagecollector,namespace",
+		"--kubeconfig", c.Kubeconfig, "--controllers", strings.Join(opts.Controllers, ","),
+		"--root-ca-file", filepath.Join(dir, "certs", "apiserver.crt"),
 		"--leader-elect=false", "--secure-port", "0", "--use-service-account-credentials=false", "--v", "1",
 	); err != nil {
 		return nil, err

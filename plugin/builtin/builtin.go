@@ -1,0 +1,210 @@
+// Package builtin holds the restore item actions every restore runs unless told not to:
+// what makes an object written by the source cluster's API server and controllers
+// acceptable to another cluster. Each is an ordinary RestoreItemAction, registered by
+// name in a plugin.Registry, and each can be left out by name.
+//
+//   - Service: clusterIP and clusterIPs cleared unless headless (None), so that the
+//     target allocates from its own range; node ports and healthCheckNodePort cleared
+//     unless PreserveNodePorts.
+//   - Pod: spec.nodeName (the source's node), spec.priority (set by admission from the
+//     priority class, refused when it disagrees) and the legacy <serviceaccount>-token-*
+//     secret volumes and their mounts (the target has other secrets).
+//   - Job: the generated selector and the controller-uid labels (legacy controller-uid
+//     and batch.kubernetes.io/controller-uid, in the selector, the template and the Job)
+//     removed, so that the target generates its own from the Job's new UID.
+//   - PersistentVolumeClaim: the binding and provisioning annotations removed, and
+//     spec.volumeName too when the backup does not hold that volume; a volume it does
+//     hold is restored first, as an additional item.
+//   - PersistentVolume: spec.claimRef's uid and resourceVersion removed, so that the
+//     volume binds to the restored claim by name.
+package builtin
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/plugin"
+	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// The names of the built-in actions.
+const (
+	Service               = "restoregraph.dev/service"
+	Pod                   = "restoregraph.dev/pod"
+	Job                   = "restoregraph.dev/job"
+	PersistentVolumeClaim = "restoregraph.dev/persistentvolumeclaim"
+	PersistentVolume      = "restoregraph.dev/persistentvolume"
+)
+
+// Names lists the built-in actions in the order they are registered.
+var Names = []string{Service, Pod, Job, PersistentVolumeClaim, PersistentVolume}
+
+// Options tune the built-in actions.
+type Options struct {
+	// PreserveNodePorts keeps Services' node ports, as Velero's --preserve-nodeports.
+	PreserveNodePorts bool
+	// InBackup reports whether the backup holds an object; nil holds nothing.
+	InBackup func(manifest.ID) bool
+}
+
+// Register adds the built-in actions to r, but those named in disabled.
+func Register(r *plugin.Registry, opts Options, disabled ...string) error {
+	if opts.InBackup == nil {
+		opts.InBackup = func(manifest.ID) bool { return false }
+	}
+	actions := map[string]action{
+		Service:               {"services", func(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return service(in, opts) }},
+		Pod:                   {"pods", pod},
+		Job:                   {"jobs.batch", job},
+		PersistentVolumeClaim: {"persistentvolumeclaims", func(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return claim(in, opts) }},
+		PersistentVolume:      {"persistentvolumes", volume},
+	}
+	for _, name := range Names {
+		if slices.Contains(disabled, name) {
+			continue
+		}
+		if err := r.Register(name, plugin.V1, actions[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// action is a built-in RestoreItemAction v1: the resource it applies to, and what it does.
+type action struct {
+	resource string
+	execute  func(*ria.ExecuteInput) (*ria.ExecuteOutput, error)
+}
+
+func (a action) AppliesTo() (ria.ResourceSelector, error) {
+	return ria.ResourceSelector{IncludedResources: []string{a.resource}}, nil
+}
+
+func (a action) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return a.execute(in) }
+
+func service(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
+	obj := in.Item.DeepCopy()
+	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
+	if spec == nil {
+		return ria.NewExecuteOutput(obj), nil
+	}
+	if ip, _ := spec["clusterIP"].(string); ip != "None" {
+		delete(spec, "clusterIP")
+		delete(spec, "clusterIPs")
+	}
+	if !opts.PreserveNodePorts {
+		delete(spec, "healthCheckNodePort")
+		if ports, ok := spec["ports"].([]any); ok {
+			for _, p := range ports {
+				if m, ok := p.(map[string]any); ok {
+					delete(m, "nodePort")
+				}
+			}
+		}
+	}
+	obj.Object["spec"] = spec
+	return ria.NewExecuteOutput(obj), nil
+}
+
+func pod(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	obj := in.Item.DeepCopy()
+	unstructured.RemoveNestedField(obj.Object, "spec", "nodeName")
+	unstructured.RemoveNestedField(obj.Object, "spec", "priority")
+	sa, _, _ := unstructured.NestedString(obj.Object, "spec", "serviceAccountName")
+	if sa == "" {
+		sa = "default"
+	}
+	legacyToken := func(name string) bool { return strings.HasPrefix(name, sa+"-token-") }
+	if vols, ok, _ := unstructured.NestedSlice(obj.Object, "spec", "volumes"); ok {
+		unstructured.SetNestedSlice(obj.Object, dropNamed(vols, legacyToken), "spec", "volumes")
+	}
+	for _, field := range []string{"containers", "initContainers", "ephemeralContainers"} {
+		containers, ok, _ := unstructured.NestedSlice(obj.Object, "spec", field)
+		if !ok {
+			continue
+		}
+		for _, c := range containers {
+			if m, ok := c.(map[string]any); ok {
+				if mounts, ok := m["volumeMounts"].([]any); ok {
+					m["volumeMounts"] = dropNamed(mounts, legacyToken)
+				}
+			}
+		}
+		unstructured.SetNestedSlice(obj.Object, containers, "spec", field)
+	}
+	return ria.NewExecuteOutput(obj), nil
+}
+
+// dropNamed returns the elements of list whose "name" does not satisfy drop.
+func dropNamed(list []any, drop func(string) bool) []any {
+	out := list[:0:0]
+	for _, e := range list {
+		if m, ok := e.(map[string]any); ok {
+			if name, _ := m["name"].(string); drop(name) {
+				continue
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// controllerUIDLabels are the labels the Job controller sets from the Job's UID.
+var controllerUIDLabels = []string{"controller-uid", "batch.kubernetes.io/controller-uid"}
+
+func job(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	obj := in.Item.DeepCopy()
+	if manual, _, _ := unstructured.NestedBool(obj.Object, "spec", "manualSelector"); manual {
+		return ria.NewExecuteOutput(obj), nil // the user's own selector
+	}
+	unstructured.RemoveNestedField(obj.Object, "spec", "selector")
+	for _, path := range [][]string{{"spec", "template", "metadata", "labels"}, {"metadata", "labels"}} {
+		labels, ok, _ := unstructured.NestedStringMap(obj.Object, path...)
+		if !ok {
+			continue
+		}
+		for _, l := range controllerUIDLabels {
+			delete(labels, l)
+		}
+		unstructured.SetNestedStringMap(obj.Object, labels, path...)
+	}
+	return ria.NewExecuteOutput(obj), nil
+}
+
+// claimAnnotations are what binding and provisioning wrote on a claim in the source.
+var claimAnnotations = []string{
+	"pv.kubernetes.io/bind-completed", "pv.kubernetes.io/bound-by-controller",
+	"volume.kubernetes.io/storage-provisioner", "volume.beta.kubernetes.io/storage-provisioner",
+	"volume.kubernetes.io/selected-node",
+}
+
+func claim(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
+	obj := in.Item.DeepCopy()
+	if ann := obj.GetAnnotations(); ann != nil {
+		for _, a := range claimAnnotations {
+			delete(ann, a)
+		}
+		obj.SetAnnotations(ann)
+	}
+	out := ria.NewExecuteOutput(obj)
+	volumeName, _, _ := unstructured.NestedString(obj.Object, "spec", "volumeName")
+	if volumeName == "" {
+		return out, nil
+	}
+	if !opts.InBackup(manifest.ID{Resource: "persistentvolumes", Name: volumeName}) {
+		unstructured.RemoveNestedField(obj.Object, "spec", "volumeName")
+		return out, nil
+	}
+	out.AdditionalItems = []ria.ResourceIdentifier{{GroupResource: schema.GroupResource{Resource: "persistentvolumes"}, Name: volumeName}}
+	return out, nil
+}
+
+func volume(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	obj := in.Item.DeepCopy()
+	unstructured.RemoveNestedField(obj.Object, "spec", "claimRef", "uid")
+	unstructured.RemoveNestedField(obj.Object, "spec", "claimRef", "resourceVersion")
+	return ria.NewExecuteOutput(obj), nil
+}

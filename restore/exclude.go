@@ -1,0 +1,118 @@
+package restore
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/restoregraph/restoregraph/manifest"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// DefaultNonRestorable are the resources a restore leaves out unless Options say
+// otherwise, as Velero does: what belongs to the source cluster's machines (nodes,
+// csinodes, volumeattachments), what records its past (events), and Velero's own
+// bookkeeping.
+var DefaultNonRestorable = []schema.GroupResource{
+	{Resource: "nodes"}, {Resource: "events"}, {Group: "events.k8s.io", Resource: "events"},
+	{Group: "storage.k8s.io", Resource: "csinodes"}, {Group: "storage.k8s.io", Resource: "volumeattachments"},
+	{Group: "velero.io", Resource: "backups"}, {Group: "velero.io", Resource: "restores"},
+	{Group: "velero.io", Resource: "backuprepositories"}, {Group: "velero.io", Resource: "resticrepositories"},
+	{Group: "velero.io", Resource: "podvolumebackups"}, {Group: "velero.io", Resource: "podvolumerestores"},
+	{Group: "velero.io", Resource: "datauploads"}, {Group: "velero.io", Resource: "datadownloads"},
+}
+
+// The names under which a plan leaves objects out; ControllerManaged may be disabled
+// like a plugin (Options.DisablePlugins).
+const (
+	NonRestorable     = "restoregraph.dev/non-restorable"
+	ControllerManaged = "restoregraph.dev/controller-managed"
+)
+
+// Labels the Kubernetes controllers put on what they manage.
+const (
+	endpointSliceManagedBy = "endpointslice.kubernetes.io/managed-by"
+	endpointsManagedBy     = "endpoints.kubernetes.io/managed-by"
+)
+
+// exclusion says why the plan leaves an object to the target instead of restoring it:
+// the rule's name and the reason; "" restores it.
+type exclusion struct{ by, reason string }
+
+// exclude decides for every object of the backup whether it is left out.
+func exclude(backup Backup, opts Options) map[*manifest.Item]exclusion {
+	out := map[*manifest.Item]exclusion{}
+	nonRestorable := map[schema.GroupResource]bool{}
+	for _, gr := range opts.NonRestorable {
+		nonRestorable[gr] = true
+	}
+	managed := !disabled(opts, ControllerManaged)
+	m := backup.Manifest()
+	for _, it := range m.Items() {
+		if nonRestorable[it.GroupResource()] {
+			out[it] = exclusion{NonRestorable, it.GroupResource().String() + " is not restored (Options.NonRestorable)"}
+			continue
+		}
+		if !managed {
+			continue
+		}
+		if reason := controllerManaged(backup, it); reason != "" {
+			out[it] = exclusion{ControllerManaged, reason}
+		}
+	}
+	return out
+}
+
+// controllerManaged says why the target's own controllers, not the restore, make it.
+func controllerManaged(backup Backup, it *manifest.Item) string {
+	switch it.GroupResource() {
+	case schema.GroupResource{Group: "discovery.k8s.io", Resource: "endpointslices"}:
+		if by := it.Labels.Get(endpointSliceManagedBy); strings.HasSuffix(by, ".k8s.io") {
+			return "left to the target's controller " + by
+		}
+	case schema.GroupResource{Resource: "endpoints"}:
+		if by := it.Labels.Get(endpointsManagedBy); by != "" {
+			return "left to the target's controller " + by
+		}
+		// Older clusters do not label them: the Endpoints of a Service with a selector
+		// are the endpoints controller's.
+		svc, ok := backup.Manifest().Get(manifest.ID{Resource: "services", Namespace: it.Namespace, Name: it.Name})
+		if !ok {
+			return ""
+		}
+		data, err := backup.Body(svc.GroupResource(), svc.Version, svc.Namespace, svc.Name)
+		if err != nil {
+			return ""
+		}
+		obj := &unstructured.Unstructured{}
+		if obj.UnmarshalJSON(data) != nil {
+			return ""
+		}
+		if sel, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "selector"); len(sel) > 0 {
+			return fmt.Sprintf("left to the target's endpoints controller: Service %s has a selector", it.Name)
+		}
+	}
+	return ""
+}
+
+// disabled reports whether the plugin or rule named name is switched off.
+func disabled(opts Options, name string) bool { return slices.Contains(opts.DisablePlugins, name) }
+
+// NamespaceDefaults names the rule that adopts what every namespace already has.
+const NamespaceDefaults = "restoregraph.dev/namespace-defaults"
+
+// namespaceDefault reports whether the target's controllers make the object in every
+// namespace (its default ServiceAccount, kube-root-ca.crt): one that exists is adopted
+// whatever the Existing policy, as no conflict.
+func namespaceDefault(it *manifest.Item) bool {
+	switch {
+	case it.Namespace == "":
+		return false
+	case it.Group == "" && it.Resource == "serviceaccounts" && it.Name == "default":
+		return true
+	case it.Group == "" && it.Resource == "configmaps" && it.Name == "kube-root-ca.crt":
+		return true
+	}
+	return false
+}

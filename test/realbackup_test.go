@@ -1,0 +1,359 @@
+package test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/backup"
+	"github.com/restoregraph/restoregraph/restore"
+	"github.com/restoregraph/restoregraph/test/harness"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+)
+
+// startCluster starts a control plane of its own for one test.
+func startCluster(t *testing.T, opts harness.Options) *harness.Cluster {
+	t.Helper()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := harness.StartWith(ctx, dir, harness.Binaries{}, opts)
+	if err != nil && c != nil {
+		t.Log(c.Log("kube-apiserver"))
+	}
+	require.NoError(t, err)
+	t.Cleanup(c.Stop)
+	return c
+}
+
+// app is a typical application namespace, as a person writes it.
+const app = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: app, namespace: shop}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: shop}
+data: {mode: production}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: shop}
+stringData: {password: hunter2}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: reader, namespace: shop}
+rules: [{apiGroups: [""], resources: [configmaps], verbs: [get, list]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: reader, namespace: shop}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: reader}
+subjects: [{kind: ServiceAccount, name: app, namespace: shop}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      serviceAccountName: app
+      containers:
+      - name: web
+        image: nginx:1.27
+        ports: [{containerPort: 80}]
+        envFrom: [{configMapRef: {name: settings}}, {secretRef: {name: creds}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec: {selector: {app: web}, ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web-public, namespace: shop}
+spec: {type: NodePort, selector: {app: web}, ports: [{port: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: shop}
+spec: {clusterIP: None, selector: {app: db}, ports: [{port: 5432}]}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: shop}
+spec:
+  serviceName: db
+  replicas: 1
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers:
+      - name: db
+        image: postgres:17
+        volumeMounts: [{name: data, mountPath: /var/lib/postgresql/data}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate, namespace: shop}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: busybox:1.37, command: [sh, -c, "echo migrated"]}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly, namespace: shop}
+spec:
+  schedule: "0 3 * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers: [{name: report, image: busybox:1.37, command: [sh, -c, "echo report"]}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: shop}
+spec: {minAvailable: 1, selector: {matchLabels: {app: web}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: deny-all, namespace: shop}
+spec: {podSelector: {}, policyTypes: [Ingress]}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web, namespace: shop}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 3
+  maxReplicas: 6
+  metrics: [{type: Resource, resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: debug, namespace: shop, labels: {app: debug}}
+spec:
+  nodeName: node-a
+  containers: [{name: debug, image: busybox:1.37, command: [sleep, "3600"]}]
+`
+
+// written is what a person wrote: the objects restored must include every one.
+type written struct {
+	gvr        schema.GroupVersionResource
+	namespace  string
+	name       string
+	obj        *unstructured.Unstructured
+	namespaced bool
+}
+
+func appObjects(t *testing.T, mapper meta.RESTMapper) []written {
+	t.Helper()
+	var out []written
+	for _, doc := range strings.Split(app, "\n---\n") {
+		obj := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &obj.Object))
+		gvk := obj.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		require.NoError(t, err, gvk.String())
+		out = append(out, written{gvr: m.Resource, namespace: obj.GetNamespace(), name: obj.GetName(), obj: obj,
+			namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace})
+	}
+	return out
+}
+
+// createApp creates the application in c and waits until the controllers have done what
+// they do: ReplicaSet and Pods, the StatefulSet's Pod and claim, the Job's Pod, endpoint
+// slices, the namespace's default ServiceAccount and kube-root-ca.crt, Events.
+func createApp(t *testing.T, tgt restore.Target) []written {
+	t.Helper()
+	ctx := context.Background()
+	objs := appObjects(t, tgt.Mapper)
+	for _, w := range objs {
+		_, err := tgt.Dynamic.Resource(w.gvr).Namespace(w.namespace).Create(ctx, w.obj, metav1.CreateOptions{})
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) { // the namespace's default ServiceAccount, not yet there
+			require.Eventually(t, func() bool {
+				_, err = tgt.Dynamic.Resource(w.gvr).Namespace(w.namespace).Create(ctx, w.obj, metav1.CreateOptions{})
+				return err == nil
+			}, 30*time.Second, 100*time.Millisecond, "%s %s: %v", w.gvr, w.name, err)
+		} else {
+			require.NoError(t, err, "%s %s", w.gvr, w.name)
+		}
+	}
+	for _, want := range []struct {
+		gvr   schema.GroupVersionResource
+		count int
+	}{
+		{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}, 1},
+		{schema.GroupVersionResource{Version: "v1", Resource: "pods"}, 3 + 1 + 1 + 1}, // web, db-0, migrate, debug
+		{schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, 1},
+		{schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}, 3},
+		{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "controllerrevisions"}, 1},
+		{schema.GroupVersionResource{Version: "v1", Resource: "events"}, 1},
+	} {
+		require.Eventually(t, func() bool {
+			l, err := tgt.Dynamic.Resource(want.gvr).Namespace("shop").List(ctx, metav1.ListOptions{})
+			return err == nil && len(l.Items) >= want.count
+		}, 60*time.Second, 200*time.Millisecond, "the controllers make %d %s", want.count, want.gvr.Resource)
+	}
+	for _, name := range []string{"kube-root-ca.crt"} {
+		require.Eventually(t, func() bool {
+			_, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("shop").Get(ctx, name, metav1.GetOptions{})
+			return err == nil
+		}, 30*time.Second, 200*time.Millisecond)
+	}
+	return objs
+}
+
+// backupApp writes the shop namespace of src as a Velero backup.
+func backupApp(t *testing.T, c *rest.Config) string {
+	t.Helper()
+	disc, err := discovery.NewDiscoveryClientForConfig(c)
+	require.NoError(t, err)
+	dyn, err := dynamic.NewForConfig(c)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "shop.tar.gz")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	res, err := backup.Run(context.Background(), backup.Source{Dynamic: dyn, Discovery: disc}, f, backup.Options{Namespaces: []string{"shop"}})
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.Empty(t, res.Incomplete)
+	t.Logf("backup of shop: %d objects, %d bodies", res.Objects, res.Copies)
+	return path
+}
+
+// TestRestoreARealApplicationBackup backs up an application namespace from a cluster
+// whose controllers ran, and restores it into another whose Service range differs.
+func TestRestoreARealApplicationBackup(t *testing.T) {
+	opts := harness.Options{Controllers: harness.AppControllers, ServiceAccountAdmission: true}
+	opts.ServiceCIDR = "10.0.0.0/24"
+	src := startCluster(t, opts)
+	opts.ServiceCIDR = "10.96.0.0/24"
+	dst := startCluster(t, opts)
+	srcTarget, dstTarget := restoreTarget(t, src.Config), restoreTarget(t, dst.Config)
+
+	objs := createApp(t, srcTarget)
+	path := backupApp(t, src.Config)
+
+	if out := os.Getenv("RESTOREGRAPH_WRITE_FIXTURE"); out != "" {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(out, data, 0o644), "the unit tests' fixture, rewritten")
+	}
+	b, err := archive.ReadFile(path, archive.Options{})
+	require.NoError(t, err, "the backup reads")
+	ctx := context.Background()
+	started := time.Now()
+	rep, err := restore.Run(ctx, dstTarget, b, restore.Options{})
+	took := time.Since(started)
+	require.NoError(t, err)
+	var lines []string
+	for _, o := range rep.Objects {
+		if o.Status != restore.Restored {
+			lines = append(lines, string(o.Status)+" "+o.Kind+" "+o.Name+": "+o.Reason+" "+strings.Join(o.Warnings, "; "))
+		}
+	}
+	t.Logf("restored %d objects in %s: %v\n%s", len(rep.Objects), took.Round(time.Millisecond), rep.Summary, strings.Join(lines, "\n"))
+	assert.True(t, rep.OK(), "the restore is whole (exit code 0)")
+	assert.Less(t, took, 30*time.Second, "seconds, not minutes")
+
+	// Every object a person wrote is back.
+	for _, w := range objs {
+		_, err := dstTarget.Dynamic.Resource(w.gvr).Namespace(w.namespace).Get(ctx, w.name, metav1.GetOptions{})
+		assert.NoError(t, err, "%s %s restored", w.gvr.Resource, w.name)
+	}
+	// Services have IPs from the target's range.
+	services, err := dstTarget.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "services"}).Namespace("shop").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, s := range services.Items {
+		ip, _, _ := unstructured.NestedString(s.Object, "spec", "clusterIP")
+		if s.GetName() == "db" {
+			assert.Equal(t, "None", ip, "the headless Service stays headless")
+		} else {
+			assert.True(t, strings.HasPrefix(ip, "10.96.0."), "%s has %s, from the target's range", s.GetName(), ip)
+		}
+	}
+	// The Deployment ends with exactly one ReplicaSet and 3 Pods.
+	rsGVR := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
+	podGVR := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	var rsCount, webPods int
+	assert.Eventually(t, func() bool {
+		rs, err1 := dstTarget.Dynamic.Resource(rsGVR).Namespace("shop").List(ctx, metav1.ListOptions{})
+		pods, err2 := dstTarget.Dynamic.Resource(podGVR).Namespace("shop").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		rsCount, webPods = len(rs.Items), 0
+		for _, p := range pods.Items {
+			if p.GetDeletionTimestamp() == nil {
+				webPods++
+			}
+		}
+		return rsCount == 1 && webPods == 3
+	}, 30*time.Second, 500*time.Millisecond, "one ReplicaSet and 3 Pods")
+	t.Logf("after the controllers: %d ReplicaSet(s), %d web Pod(s)", rsCount, webPods)
+
+	// No Event is restored; no ownerReference dangles.
+	events, err := dstTarget.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "events"}).Namespace("shop").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, e := range events.Items {
+		assert.Empty(t, e.GetAnnotations()[restore.SourceUIDAnnotation], "event %s was restored", e.GetName())
+	}
+	assertNoDanglingOwners(t, dstTarget, b, "shop")
+}
+
+// assertNoDanglingOwners checks that every ownerReference in namespace names a live object.
+func assertNoDanglingOwners(t *testing.T, tgt restore.Target, b *archive.Backup, namespace string) {
+	t.Helper()
+	ctx := context.Background()
+	live := map[types.UID]bool{}
+	var all []unstructured.Unstructured
+	for _, r := range b.Resources() {
+		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Preferred, Resource: r.Resource}
+		l, err := tgt.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		for _, o := range l.Items {
+			live[o.GetUID()] = true
+		}
+		all = append(all, l.Items...)
+	}
+	for _, o := range all {
+		for _, ref := range o.GetOwnerReferences() {
+			assert.True(t, live[ref.UID], "%s %s: owner %s %s dangles", o.GetKind(), o.GetName(), ref.Kind, ref.Name)
+		}
+	}
+}
