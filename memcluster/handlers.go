@@ -205,6 +205,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request) {
 		return
 	}
 	md["uid"] = uuid.NewString()
+	if err := s.admit(req, k, obj); err != nil {
+		writeStatus(w, err)
+		return
+	}
 	md["resourceVersion"] = s.nextRV()
 	md["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
 	if req.rt.generation {

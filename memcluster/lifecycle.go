@@ -162,6 +162,7 @@ func (s *Server) serveCRD(crd *apiextv1.CustomResourceDefinition) {
 		gr:   schema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural},
 		kind: crd.Spec.Names.Kind, singular: crd.Spec.Names.Singular,
 		namespaced: crd.Spec.Scope == apiextv1.NamespaceScoped, crd: crd.Name, generation: true,
+		verbs: allVerbs, shortNames: crd.Spec.Names.ShortNames,
 	}
 	if rt.singular == "" {
 		rt.singular = strings.ToLower(rt.kind)

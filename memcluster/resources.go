@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/memcluster/discovery"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -14,51 +15,46 @@ type resourceType struct {
 	gr         schema.GroupResource
 	kind       string
 	singular   string
+	shortNames []string
 	namespaced bool
 	versions   []string // served, highest priority first
-	status     bool     // has a status subresource
-	generation bool     // sets metadata.generation, as kinds with a spec do
-	crd        string   // the CRD that serves it; "" for built-ins
+	verbs      metav1.Verbs
+	status     bool   // has a status subresource
+	generation bool   // sets metadata.generation, as kinds with a spec do
+	crd        string // the CRD that serves it; "" for built-ins
 }
 
 func (rt *resourceType) serves(v string) bool { return slices.Contains(rt.versions, v) }
 
 var allVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 
-func builtin(group, resource, kind string, namespaced, status bool) *resourceType {
-	// As on a real server, only kinds whose spec is reconciled carry a generation.
-	generation := group == "apps" || group == "batch" || group == "apiextensions.k8s.io"
-	return &resourceType{gr: schema.GroupResource{Group: group, Resource: resource}, kind: kind,
-		singular: strings.ToLower(kind), namespaced: namespaced, versions: []string{"v1"}, status: status, generation: generation}
+// builtins are the resources a memcluster serves from the start: those the recorded
+// kube-apiserver serves, each at every version it serves, with its kind, scope, verbs
+// and short names.
+func builtins() []*resourceType {
+	byGR := map[schema.GroupResource]*resourceType{}
+	var out []*resourceType
+	for _, r := range discovery.KubeAPIServer().Resources {
+		gr := schema.GroupResource{Group: r.Group, Resource: r.Resource}
+		rt := byGR[gr]
+		if rt == nil {
+			// As on a real server, only kinds whose spec is reconciled carry a generation.
+			generation := r.Group == "apps" || r.Group == "batch" || r.Group == "apiextensions.k8s.io"
+			rt = &resourceType{gr: gr, kind: r.Kind, singular: r.Singular, namespaced: r.Namespaced, generation: generation}
+			byGR[gr] = rt
+			out = append(out, rt)
+		}
+		rt.versions = manifest.SortVersions(append(rt.versions, r.Version))
+		if r.Preferred || rt.verbs == nil {
+			rt.verbs, rt.shortNames = metav1.Verbs(r.Verbs), r.ShortNames
+			rt.status = slices.Contains(r.Subresources, "status")
+		}
+	}
+	return out
 }
 
-// builtins are the resources a memcluster serves from the start: the core and apps
-// kinds of everyday applications, what the Cluster API demo needs from core, and CRDs.
-func builtins() []*resourceType {
-	return []*resourceType{
-		builtin("", "namespaces", "Namespace", false, true),
-		builtin("", "configmaps", "ConfigMap", true, false),
-		builtin("", "secrets", "Secret", true, false),
-		builtin("", "serviceaccounts", "ServiceAccount", true, false),
-		builtin("", "services", "Service", true, true),
-		builtin("", "endpoints", "Endpoints", true, false),
-		builtin("", "pods", "Pod", true, true),
-		builtin("", "persistentvolumeclaims", "PersistentVolumeClaim", true, true),
-		builtin("", "persistentvolumes", "PersistentVolume", false, true),
-		builtin("", "limitranges", "LimitRange", true, false),
-		builtin("", "resourcequotas", "ResourceQuota", true, true),
-		builtin("apps", "deployments", "Deployment", true, true),
-		builtin("apps", "replicasets", "ReplicaSet", true, true),
-		builtin("apps", "statefulsets", "StatefulSet", true, true),
-		builtin("apps", "daemonsets", "DaemonSet", true, true),
-		builtin("batch", "jobs", "Job", true, true),
-		builtin("rbac.authorization.k8s.io", "roles", "Role", true, false),
-		builtin("rbac.authorization.k8s.io", "rolebindings", "RoleBinding", true, false),
-		builtin("rbac.authorization.k8s.io", "clusterroles", "ClusterRole", false, false),
-		builtin("rbac.authorization.k8s.io", "clusterrolebindings", "ClusterRoleBinding", false, false),
-		builtin("apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition", false, true),
-	}
-}
+// verbAllowed reports whether the resource serves verb.
+func (rt *resourceType) verbAllowed(verb string) bool { return slices.Contains(rt.verbs, verb) }
 
 // groupVersions returns the versions served in group, highest priority first.
 func (s *Server) groupVersions(group string) []string {
@@ -111,7 +107,7 @@ func (s *Server) resourceList(group, version string) *metav1.APIResourceList {
 			continue
 		}
 		list.APIResources = append(list.APIResources, metav1.APIResource{
-			Name: rt.gr.Resource, SingularName: rt.singular, Namespaced: rt.namespaced, Kind: rt.kind, Verbs: allVerbs,
+			Name: rt.gr.Resource, SingularName: rt.singular, ShortNames: rt.shortNames, Namespaced: rt.namespaced, Kind: rt.kind, Verbs: rt.verbs,
 		})
 		if rt.status {
 			list.APIResources = append(list.APIResources, metav1.APIResource{

@@ -33,6 +33,9 @@ type Options struct {
 	// History is how many changes are kept for watches that resume from a
 	// resourceVersion; default 10000. An older version gets 410 Gone.
 	History int
+	// ServiceCIDR is the range Services' cluster IPs come from, as kube-apiserver's
+	// --service-cluster-ip-range; default 10.0.0.0/24. An IP outside it is refused.
+	ServiceCIDR string
 }
 
 // Server is a running memcluster.
@@ -53,6 +56,7 @@ type Server struct {
 	timers      map[*time.Timer]struct{}
 	closed      bool
 	collected   int
+	alloc       *allocations
 
 	done  chan struct{}  // closed by Close: ends watches and background work
 	tasks sync.WaitGroup // background work: GC, namespace cleanup, CRD establishment
@@ -81,12 +85,19 @@ func StartServer(opts Options) (*Server, error) {
 	if opts.GCDelay <= 0 {
 		opts.GCDelay = 100 * time.Millisecond
 	}
+	if opts.ServiceCIDR == "" {
+		opts.ServiceCIDR = "10.0.0.0/24"
+	}
+	alloc, err := newAllocations(opts.ServiceCIDR)
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("memcluster: listen: %w", err)
 	}
 	s := &Server{
-		opts: opts, listener: ln,
+		opts: opts, listener: ln, alloc: alloc,
 		types: map[schema.GroupResource]*resourceType{}, objects: map[key]object{}, byUID: map[types.UID]key{},
 		history: newRing(opts.History), watchers: map[*watcher]struct{}{},
 		orphanSince: map[key]time.Time{}, timers: map[*time.Timer]struct{}{}, done: make(chan struct{}),
@@ -268,6 +279,10 @@ func (s *Server) serveParsed(w http.ResponseWriter, r *http.Request, segs []stri
 		return
 	}
 	q := r.URL.Query()
+	if verb := requestVerb(r.Method, req, q.Get("watch") == "true"); req.subresource == "" && verb != "" && !req.rt.verbAllowed(verb) {
+		writeStatus(w, apierrors.NewMethodNotSupported(req.rt.gr, verb))
+		return
+	}
 	switch {
 	case r.Method == http.MethodGet && req.name == "" && q.Get("watch") == "true":
 		s.watch(w, r, req)
@@ -286,6 +301,29 @@ func (s *Server) serveParsed(w http.ResponseWriter, r *http.Request, segs []stri
 	default:
 		writeStatus(w, apierrors.NewMethodNotSupported(req.rt.gr, r.Method))
 	}
+}
+
+// requestVerb is the Kubernetes verb of a request, as discovery names verbs.
+func requestVerb(method string, req *request, watching bool) string {
+	switch {
+	case method == http.MethodGet && req.name == "" && watching:
+		return "watch"
+	case method == http.MethodGet && req.name == "":
+		return "list"
+	case method == http.MethodGet:
+		return "get"
+	case method == http.MethodPost:
+		return "create"
+	case method == http.MethodPut:
+		return "update"
+	case method == http.MethodPatch:
+		return "patch"
+	case method == http.MethodDelete && req.name == "":
+		return "deletecollection"
+	case method == http.MethodDelete:
+		return "delete"
+	}
+	return ""
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

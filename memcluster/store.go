@@ -94,6 +94,9 @@ func (s *Server) record(typ watch.EventType, k key, obj object) {
 	if typ == watch.Deleted {
 		if old, ok := s.objects[k]; ok {
 			delete(s.byUID, types.UID(metaString(old, "uid")))
+			if k.gr == servicesGR {
+				s.alloc.release(k)
+			}
 		}
 		delete(s.objects, k)
 		delete(s.orphanSince, k)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	recorded "github.com/restoregraph/restoregraph/memcluster/discovery"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +33,9 @@ type Options struct {
 	GC bool
 	// Timeout bounds every wait for an asynchronous effect; default 30s.
 	Timeout time.Duration
+	// ServiceCIDR is the server's Service range (--service-cluster-ip-range);
+	// default 10.0.0.0/24, memcluster's and the integration cluster's.
+	ServiceCIDR string
 }
 
 var (
@@ -55,6 +59,9 @@ func Run(t *testing.T, cfg *rest.Config, prefix string, opts Options) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
 	}
+	if opts.ServiceCIDR == "" {
+		opts.ServiceCIDR = "10.0.0.0/24"
+	}
 	s := &suite{cfg: cfg, opts: opts, timeout: opts.Timeout, ns: prefix + "-contract"}
 	var err error
 	s.client, err = dynamic.NewForConfig(cfg)
@@ -64,12 +71,15 @@ func Run(t *testing.T, cfg *rest.Config, prefix string, opts Options) {
 	s.createNamespace(t, s.ns)
 
 	t.Run("Discovery", s.discovery)
+	t.Run("BuiltinResources", s.builtinResources)
 	t.Run("CRUD", s.crud)
 	t.Run("Errors", s.errors)
 	t.Run("Patch", s.patch)
 	t.Run("Watch", s.watch)
 	t.Run("CustomResources", func(t *testing.T) { s.customResources(t, prefix) })
 	t.Run("Namespaces", s.namespaceLifecycle)
+	t.Run("ServiceAllocation", s.serviceAllocation)
+	t.Run("JobSelector", s.jobSelector)
 	if opts.GC {
 		t.Run("GarbageCollection", s.garbageCollection)
 	}
@@ -136,6 +146,36 @@ func (s *suite) discovery(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "deployments", m.Resource.Resource)
 	assert.Equal(t, "namespace", string(m.Scope.Name()))
+}
+
+// builtinResources: the server serves every built-in resource the recorded
+// kube-apiserver serves, at the same versions, with the same kind, scope, verbs and
+// preferred version. Resources it serves beyond the recording (CRDs) are not looked at.
+func (s *suite) builtinResources(t *testing.T) {
+	groups, err := s.disc.ServerGroups()
+	require.NoError(t, err)
+	preferred := map[string]string{}
+	for _, g := range groups.Groups {
+		preferred[g.Name] = g.PreferredVersion.Version
+	}
+	_, lists, err := s.disc.ServerGroupsAndResources()
+	require.NoError(t, err)
+	rec := recorded.KubeAPIServer()
+	got := map[string]recorded.Resource{}
+	for _, r := range recorded.Record(rec.Server, groups, lists).Resources {
+		got[r.Group+"/"+r.Version+"/"+r.Resource] = r
+	}
+	for _, want := range rec.Resources {
+		name := want.Group + "/" + want.Version + "/" + want.Resource
+		have, ok := got[name]
+		if !assert.True(t, ok, "%s is served (recorded from %s)", name, rec.Server) {
+			continue
+		}
+		assert.Equal(t, want.Kind, have.Kind, name)
+		assert.Equal(t, want.Namespaced, have.Namespaced, name)
+		assert.Equal(t, want.Verbs, have.Verbs, name)
+		assert.Equal(t, want.Preferred, preferred[want.Group] == want.Version, "%s is its group's preferred version", name)
+	}
 }
 
 func (s *suite) crud(t *testing.T) {

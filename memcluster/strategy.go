@@ -1,0 +1,251 @@
+package memcluster
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// What the real API server does on create for the kinds a restore meets, beyond
+// storing them: Services get a cluster IP from the Service range and node ports from
+// the node port range, and a Job's selector is generated from its UID.
+
+var (
+	servicesGR = schema.GroupResource{Resource: "services"}
+	jobsGR     = schema.GroupResource{Group: "batch", Resource: "jobs"}
+)
+
+// Node ports, as kube-apiserver's default --service-node-port-range.
+const (
+	nodePortFirst = 30000
+	nodePortLast  = 32767
+)
+
+// allocations are the cluster IPs and node ports in use, by the Service holding them.
+type allocations struct {
+	cidr      netip.Prefix
+	ips       map[netip.Addr]key
+	nodePorts map[int64]key
+}
+
+func newAllocations(cidr string) (*allocations, error) {
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return nil, fmt.Errorf("memcluster: ServiceCIDR %q: %w", cidr, err)
+	}
+	return &allocations{cidr: p.Masked(), ips: map[netip.Addr]key{}, nodePorts: map[int64]key{}}, nil
+}
+
+// admit applies the create-time strategy of req's kind to obj. The caller holds s.mu.
+func (s *Server) admit(req *request, k key, obj object) error {
+	switch req.rt.gr {
+	case servicesGR:
+		return s.alloc.service(k, obj)
+	case jobsGR:
+		return generateJobSelector(obj)
+	}
+	return nil
+}
+
+// service allocates what obj asks for, or refuses it as the real server does.
+func (a *allocations) service(k key, obj object) error {
+	spec, _ := obj["spec"].(map[string]any)
+	if spec == nil {
+		spec = map[string]any{}
+		obj["spec"] = spec
+	}
+	typ, _ := spec["type"].(string)
+	if typ == "" {
+		typ = "ClusterIP"
+		spec["type"] = typ
+	}
+	var errs field.ErrorList
+	var ip netip.Addr
+	var ports []int64
+	if typ != "ExternalName" {
+		requested, _ := spec["clusterIP"].(string)
+		switch {
+		case requested == "None":
+			spec["clusterIPs"] = []any{"None"}
+		case requested == "":
+			if ip = a.nextIP(); !ip.IsValid() {
+				errs = append(errs, field.Invalid(field.NewPath("spec", "clusterIPs"), []string{}, "range is full"))
+			}
+		default:
+			var err error
+			if ip, err = netip.ParseAddr(requested); err != nil {
+				errs = append(errs, field.Invalid(field.NewPath("spec", "clusterIPs"), []string{requested}, "must be a valid IP address"))
+			} else if reason := a.takenIP(ip); reason != "" {
+				errs = append(errs, field.Invalid(field.NewPath("spec", "clusterIPs"), []string{requested},
+					fmt.Sprintf("failed to allocate IP %s: %s", requested, reason)))
+			}
+		}
+	}
+	if typ == "NodePort" || typ == "LoadBalancer" {
+		list, _ := spec["ports"].([]any)
+		taken := map[int64]bool{}
+		for i, p := range list {
+			pm, _ := p.(map[string]any)
+			if pm == nil {
+				continue
+			}
+			n, _ := toInt64(pm["nodePort"])
+			path := field.NewPath("spec", "ports").Index(i).Child("nodePort")
+			switch {
+			case n == 0:
+				if n = a.nextNodePort(taken); n == 0 {
+					errs = append(errs, field.Invalid(path, n, "range is full"))
+					continue
+				}
+				pm["nodePort"] = n
+			case n < nodePortFirst || n > nodePortLast:
+				errs = append(errs, field.Invalid(path, n, fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %d-%d", nodePortFirst, nodePortLast)))
+				continue
+			case a.nodePorts[n] != (key{}) || taken[n]:
+				errs = append(errs, field.Invalid(path, n, "provided port is already allocated"))
+				continue
+			}
+			taken[n] = true
+			ports = append(ports, n)
+		}
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, k.name, errs)
+	}
+	if ip.IsValid() {
+		a.ips[ip] = k
+		spec["clusterIP"], spec["clusterIPs"] = ip.String(), []any{ip.String()}
+	}
+	for _, n := range ports {
+		a.nodePorts[n] = k
+	}
+	return nil
+}
+
+// takenIP says why ip cannot be allocated; "" when it can.
+func (a *allocations) takenIP(ip netip.Addr) string {
+	switch {
+	case !a.cidr.Contains(ip):
+		return "the provided network does not match the current range"
+	case a.ips[ip] != (key{}):
+		return "provided IP is already allocated"
+	}
+	return ""
+}
+
+// nextIP returns the lowest free address of the range, the network address excluded;
+// the zero Addr when none is left.
+func (a *allocations) nextIP() netip.Addr {
+	for ip := a.cidr.Addr().Next(); a.cidr.Contains(ip); ip = ip.Next() {
+		if a.ips[ip] == (key{}) && a.cidr.Contains(ip.Next()) { // the last is broadcast
+			return ip
+		}
+	}
+	return netip.Addr{}
+}
+
+func (a *allocations) nextNodePort(taken map[int64]bool) int64 {
+	for n := int64(nodePortFirst); n <= nodePortLast; n++ {
+		if a.nodePorts[n] == (key{}) && !taken[n] {
+			return n
+		}
+	}
+	return 0
+}
+
+// release frees what the deleted Service obj held.
+func (a *allocations) release(k key) {
+	for ip, holder := range a.ips {
+		if holder == k {
+			delete(a.ips, ip)
+		}
+	}
+	for n, holder := range a.nodePorts {
+		if holder == k {
+			delete(a.nodePorts, n)
+		}
+	}
+}
+
+func toInt64(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case float64:
+		return int64(n), true
+	case int:
+		return int64(n), true
+	case string:
+		i, err := strconv.ParseInt(n, 10, 64)
+		return i, err == nil
+	}
+	return 0, false
+}
+
+// Labels the Job controller's selector is made of.
+const (
+	jobUIDLabel       = "batch.kubernetes.io/controller-uid"
+	legacyJobUIDLabel = "controller-uid"
+	jobNameLabel      = "batch.kubernetes.io/job-name"
+	legacyJobName     = "job-name"
+)
+
+// generateJobSelector does what the Job strategy does on create: a Job without
+// spec.manualSelector gets a selector on its own UID, and labels to match on its
+// template (and on itself, when it has none). A selector or controller-uid label from
+// elsewhere is refused.
+func generateJobSelector(obj object) error {
+	md := meta(obj)
+	uid, _ := md["uid"].(string)
+	name, _ := md["name"].(string)
+	spec, _ := obj["spec"].(map[string]any)
+	if spec == nil {
+		return nil
+	}
+	if manual, _ := spec["manualSelector"].(bool); manual {
+		return nil
+	}
+	tmpl, _ := spec["template"].(map[string]any)
+	if tmpl == nil {
+		tmpl = map[string]any{}
+		spec["template"] = tmpl
+	}
+	tmd, _ := tmpl["metadata"].(map[string]any)
+	if tmd == nil {
+		tmd = map[string]any{}
+		tmpl["metadata"] = tmd
+	}
+	labels, _ := tmd["labels"].(map[string]any)
+	if labels == nil {
+		labels = map[string]any{}
+		tmd["labels"] = labels
+	}
+	var errs field.ErrorList
+	for _, l := range []string{legacyJobUIDLabel, jobUIDLabel} {
+		if v, ok := labels[l].(string); ok && v != uid {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "template", "metadata", "labels").Key(l), labels, fmt.Sprintf("must be '%s'", uid)))
+		}
+	}
+	if sel, ok := spec["selector"]; ok && sel != nil {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "selector"), sel, "`selector` not auto-generated"))
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: "batch", Kind: "Job"}, name, errs)
+	}
+	spec["selector"] = map[string]any{"matchLabels": map[string]any{jobUIDLabel: uid}}
+	for l, v := range map[string]string{legacyJobUIDLabel: uid, jobUIDLabel: uid, legacyJobName: name, jobNameLabel: name} {
+		labels[l] = v
+	}
+	if own, _ := md["labels"].(map[string]any); len(own) == 0 {
+		copied := map[string]any{}
+		for k, v := range labels {
+			copied[k] = v
+		}
+		md["labels"] = copied
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package builtin
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/plugin"
+	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// run executes the built-in action name on obj, as a restore does.
+func run(t *testing.T, name string, opts Options, obj string) *ria.ExecuteOutput {
+	t.Helper()
+	var reg plugin.Registry
+	require.NoError(t, Register(&reg, opts))
+	a, err := reg.Lookup(name)
+	require.NoError(t, err)
+	u := &unstructured.Unstructured{}
+	require.NoError(t, json.Unmarshal([]byte(obj), &u.Object))
+	out, err := a.Execute(&ria.ExecuteInput{Item: u.DeepCopy(), ItemFromBackup: u, Restore: &ria.Restore{Name: "r"}})
+	require.NoError(t, err)
+	return out
+}
+
+// As kube-apiserver v1.37 wrote them (the shop fixture, and a claim bound by a provisioner).
+const (
+	nodePortService = `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web-public","namespace":"shop"},
+	 "spec":{"clusterIP":"10.0.0.162","clusterIPs":["10.0.0.162"],"externalTrafficPolicy":"Cluster","ipFamilies":["IPv4"],
+	  "ipFamilyPolicy":"SingleStack","ports":[{"nodePort":32615,"port":80,"protocol":"TCP","targetPort":80}],
+	  "selector":{"app":"web"},"sessionAffinity":"None","type":"NodePort"}}`
+	headlessService = `{"apiVersion":"v1","kind":"Service","metadata":{"name":"db","namespace":"shop"},
+	 "spec":{"clusterIP":"None","clusterIPs":["None"],"ports":[{"port":5432,"protocol":"TCP","targetPort":5432}],"selector":{"app":"db"},"type":"ClusterIP"}}`
+	boundPod = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"debug","namespace":"shop"},
+	 "spec":{"nodeName":"node-a","priority":0,"serviceAccountName":"app","serviceAccount":"app",
+	  "containers":[{"name":"debug","image":"busybox:1.37","volumeMounts":[
+	   {"mountPath":"/var/run/secrets/kubernetes.io/serviceaccount","name":"app-token-x7k2p","readOnly":true},
+	   {"mountPath":"/data","name":"data"}]}],
+	  "volumes":[{"name":"app-token-x7k2p","secret":{"secretName":"app-token-x7k2p"}},{"name":"data","emptyDir":{}}]}}`
+	generatedJob = `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"migrate","namespace":"shop",
+	  "labels":{"batch.kubernetes.io/controller-uid":"b7ea","batch.kubernetes.io/job-name":"migrate","controller-uid":"b7ea","job-name":"migrate"}},
+	 "spec":{"selector":{"matchLabels":{"batch.kubernetes.io/controller-uid":"b7ea"}},
+	  "template":{"metadata":{"labels":{"batch.kubernetes.io/controller-uid":"b7ea","batch.kubernetes.io/job-name":"migrate","controller-uid":"b7ea","job-name":"migrate"}},
+	   "spec":{"restartPolicy":"Never","containers":[{"name":"migrate","image":"busybox:1.37"}]}}}}`
+	boundClaim = `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data-db-0","namespace":"shop",
+	  "annotations":{"pv.kubernetes.io/bind-completed":"yes","pv.kubernetes.io/bound-by-controller":"yes",
+	   "volume.beta.kubernetes.io/storage-provisioner":"rancher.io/local-path","volume.kubernetes.io/storage-provisioner":"rancher.io/local-path",
+	   "volume.kubernetes.io/selected-node":"node-a","team":"db"}},
+	 "spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}},"storageClassName":"local-path",
+	  "volumeMode":"Filesystem","volumeName":"pvc-5d1e"},"status":{"phase":"Bound"}}`
+	boundVolume = `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pvc-5d1e"},
+	 "spec":{"claimRef":{"apiVersion":"v1","kind":"PersistentVolumeClaim","name":"data-db-0","namespace":"shop","resourceVersion":"812","uid":"5d1e"},
+	  "capacity":{"storage":"1Gi"},"hostPath":{"path":"/data/pvc-5d1e"}}}`
+)
+
+func TestService(t *testing.T) {
+	out := run(t, Service, Options{}, nodePortService)
+	spec := out.UpdatedItem.Object["spec"].(map[string]any)
+	assert.NotContains(t, spec, "clusterIP")
+	assert.NotContains(t, spec, "clusterIPs")
+	assert.NotContains(t, spec["ports"].([]any)[0], "nodePort")
+	assert.Equal(t, "NodePort", spec["type"])
+
+	out = run(t, Service, Options{PreserveNodePorts: true}, nodePortService)
+	assert.EqualValues(t, 32615, out.UpdatedItem.Object["spec"].(map[string]any)["ports"].([]any)[0].(map[string]any)["nodePort"])
+
+	out = run(t, Service, Options{}, headlessService)
+	ip, _, _ := unstructured.NestedString(out.UpdatedItem.Object, "spec", "clusterIP")
+	assert.Equal(t, "None", ip, "headless stays headless")
+}
+
+func TestPod(t *testing.T) {
+	out := run(t, Pod, Options{}, boundPod)
+	spec := out.UpdatedItem.Object["spec"].(map[string]any)
+	assert.NotContains(t, spec, "nodeName")
+	assert.NotContains(t, spec, "priority")
+	vols := spec["volumes"].([]any)
+	require.Len(t, vols, 1)
+	assert.Equal(t, "data", vols[0].(map[string]any)["name"])
+	mounts := spec["containers"].([]any)[0].(map[string]any)["volumeMounts"].([]any)
+	require.Len(t, mounts, 1)
+	assert.Equal(t, "data", mounts[0].(map[string]any)["name"])
+}
+
+func TestJob(t *testing.T) {
+	out := run(t, Job, Options{}, generatedJob)
+	obj := out.UpdatedItem.Object
+	_, has, _ := unstructured.NestedMap(obj, "spec", "selector")
+	assert.False(t, has, "the target generates the selector")
+	for _, path := range [][]string{{"spec", "template", "metadata", "labels"}, {"metadata", "labels"}} {
+		labels, _, _ := unstructured.NestedStringMap(obj, path...)
+		assert.Equal(t, map[string]string{"batch.kubernetes.io/job-name": "migrate", "job-name": "migrate"}, labels, path)
+	}
+	manual := `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"m"},"spec":{"manualSelector":true,"selector":{"matchLabels":{"app":"m"}}}}`
+	sel, _, _ := unstructured.NestedStringMap(run(t, Job, Options{}, manual).UpdatedItem.Object, "spec", "selector", "matchLabels")
+	assert.Equal(t, map[string]string{"app": "m"}, sel, "a manual selector is the user's")
+}
+
+func TestPersistentVolumeClaim(t *testing.T) {
+	out := run(t, PersistentVolumeClaim, Options{}, boundClaim)
+	assert.Equal(t, map[string]string{"team": "db"}, out.UpdatedItem.GetAnnotations(), "only the user's annotation is left")
+	_, has, _ := unstructured.NestedString(out.UpdatedItem.Object, "spec", "volumeName")
+	assert.False(t, has, "the volume is not in the backup: the claim binds anew")
+	assert.Empty(t, out.AdditionalItems)
+
+	inBackup := func(id manifest.ID) bool { return id == manifest.ID{Resource: "persistentvolumes", Name: "pvc-5d1e"} }
+	out = run(t, PersistentVolumeClaim, Options{InBackup: inBackup}, boundClaim)
+	name, _, _ := unstructured.NestedString(out.UpdatedItem.Object, "spec", "volumeName")
+	assert.Equal(t, "pvc-5d1e", name)
+	assert.Equal(t, []ria.ResourceIdentifier{{GroupResource: schema.GroupResource{Resource: "persistentvolumes"}, Name: "pvc-5d1e"}},
+		out.AdditionalItems, "the volume is restored first")
+}
+
+func TestPersistentVolume(t *testing.T) {
+	out := run(t, PersistentVolume, Options{}, boundVolume)
+	ref, _, _ := unstructured.NestedStringMap(out.UpdatedItem.Object, "spec", "claimRef")
+	assert.Equal(t, map[string]string{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": "data-db-0", "namespace": "shop"}, ref)
+}
+
+func TestDisabledByName(t *testing.T) {
+	var reg plugin.Registry
+	require.NoError(t, Register(&reg, Options{}, Pod, Job))
+	actions, err := reg.Actions()
+	require.NoError(t, err)
+	var names []string
+	for _, a := range actions {
+		names = append(names, a.Name)
+	}
+	assert.Equal(t, []string{Service, PersistentVolumeClaim, PersistentVolume}, names)
+}

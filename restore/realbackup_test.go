@@ -1,0 +1,201 @@
+package restore
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/memcluster"
+	"github.com/restoregraph/restoregraph/plugin/builtin"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// shop is the shop namespace as a real kube-apiserver and its controllers wrote it
+// (testdata/backups/README.md).
+func shop(t *testing.T) *archive.Backup {
+	t.Helper()
+	b, err := archive.ReadFile("../testdata/backups/shop-k8s-1.37.tar.gz", archive.Options{})
+	require.NoError(t, err)
+	return b
+}
+
+// shopTarget is an embedded server whose Service range differs from the source's.
+func shopTarget(t *testing.T) Target {
+	_, tgt := cluster(t, memcluster.Options{ServiceCIDR: "10.96.0.0/24"})
+	return tgt
+}
+
+func byName(rep *Report) map[string]ObjectResult {
+	out := map[string]ObjectResult{}
+	for _, o := range rep.Objects {
+		out[o.Resource+"/"+o.Name] = o
+	}
+	return out
+}
+
+func get(t *testing.T, tgt Target, gvr schema.GroupVersionResource, name string) *unstructured.Unstructured {
+	t.Helper()
+	o, err := tgt.Dynamic.Resource(gvr).Namespace("shop").Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err, "%s %s", gvr.Resource, name)
+	return o
+}
+
+var (
+	servicesGVR = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	podsGVR     = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	jobsGVR     = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+)
+
+func TestRealBackupRestoresWhole(t *testing.T) {
+	b := shop(t)
+	tgt := shopTarget(t)
+	rep, err := Run(context.Background(), tgt, b, Options{Retry: fastRetry})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
+	res := byName(rep)
+
+	for name, o := range res {
+		switch {
+		case o.Kind == "Event":
+			assert.Equal(t, Skipped, o.Status, name)
+			assert.Equal(t, NonRestorable, o.SkippedBy, name)
+		case o.Kind == "EndpointSlice" || o.Kind == "Endpoints":
+			assert.Equal(t, Skipped, o.Status, name)
+			assert.Equal(t, ControllerManaged, o.SkippedBy, name)
+		default:
+			assert.Equal(t, Restored, o.Status, "%s: %s", name, o.Reason)
+			assert.Empty(t, o.Warnings, name)
+		}
+	}
+	for _, name := range []string{"web", "web-public"} {
+		ip, _, _ := unstructured.NestedString(get(t, tgt, servicesGVR, name).Object, "spec", "clusterIP")
+		assert.True(t, strings.HasPrefix(ip, "10.96.0."), "%s got %s from the target's range", name, ip)
+	}
+	ip, _, _ := unstructured.NestedString(get(t, tgt, servicesGVR, "db").Object, "spec", "clusterIP")
+	assert.Equal(t, "None", ip)
+	node, _, _ := unstructured.NestedString(get(t, tgt, podsGVR, "debug").Object, "spec", "nodeName")
+	assert.Empty(t, node, "the Pod is no longer bound to the source's node")
+	job := get(t, tgt, jobsGVR, "migrate")
+	sel, _, _ := unstructured.NestedStringMap(job.Object, "spec", "selector", "matchLabels")
+	assert.Equal(t, string(job.GetUID()), sel["batch.kubernetes.io/controller-uid"], "the target generated the selector")
+
+	// The plan says what it folded and what it leaves to the target.
+	p, err := PlanRestore(context.Background(), tgt, b, Options{})
+	require.NoError(t, err)
+	folded, excluded := 0, map[string]int{}
+	for _, o := range p.Objects {
+		if o.Kind == "Event" {
+			assert.Equal(t, "events.k8s.io", o.Group, "kept under the newer group")
+			assert.Equal(t, []string{"events"}, o.Folded)
+			folded++
+		}
+		if o.ExcludedBy != "" {
+			excluded[o.ExcludedBy]++
+		}
+	}
+	assert.Positive(t, folded)
+	assert.Equal(t, folded, excluded[NonRestorable])
+	assert.Equal(t, 6, excluded[ControllerManaged], "3 Endpoints and 3 EndpointSlices")
+}
+
+// Each built-in action matters on a real backup, and each can be switched off by name:
+// without it, the real server's rules (here memcluster's, which the contract holds to
+// the real server's) refuse the object.
+func TestBuiltinActionsCanBeDisabled(t *testing.T) {
+	b := shop(t)
+	for _, tc := range []struct {
+		disable, object, refusal string
+	}{
+		{builtin.Service, "services/web", "does not match the current range"},
+		{builtin.Job, "jobs/migrate", "`selector` not auto-generated"},
+	} {
+		t.Run(tc.disable, func(t *testing.T) {
+			rep, err := Run(context.Background(), shopTarget(t), b, Options{Retry: fastRetry, DisablePlugins: []string{tc.disable}})
+			require.NoError(t, err)
+			o := byName(rep)[tc.object]
+			assert.Equal(t, Failed, o.Status)
+			assert.Contains(t, o.Reason, tc.refusal)
+		})
+	}
+
+	rep, err := Run(context.Background(), shopTarget(t), b, Options{Retry: fastRetry, DisablePlugins: []string{ControllerManaged}})
+	require.NoError(t, err)
+	assert.Equal(t, Restored, byName(rep)["endpointslices/web-k4z2b"].Status, "restored when the rule is off")
+
+	tgt := shopTarget(t)
+	rep, err = Run(context.Background(), tgt, b, Options{Retry: fastRetry, PreserveNodePorts: true})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", firstFailure(rep))
+	ports, _, _ := unstructured.NestedSlice(get(t, tgt, servicesGVR, "web-public").Object, "spec", "ports")
+	assert.EqualValues(t, 32615, ports[0].(map[string]any)["nodePort"], "the source's node port, preserved")
+}
+
+// hideGroup is discovery without one group: a target that does not serve it.
+type hideGroup struct {
+	Target
+	group string
+}
+
+func (h hideGroup) ServerGroupsAndResourcesWithContext(ctx context.Context) ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	groups, lists, err := h.Target.Discovery.ServerGroupsAndResourcesWithContext(ctx)
+	var g []*metav1.APIGroup
+	for _, x := range groups {
+		if x.Name != h.group {
+			g = append(g, x)
+		}
+	}
+	var l []*metav1.APIResourceList
+	for _, x := range lists {
+		if !strings.HasPrefix(x.GroupVersion, h.group+"/") {
+			l = append(l, x)
+		}
+	}
+	return g, l, err
+}
+
+func TestFoldedObjectRestoredThroughTheGroupTheTargetServes(t *testing.T) {
+	b := shop(t)
+	tgt := shopTarget(t)
+	tgt.Discovery = hideGroup{tgt, "events.k8s.io"}
+	opts := Options{Retry: fastRetry, NonRestorable: []schema.GroupResource{}}
+	rep, err := Run(context.Background(), tgt, b, opts)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", firstFailure(rep))
+	events := 0
+	for _, o := range rep.Objects {
+		if o.Kind == "Event" {
+			events++
+			assert.Equal(t, "", o.Group, "through the core group, which the target serves")
+			assert.Equal(t, Restored, o.Status)
+		}
+	}
+	assert.Positive(t, events)
+	list, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "events"}).Namespace("shop").List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Len(t, list.Items, events, "each Event once")
+}
+
+func TestHealthIsWaitedForAtTheEndOnly(t *testing.T) {
+	b := shop(t)
+	tgt := shopTarget(t)
+	rep, err := Run(context.Background(), tgt, b, Options{Retry: fastRetry, HealthTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	assert.Zero(t, rep.Count(Failed), "nothing waits on health before its dependents: %v", firstFailure(rep))
+	require.NotNil(t, rep.Health)
+	notHealthy := map[string]bool{}
+	for _, h := range rep.Health.NotHealthy {
+		notHealthy[h.Kind+"/"+h.Name] = true
+	}
+	// No controller runs in the embedded server: workloads never report progress.
+	assert.True(t, notHealthy["Deployment/web"], "%v", rep.Health.NotHealthy)
+	assert.True(t, notHealthy["Pod/debug"])
+	assert.False(t, notHealthy["ConfigMap/settings"], "a ConfigMap is Current once it exists")
+	assert.Positive(t, rep.Health.Healthy)
+	assert.False(t, rep.OK(), "asked for health, not healthy: not OK")
+}
