@@ -39,6 +39,8 @@ type VersionChoice struct {
 	SourceVersions []string `json:"sourceVersions"`
 	TargetVersions []string `json:"targetVersions"`
 	TargetFromCRD  string   `json:"targetFromCRD,omitempty"`
+	// InvalidCRD says why the backup's CRD cannot serve a resource the target lacks.
+	InvalidCRD string `json:"invalidCRD,omitempty"`
 }
 
 // Dependency is one edge into an object: what it waits for and why.
@@ -149,7 +151,7 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 		p.Versions = append(p.Versions, VersionChoice{
 			Group: c.GroupResource.Group, Resource: c.GroupResource.Resource, Version: c.Version, Dir: dir,
 			Rule: string(c.Rule), Explanation: c.Explain(), SourceVersions: c.SourceVersions, TargetVersions: nonNil(c.TargetVersions),
-			TargetFromCRD: c.TargetFromCRD,
+			TargetFromCRD: c.TargetFromCRD, InvalidCRD: c.InvalidCRD,
 		})
 		if !c.Restorable() {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %s", c.GroupResource, c.Explain()))

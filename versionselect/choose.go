@@ -42,6 +42,9 @@ type Choice struct {
 	// TargetFromCRD names the backup's CRD that supplied the target versions, when the
 	// target does not serve the resource yet.
 	TargetFromCRD string
+	// InvalidCRD says why the backup's CRD for the resource cannot serve it, when the
+	// target does not serve it either.
+	InvalidCRD string
 }
 
 // Restorable reports whether the target will serve the chosen version.
@@ -63,6 +66,9 @@ func (c Choice) Explain() string {
 	case RuleNoCommonVersion:
 		return fmt.Sprintf("no common version (backup %v, target %v): attempting the source's preferred %s", c.SourceVersions, c.TargetVersions, c.Version)
 	case RuleNotServed:
+		if c.InvalidCRD != "" {
+			return fmt.Sprintf("the target does not serve %s, and the backup's CRD for it is invalid: %s", c.GroupResource, c.InvalidCRD)
+		}
 		return fmt.Sprintf("the target does not serve %s and the backup carries no CRD for it", c.GroupResource)
 	}
 	return string(c.Rule)

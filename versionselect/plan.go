@@ -75,7 +75,7 @@ func NewPlan(src Source, target Target, opts Options) (*Plan, error) {
 		gr := res.GroupResource
 		tr := target[gr]
 		c := Choose(gr, Versions{res.Versions, res.Preferred}, Versions{tr.Versions, tr.Preferred}, opts.Priorities[gr])
-		c.TargetFromCRD = tr.FromCRD
+		c.TargetFromCRD, c.InvalidCRD = tr.FromCRD, tr.InvalidCRD
 		if c.Rule == RuleNoCommonVersion {
 			conflicts = append(conflicts, c)
 		}
@@ -101,25 +101,39 @@ type Bodies interface {
 // Backup is what PlanBackup plans: versions and bodies. archive.Backup satisfies it.
 type Backup = Bodies
 
+// InvalidCRDError is a CRD in the backup that cannot be read: it is reported, and the
+// group-resource it would define is planned as not served.
+type InvalidCRDError struct {
+	Name string
+	schema.GroupResource
+	Err error
+}
+
+func (e *InvalidCRDError) Error() string { return fmt.Sprintf("%s: %v", e.Name, e.Err) }
+
+func (e *InvalidCRDError) Unwrap() error { return e.Err }
+
 // BackupCRDs decodes the CustomResourceDefinitions a backup carries, at the version each
-// was recorded at. A CRD that cannot be decoded is an error naming it.
-func BackupCRDs(b Bodies) ([]*apiextv1.CustomResourceDefinition, error) {
-	var out []*apiextv1.CustomResourceDefinition
+// was recorded at. A CRD that cannot be decoded is returned among the invalid ones,
+// naming it; err is for a body that cannot be read at all.
+func BackupCRDs(b Bodies) (crds []*apiextv1.CustomResourceDefinition, invalid []*InvalidCRDError, err error) {
 	for it := range b.Manifest().All() {
 		if it.GroupResource() != manifest.CRDGroupResource {
 			continue
 		}
 		data, err := b.Body(it.GroupResource(), it.Version, "", it.Name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		crd, err := DecodeCRD(data)
 		if err != nil {
-			return nil, fmt.Errorf("versionselect: CRD %s in the backup: %w", it.Name, err)
+			gr, _ := manifest.DefinedBy(it.Name)
+			invalid = append(invalid, &InvalidCRDError{Name: it.Name, GroupResource: gr, Err: err})
+			continue
 		}
-		out = append(out, crd)
+		crds = append(crds, crd)
 	}
-	return out, nil
+	return crds, invalid, nil
 }
 
 // PlanBackup is the usual sequence: discover the target, merge the CRDs the backup
@@ -129,10 +143,10 @@ func PlanBackup(ctx context.Context, b Backup, d Discovery, opts Options) (plan 
 	if target == nil {
 		return nil, nil, derr
 	}
-	crds, err := BackupCRDs(b)
+	crds, invalid, err := BackupCRDs(b)
 	if err != nil {
 		return nil, derr, err
 	}
-	plan, err = NewPlan(b, target.WithCRDs(crds), opts)
+	plan, err = NewPlan(b, target.WithCRDs(crds, invalid...), opts)
 	return plan, derr, err
 }

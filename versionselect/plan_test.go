@@ -135,3 +135,36 @@ func TestPlanUserPrioritiesAndStrict(t *testing.T) {
 	assert.Contains(t, err.Error(), "backup [v1beta1], target [v1 v1beta3]")
 	assert.NotNil(t, plan, "the plan comes back beside the error, for reporting")
 }
+
+func TestInvalidCRDInTheBackupIsReportedAsInvalid(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := archive.NewWriter(&buf, archive.Format11)
+	require.NoError(t, err)
+	twoStorage := crd("z.io", "things", ver("v1", true, true), ver("v2", true, true))
+	twoStorage.TypeMeta = metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"}
+	twoStorage.UID = "uid-things"
+	raw, _ := json.Marshal(twoStorage)
+	var u unstructured.Unstructured
+	require.NoError(t, u.UnmarshalJSON(raw))
+	require.NoError(t, w.Add(&u, "customresourcedefinitions", true))
+	require.NoError(t, w.Add(obj("z.io/v1", "Thing", "ns", "t"), "things", true))
+	// A CRD whose spec is not a CRD's at all.
+	bad := obj("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "bads.q.io")
+	bad.Object["spec"] = "not an object"
+	require.NoError(t, w.Add(bad, "customresourcedefinitions", true))
+	require.NoError(t, w.Add(obj("q.io/v1", "Bad", "ns", "b"), "bads", true))
+	require.NoError(t, w.Close())
+	b, err := archive.Read(&buf, archive.Options{})
+	require.NoError(t, err)
+
+	plan, _, err := PlanBackup(context.Background(), b, testTarget(), Options{})
+	require.NoError(t, err, "an invalid CRD does not stop the plan")
+	things, _ := plan.For(schema.GroupResource{Group: "z.io", Resource: "things"})
+	assert.Equal(t, RuleNotServed, things.Rule)
+	assert.Contains(t, things.Explain(), "the backup's CRD for it is invalid: things.z.io")
+	assert.Contains(t, things.Explain(), "2 versions are marked storage")
+	bads, _ := plan.For(schema.GroupResource{Group: "q.io", Resource: "bads"})
+	assert.Equal(t, RuleNotServed, bads.Rule)
+	assert.Contains(t, bads.Explain(), "the backup's CRD for it is invalid: bads.q.io")
+	assert.NotContains(t, bads.Explain(), "carries no CRD")
+}

@@ -23,6 +23,9 @@ type TargetResource struct {
 	Preferred string
 	// FromCRD names the backup's CRD these versions come from; "" when from discovery.
 	FromCRD string
+	// InvalidCRD says, when the target does not serve the group-resource, why the
+	// backup's CRD for it cannot serve it either: its name and what is wrong with it.
+	InvalidCRD string
 }
 
 // Target is what the target cluster serves, per group-resource.
@@ -77,19 +80,29 @@ func Discover(ctx context.Context, d Discovery) (Target, error) {
 // WithCRDs returns the target as it will be once crds (from the backup) are restored:
 // each CRD whose group-resource the target does not serve contributes its served
 // versions. Where the target already serves the group-resource, its own versions stand.
-// CRDs that break the versioning rules, or serve nothing, contribute nothing.
-func (t Target) WithCRDs(crds []*apiextv1.CustomResourceDefinition) Target {
+// CRDs that break the versioning rules, or serve nothing, contribute no versions, only
+// the reason (InvalidCRD); so do the backup's CRDs that could not be read (invalid).
+func (t Target) WithCRDs(crds []*apiextv1.CustomResourceDefinition, invalid ...*InvalidCRDError) Target {
 	out := make(Target, len(t)+len(crds))
 	for gr, tr := range t {
 		out[gr] = tr
 	}
 	for _, crd := range crds {
 		gr := CRDGroupResource(crd)
-		if _, served := t[gr]; served || ValidateCRDVersions(crd) != nil {
+		if _, served := t[gr]; served {
+			continue
+		}
+		if err := ValidateCRDVersions(crd); err != nil {
+			out[gr] = TargetResource{InvalidCRD: fmt.Sprintf("%s: %v", crd.Name, err)}
 			continue
 		}
 		versions := ServedVersions(crd)
 		out[gr] = TargetResource{Versions: versions, Preferred: versions[0], FromCRD: crd.Name}
+	}
+	for _, e := range invalid {
+		if _, served := t[e.GroupResource]; !served {
+			out[e.GroupResource] = TargetResource{InvalidCRD: e.Error()}
+		}
 	}
 	return out
 }

@@ -92,13 +92,14 @@ func TestWithCRDs(t *testing.T) {
 		crd("x.io", "widgets", ver("v2", true, true), ver("v1", true, false)),
 		// New to the target, listed lowest priority first, one version not served.
 		crd("x.io", "gadgets", ver("v1alpha1", true, false), ver("v1beta1", true, true), ver("v1", true, false), ver("v2", false, false)),
-		// Breaks the rules: contributes nothing.
+		// Breaks the rules: contributes no versions, only why.
 		crd("x.io", "broken", ver("v1", true, false)),
 	}
 	got := served.WithCRDs(crds)
 	assert.Equal(t, served[schema.GroupResource{Group: "x.io", Resource: "widgets"}], got[schema.GroupResource{Group: "x.io", Resource: "widgets"}])
 	assert.Equal(t, TargetResource{Versions: []string{"v1", "v1beta1", "v1alpha1"}, Preferred: "v1", FromCRD: "gadgets.x.io"}, got[schema.GroupResource{Group: "x.io", Resource: "gadgets"}])
-	_, ok := got[schema.GroupResource{Group: "x.io", Resource: "broken"}]
-	assert.False(t, ok)
+	broken := got[schema.GroupResource{Group: "x.io", Resource: "broken"}]
+	assert.Empty(t, broken.Versions)
+	assert.Contains(t, broken.InvalidCRD, "OneStorageVersion")
 	assert.Len(t, served, 1, "the receiver is not changed")
 }

@@ -213,3 +213,41 @@ func TestDemo(t *testing.T) {
 	assert.True(t, bytes.Contains(svg, []byte(fmt.Sprintf("Restore timeline: %d objects", n))), "the timeline names its objects")
 	assert.Equal(t, n, bytes.Count(svg, []byte(`fill="#3b7dd8"><title>`)), "one creating bar per object")
 }
+
+const shopBackup = "../../testdata/backups/shop-k8s-1.37.tar.gz"
+
+// TestRestoreRealBackup restores what a real API server and its controllers wrote.
+func TestRestoreRealBackup(t *testing.T) {
+	r := rg(t, "restore", "--backup", shopBackup, "--embedded")
+	assert.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, "7 objects left to the target by restoregraph.dev/non-restorable")
+	assert.Contains(t, r.stdout, "6 objects left to the target by restoregraph.dev/controller-managed")
+	assert.Contains(t, r.stdout, "40 objects in")
+
+	r = rg(t, "restore", "--backup", shopBackup, "--embedded", "--disable-plugin", "restoregraph.dev/job")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stdout, "Failed    Job shop/migrate")
+
+	r = rg(t, "restore", "--backup", shopBackup, "--embedded", "--wait", "--wait-timeout", "300ms")
+	assert.Equal(t, 1, r.code, "nothing runs the Pods in the embedded server")
+	assert.Contains(t, r.stdout, "not healthy: Deployment shop/web")
+	assert.Contains(t, r.stderr, "not healthy after 300ms")
+
+	r = rg(t, "plan", "--backup", shopBackup, "--embedded")
+	assert.Equal(t, 0, r.code)
+	assert.Contains(t, r.stdout, "(also listed as events: restored once) [not restored: events.events.k8s.io is not restored")
+}
+
+func TestClientRateLimitFlags(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600))
+	r := rg(t, "plan", "--backup", shopBackup, "--kubeconfig", kubeconfig, "--client-qps", "0")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "--client-qps and --client-burst must be positive")
+}

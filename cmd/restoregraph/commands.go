@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/plugin/builtin"
 	"github.com/restoregraph/restoregraph/restore"
 	"github.com/restoregraph/restoregraph/versionselect"
 )
@@ -111,6 +114,12 @@ func printPlan(w io.Writer, p *restore.Plan) {
 		if len(deps) > 0 {
 			fmt.Fprintf(w, " <- %s", strings.Join(deps, ", "))
 		}
+		if len(o.Folded) > 0 {
+			fmt.Fprintf(w, " (also listed as %s: restored once)", strings.Join(o.Folded, ", "))
+		}
+		if o.Excluded != "" {
+			fmt.Fprintf(w, " [not restored: %s]", o.Excluded)
+		}
 		fmt.Fprintln(w)
 	}
 	var cp []string
@@ -140,8 +149,9 @@ func newRestoreCmd() *cobra.Command {
 	var (
 		backup, journal, priorities, existing, output string
 		workers                                       int
-		itemTimeout                                   time.Duration
-		strict                                        bool
+		itemTimeout, waitTimeout                      time.Duration
+		strict, preserveNodePorts, waitHealthy        bool
+		disable                                       []string
 	)
 	t := &target{flags: genericclioptions.NewConfigFlags(true)}
 	cmd := &cobra.Command{
@@ -160,7 +170,11 @@ func newRestoreCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opts := restore.Options{Workers: workers, ItemTimeout: itemTimeout, StrictVersions: strict, Existing: policy}
+			opts := restore.Options{Workers: workers, ItemTimeout: itemTimeout, StrictVersions: strict, Existing: policy,
+				PreserveNodePorts: preserveNodePorts, DisablePlugins: disable}
+			if waitHealthy {
+				opts.HealthTimeout = waitTimeout
+			}
 			if priorities != "" {
 				p, _, err := versionselect.ReadPrioritiesFile(priorities, versionselect.ParseOptions{})
 				if err != nil {
@@ -184,6 +198,9 @@ func newRestoreCmd() *cobra.Command {
 			ctx, cancel := signalContext()
 			defer cancel()
 			prog := newProgress(cmd.ErrOrStderr(), b.Manifest().Len())
+			if t.limiter != nil {
+				prog.throttle = t.limiter.Waited
+			}
 			opts.OnEvent = prog.event
 			rep, err := restore.Run(ctx, tgt, b, opts)
 			prog.finish()
@@ -201,6 +218,9 @@ func newRestoreCmd() *cobra.Command {
 				return &exitError{code: exitIncomplete, err: err}
 			}
 			if !rep.OK() {
+				if h := rep.Health; h != nil && len(h.NotHealthy) > 0 && rep.Summary[restore.Failed] == 0 {
+					return &exitError{code: exitIncomplete, err: fmt.Errorf("%d objects not healthy after %s", len(h.NotHealthy), h.Timeout)}
+				}
 				return &exitError{code: exitIncomplete, err: fmt.Errorf("%d failed, %d skipped, %d cancelled", rep.Count(restore.Failed), rep.Count(restore.Skipped), rep.Count(restore.Cancelled))}
 			}
 			return nil
@@ -214,14 +234,23 @@ func newRestoreCmd() *cobra.Command {
 	f.StringVar(&priorities, "version-priorities", "", "file of resource.group=v1,v2 lines: the user's version priorities")
 	f.BoolVar(&strict, "strict-versions", false, "fail when a resource shares no API version with the target")
 	f.StringVar(&existing, "existing", "adopt", "objects that already exist: adopt, update or fail")
+	f.BoolVar(&preserveNodePorts, "preserve-nodeports", false, "keep Services' node ports instead of letting the target allocate them")
+	f.StringArrayVar(&disable, "disable-plugin", nil, "switch off a built-in action or plan rule by name (repeatable): "+strings.Join(append(slices.Clone(builtin.Names), restore.ControllerManaged, restore.NamespaceDefaults), ", "))
+	f.BoolVar(&waitHealthy, "wait", false, "after the restore, wait until everything restored is healthy (kstatus Current), and fail if it is not")
+	f.DurationVar(&waitTimeout, "wait-timeout", 5*time.Minute, "how long --wait waits")
 	f.StringVarP(&output, "output", "o", "text", "text or json")
 	t.addFlags(cmd)
 	return cmd
 }
 
 func printReport(w io.Writer, rep *restore.Report) {
+	leftOut := map[string]int{} // by the plan's rule: one line each, not one per object
 	for _, o := range rep.Objects {
 		if o.Status == restore.Restored && len(o.Warnings) == 0 {
+			continue
+		}
+		if o.Status == restore.Skipped && (o.SkippedBy == restore.NonRestorable || o.SkippedBy == restore.ControllerManaged) {
+			leftOut[o.SkippedBy]++
 			continue
 		}
 		fmt.Fprintf(w, "%-9s %s %s", o.Status, o.Kind, qualified(o.Namespace, o.Name))
@@ -233,6 +262,9 @@ func printReport(w io.Writer, rep *restore.Report) {
 			fmt.Fprintf(w, "          warning: %s\n", x)
 		}
 	}
+	for _, by := range slices.Sorted(maps.Keys(leftOut)) {
+		fmt.Fprintf(w, "Skipped   %d objects left to the target by %s (plan -o text lists them)\n", leftOut[by], by)
+	}
 	fmt.Fprintf(w, "%d objects in %s:", len(rep.Objects), rep.Finished.Sub(rep.Started).Round(time.Millisecond))
 	for _, s := range []restore.Status{restore.Restored, restore.Adopted, restore.Updated, restore.Skipped, restore.Failed, restore.Cancelled} {
 		if n := rep.Count(s); n > 0 {
@@ -240,6 +272,12 @@ func printReport(w io.Writer, rep *restore.Report) {
 		}
 	}
 	fmt.Fprintln(w)
+	if h := rep.Health; h != nil {
+		fmt.Fprintf(w, "health after %s: %d healthy, %d not\n", h.Timeout, h.Healthy, len(h.NotHealthy))
+		for _, o := range h.NotHealthy {
+			fmt.Fprintf(w, "  not healthy: %s %s: %s\n", o.Kind, qualified(o.Namespace, o.Name), o.Status)
+		}
+	}
 }
 
 func newManifestCmd() *cobra.Command {

@@ -73,11 +73,16 @@ func run(args []string) int {
 type target struct {
 	flags    *genericclioptions.ConfigFlags
 	embedded bool
+	qps      float32
+	burst    int
+	limiter  *meteredLimiter // set by config for a kubeconfig's cluster
 }
 
 func (t *target) addFlags(cmd *cobra.Command) {
 	t.flags.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&t.embedded, "embedded", false, "use the embedded in-process API server instead of the kubeconfig's cluster")
+	cmd.Flags().Float32Var(&t.qps, "client-qps", 200, "requests per second the client sends the API server at most")
+	cmd.Flags().IntVar(&t.burst, "client-burst", 400, "requests the client may send at once above --client-qps")
 }
 
 // config returns the target's client configuration and a function that releases it.
@@ -89,7 +94,12 @@ func (t *target) config() (*rest.Config, func(), error) {
 	if err != nil {
 		return nil, nil, badInput("kubeconfig: %w (use --embedded for the in-process API server)", err)
 	}
-	cfg.QPS, cfg.Burst = 200, 400
+	if t.qps <= 0 || t.burst <= 0 {
+		return nil, nil, badInput("--client-qps and --client-burst must be positive")
+	}
+	cfg.QPS, cfg.Burst = t.qps, t.burst
+	t.limiter = newMeteredLimiter(t.qps, t.burst)
+	cfg.RateLimiter = t.limiter
 	return cfg, func() {}, nil
 }
 

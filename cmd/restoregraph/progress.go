@@ -24,6 +24,10 @@ type progress struct {
 	running  int
 	failed   int
 	lastDraw time.Time
+	// throttle, when set, says how long requests have waited for the client's rate
+	// limiter; the line shows the share of the last interval they spent waiting.
+	throttle   func() time.Duration
+	lastWaited time.Duration
 }
 
 func newProgress(w io.Writer, total int) *progress {
@@ -65,6 +69,10 @@ func (p *progress) event(ev restore.Event) {
 }
 
 func (p *progress) draw(final bool) {
+	window := time.Since(p.lastDraw)
+	if p.lastDraw.IsZero() {
+		window = time.Since(p.start)
+	}
 	p.lastDraw = time.Now()
 	elapsed := time.Since(p.start)
 	rate := float64(p.done) / elapsed.Seconds()
@@ -73,6 +81,14 @@ func (p *progress) draw(final bool) {
 		eta = time.Duration(float64(p.total-p.done) / rate * float64(time.Second)).Round(time.Second).String()
 	}
 	line := fmt.Sprintf("%d/%d done, %d running, %d failed, %.0f/s, ETA %s", p.done, p.total, p.running, p.failed, rate, eta)
+	if p.throttle != nil {
+		waited := p.throttle()
+		if w := waited - p.lastWaited; w > 0 {
+			line += fmt.Sprintf(", client-side throttling: requests waited %s in the last %s (raise --client-qps)",
+				w.Round(time.Millisecond), window.Round(100*time.Millisecond))
+		}
+		p.lastWaited = waited
+	}
 	if !p.tty {
 		fmt.Fprintln(p.w, line)
 		return

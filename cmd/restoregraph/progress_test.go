@@ -17,3 +17,23 @@ func TestProgressLine(t *testing.T) {
 	// 100 done in 10 s is 10/s; 200 to go takes 20 s.
 	assert.Equal(t, "100/300 done, 4 running, 1 failed, 10/s, ETA 20s", line)
 }
+
+func TestProgressLineSaysWhenTheClientThrottles(t *testing.T) {
+	var buf bytes.Buffer
+	waited := 1500 * time.Millisecond
+	p := &progress{w: &buf, total: 300, done: 100, start: time.Now().Add(-10 * time.Second),
+		throttle: func() time.Duration { return waited }}
+	p.draw(false)
+	assert.Contains(t, buf.String(), "client-side throttling: requests waited 1.5s in the last 10s (raise --client-qps)")
+	buf.Reset()
+	p.draw(false)
+	assert.NotContains(t, buf.String(), "throttling", "no more waiting since the last line")
+}
+
+func TestMeteredLimiterCountsWaiting(t *testing.T) {
+	l := newMeteredLimiter(20, 1) // one request at once, then one every 50ms
+	for range 3 {
+		l.Accept()
+	}
+	assert.GreaterOrEqual(t, l.Waited(), 80*time.Millisecond, "the second and third request waited about 50ms each")
+}
