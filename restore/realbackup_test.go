@@ -199,3 +199,39 @@ func TestHealthIsWaitedForAtTheEndOnly(t *testing.T) {
 	assert.Positive(t, rep.Health.Healthy)
 	assert.False(t, rep.OK(), "asked for health, not healthy: not OK")
 }
+
+// What every namespace already has is adopted, whatever the Existing policy, and says
+// nothing: the target's controllers made it.
+func TestNamespaceDefaultsAreAdoptedQuietly(t *testing.T) {
+	b := shop(t)
+	ctx := context.Background()
+	// A target whose controllers made the namespace's defaults already.
+	prepared := func() Target {
+		tgt := shopTarget(t)
+		_, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx,
+			&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop"}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		for _, o := range []struct{ resource, kind, name string }{{"serviceaccounts", "ServiceAccount", "default"}, {"configmaps", "ConfigMap", "kube-root-ca.crt"}} {
+			_, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: o.resource}).Namespace("shop").Create(ctx,
+				&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": o.kind, "metadata": map[string]any{"name": o.name}}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		return tgt
+	}
+	// The Namespace exists too: leave it out, so that Fail applies to what is in it.
+	opts := Options{Retry: fastRetry, Existing: Fail, NonRestorable: []schema.GroupResource{{Resource: "namespaces"}, {Resource: "events"}, {Group: "events.k8s.io", Resource: "events"}}}
+	rep, err := Run(ctx, prepared(), b, opts)
+	require.NoError(t, err)
+	res := byName(rep)
+	for _, name := range []string{"serviceaccounts/default", "configmaps/kube-root-ca.crt"} {
+		assert.Equal(t, Adopted, res[name].Status, name)
+		assert.Empty(t, res[name].Warnings, name)
+		assert.Empty(t, res[name].Reason, name)
+	}
+	assert.Equal(t, Restored, res["serviceaccounts/app"].Status)
+
+	opts.DisablePlugins = []string{NamespaceDefaults}
+	rep, err = Run(ctx, prepared(), b, opts)
+	require.NoError(t, err)
+	assert.Equal(t, Failed, byName(rep)["serviceaccounts/default"].Status, "with the rule off, Fail applies")
+}
