@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/manifest"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -40,9 +41,13 @@ const (
 // the rule's name and the reason; "" restores it.
 type exclusion struct{ by, reason string }
 
-// exclude decides for every object of the backup whether it is left out.
-func exclude(backup Backup, opts Options) map[*manifest.Item]exclusion {
+// exclude decides for every object of the backup whether it is left out: by the
+// filter (nil for none), then by the plan's own rules.
+func exclude(backup Backup, opts Options, f *filter.Filter) map[*manifest.Item]exclusion {
 	out := map[*manifest.Item]exclusion{}
+	if f != nil {
+		out = filtered(backup.Manifest(), f)
+	}
 	nonRestorable := map[schema.GroupResource]bool{}
 	for _, gr := range opts.NonRestorable {
 		nonRestorable[gr] = true
@@ -50,6 +55,9 @@ func exclude(backup Backup, opts Options) map[*manifest.Item]exclusion {
 	managed := !disabled(opts, ControllerManaged)
 	m := backup.Manifest()
 	for _, it := range m.Items() {
+		if _, done := out[it]; done {
+			continue
+		}
 		if nonRestorable[it.GroupResource()] {
 			out[it] = exclusion{NonRestorable, it.GroupResource().String() + " is not restored (Options.NonRestorable)"}
 			continue

@@ -41,7 +41,8 @@ func (r *run) waitHealthy(ctx context.Context, rep *Report) *HealthReport {
 		}
 		g.Go(func() error {
 			gvr := schema.GroupVersionResource{Group: o.Group, Version: o.Version, Resource: o.Resource}
-			last, err := waiter.Wait(ctx, gvr, o.Namespace, o.Name, r.opts.HealthTimeout)
+			ns, name := o.InTarget()
+			last, err := waiter.Wait(ctx, gvr, ns, name, r.opts.HealthTimeout)
 			if err != nil {
 				results[i] = &HealthResult{ObjectRef: o.ObjectRef, Status: last.Reason}
 			}

@@ -3,6 +3,7 @@ package restore
 import (
 	"time"
 
+	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/graph"
 	"github.com/restoregraph/restoregraph/plugin"
 	"github.com/restoregraph/restoregraph/readiness"
@@ -59,14 +60,24 @@ type Options struct {
 	Rules []graph.Rule
 	// AdditionalItems waits for plugins' additional items (timeout, strictness).
 	AdditionalItems readiness.AdditionalItemsWaiter
-	// Name is the restore's name, given to plugins.
+	// Name is the restore's name, given to plugins and put on every restored object
+	// (RestoreNameLabel); default <BackupName or "restore">-<time of the restore>.
 	Name string
+	// BackupName is the backup's name, given to plugins and put on every restored object
+	// (BackupNameLabel) when set.
+	BackupName string
 	// OnEvent receives progress events, in order, from one goroutine.
 	OnEvent func(Event)
 	// Retry spaces retries of transient errors; default 100ms doubling to 5s.
 	Retry wait.Backoff
 	// Clock stamps the report and drives readiness waits; default the real clock.
 	Clock clock.Clock
+	// Filter selects what is restored, as Velero's restore options do; the zero value
+	// restores everything. Resource names resolve against the backup and the target.
+	Filter filter.Spec
+	// NamespaceMappings restores the objects of namespace src into dst: the Namespace
+	// itself, every object in it, and the subjects of role bindings naming it.
+	NamespaceMappings map[string]string
 	// PreserveNodePorts keeps Services' node ports (the built-in Service action clears
 	// them otherwise), as Velero's --preserve-nodeports.
 	PreserveNodePorts bool
@@ -97,14 +108,18 @@ func (o Options) withDefaults() Options {
 	if o.Retry.Duration == 0 {
 		o.Retry = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Steps: 1 << 30}
 	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	if o.Name == "" {
-		o.Name = "restoregraph"
+		prefix := o.BackupName
+		if prefix == "" {
+			prefix = "restore"
+		}
+		o.Name = prefix + "-" + o.Clock.Now().UTC().Format("20060102150405")
 	}
 	if o.NonRestorable == nil {
 		o.NonRestorable = DefaultNonRestorable
-	}
-	if o.Clock == nil {
-		o.Clock = clock.RealClock{}
 	}
 	if o.AdditionalItems.Clock == nil {
 		o.AdditionalItems.Clock = o.Clock

@@ -3,7 +3,6 @@ package restore
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/plugin"
@@ -23,7 +22,7 @@ func (r *run) stepJournal(ctx context.Context, o *Object) error {
 	}
 	var existing *unstructured.Unstructured
 	err := r.retry(ctx, o, func() (err error) {
-		existing, err = o.Client.Get(ctx, o.Item.Name, metav1.GetOptions{})
+		existing, err = o.Client.Get(ctx, o.Name, metav1.GetOptions{})
 		return err
 	})
 	if err == nil && existing.GetUID() == j.New {
@@ -167,7 +166,7 @@ func (r *run) create(ctx context.Context, o *Object) (*unstructured.Unstructured
 	}
 	var existing *unstructured.Unstructured
 	if err := r.retry(ctx, o, func() (err error) {
-		existing, err = o.Client.Get(ctx, it.Name, metav1.GetOptions{})
+		existing, err = o.Client.Get(ctx, o.Name, metav1.GetOptions{})
 		return err
 	}); err != nil {
 		return nil, err
@@ -188,7 +187,7 @@ func (r *run) create(ctx context.Context, o *Object) (*unstructured.Unstructured
 		var updated *unstructured.Unstructured
 		err := r.retry(ctx, o, func() error {
 			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				cur, err := o.Client.Get(ctx, it.Name, metav1.GetOptions{})
+				cur, err := o.Client.Get(ctx, o.Name, metav1.GetOptions{})
 				if err != nil {
 					return err
 				}
@@ -230,11 +229,7 @@ func (r *run) stepStatus(ctx context.Context, o *Object) error {
 // says so, otherwise through the waiter, within the item's deadline.
 func (r *run) stepReady(ctx context.Context, o *Object) error {
 	if rr := r.opts.Readiness.Check(o.Target); !rr.Ready {
-		var timeout time.Duration
-		if d, ok := ctx.Deadline(); ok {
-			timeout = d.Sub(r.opts.Clock.Now())
-		}
-		if _, err := r.waiter.Wait(ctx, o.Resource, o.Target.GetNamespace(), o.Target.GetName(), timeout); err != nil {
+		if _, err := r.waiter.Wait(ctx, o.Resource, o.Target.GetNamespace(), o.Target.GetName(), o.budget.remaining()); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/graph"
 	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/readiness"
@@ -59,10 +60,35 @@ type ObjectRef struct {
 	Namespace string    `json:"namespace,omitempty"`
 	Name      string    `json:"name"`
 	Version   string    `json:"version"`
+	// TargetNamespace is the namespace it is restored into, when a namespace mapping
+	// moves it; TargetName the name of a Namespace a mapping renames.
+	TargetNamespace string `json:"targetNamespace,omitempty"`
+	TargetName      string `json:"targetName,omitempty"`
 }
 
-func refOf(it *manifest.Item, version string) ObjectRef {
-	return ObjectRef{UID: it.UID, Group: it.Group, Resource: it.Resource, Kind: it.Kind, Namespace: it.Namespace, Name: it.Name, Version: version}
+func refOf(it *manifest.Item, version string, mappings map[string]string) ObjectRef {
+	ref := ObjectRef{UID: it.UID, Group: it.Group, Resource: it.Resource, Kind: it.Kind, Namespace: it.Namespace, Name: it.Name, Version: version}
+	if dst, ok := mappings[it.Namespace]; ok && it.Namespace != "" {
+		ref.TargetNamespace = dst
+	}
+	if dst, ok := mappings[it.Name]; ok && isNamespace(it) {
+		ref.TargetName = dst
+	}
+	return ref
+}
+
+func isNamespace(it *manifest.Item) bool { return it.Group == "" && it.Resource == "namespaces" }
+
+// InTarget returns where the object is in the target: its namespace and name there.
+func (r ObjectRef) InTarget() (namespace, name string) {
+	namespace, name = r.Namespace, r.Name
+	if r.TargetNamespace != "" {
+		namespace = r.TargetNamespace
+	}
+	if r.TargetName != "" {
+		name = r.TargetName
+	}
+	return namespace, name
 }
 
 // PlannedObject is one object of the plan, in restore order.
@@ -131,6 +157,14 @@ func PlanRestore(ctx context.Context, target Target, backup Backup, opts Options
 // discovery failures are errors; cycles and malformed annotations are warnings, and the
 // plan covers everything they do not block.
 func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts Options) (*Plan, error) {
+	disc = &onceDiscovery{d: disc}
+	var f *filter.Filter
+	if !opts.Filter.Empty() {
+		var err error
+		if f, err = opts.Filter.Resolve(catalog(ctx, backup, disc)); err != nil {
+			return nil, err
+		}
+	}
 	vplan, discWarning, err := versionselect.PlanBackup(ctx, backup, disc, versionselect.Options{Priorities: opts.Priorities, Strict: opts.StrictVersions})
 	if vplan == nil {
 		return nil, err
@@ -159,7 +193,7 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 	}
 	m := backup.Manifest()
 	p.through = throughServed(m, vplan)
-	p.excluded = exclude(backup, opts)
+	p.excluded = exclude(backup, opts, f)
 	g, gerr := graph.New(m, graph.Options{Rules: opts.Rules})
 	p.graph = g
 	var ce *graph.CycleError
@@ -192,7 +226,7 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 			continue
 		}
 		it := p.item(n.ID())
-		po := PlannedObject{ObjectRef: refOf(it, versionOf(vplan, it)), Level: levels[n.ID()], DependsOn: []Dependency{}}
+		po := PlannedObject{ObjectRef: refOf(it, versionOf(vplan, it), opts.NamespaceMappings), Level: levels[n.ID()], DependsOn: []Dependency{}}
 		for _, c := range slices.Concat(m.Aliases(it.UID), []*manifest.Item{n.Item}) {
 			if c != it {
 				po.Folded = append(po.Folded, c.GroupResource().String())

@@ -46,7 +46,7 @@ func Run(ctx context.Context, target Target, backup Backup, opts Options) (*Repo
 	r := &run{
 		opts: opts, target: target, backup: backup, plan: p,
 		waiter:  &readiness.Waiter{Client: target.Dynamic, Registry: opts.Readiness, Clock: opts.Clock},
-		request: &ria.Restore{Name: opts.Name},
+		request: &ria.Restore{Name: opts.Name, Backup: opts.BackupName},
 		newUIDs: map[types.UID]types.UID{}, results: make([]ObjectResult, p.graph.Len()),
 		byID: map[manifest.ID]int64{},
 	}
@@ -97,7 +97,7 @@ func (r *run) report(srep *scheduler.Report, started time.Time, p *Plan) *Report
 			continue
 		}
 		res := r.results[id]
-		res.ObjectRef = refOf(it, versionOf(p.versions, it))
+		res.ObjectRef = refOf(it, versionOf(p.versions, it), r.opts.NamespaceMappings)
 		if res.Started.IsZero() {
 			res.Started = sr.Start
 		}

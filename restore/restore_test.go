@@ -471,7 +471,7 @@ func TestCallersStepsAndRules(t *testing.T) {
 	_, cfg := cluster(t, memcluster.Options{})
 	opts := Options{Retry: fastRetry, Rules: []graph.Rule{secretsFirst{}}, Steps: func(steps []Step) []Step {
 		i := slices.IndexFunc(steps, func(s Step) bool { return s.Name == StepSanitize })
-		return slices.Insert(steps, i+1, Step{"label", labelStep})
+		return slices.Insert(steps, i+1, Step{Name: "label", Run: labelStep})
 	}}
 	p, err := PlanRestore(context.Background(), cfg, b, opts)
 	require.NoError(t, err)

@@ -18,6 +18,10 @@ import (
 type Step struct {
 	Name string
 	Run  func(ctx context.Context, o *Object) error
+	// Unbounded steps bound their own waits and are not charged to the object's item
+	// timeout (StepActions: a plugin's wait for its additional items has the plugin's
+	// own timeout).
+	Unbounded bool
 }
 
 // The default steps, in the order they run.
@@ -29,11 +33,19 @@ const (
 	StepRead = "read"
 	// StepSanitize removes what the server sets, and status unless it is kept.
 	StepSanitize = "sanitize"
+	// StepMapNamespaces moves the object into the namespace Options.NamespaceMappings
+	// names: its own namespace, a Namespace's name, role binding subjects, a volume's
+	// claim.
+	StepMapNamespaces = "map-namespaces"
 	// StepActions runs the RestoreItemActions that apply: their changes, additional
 	// items (restored first, then waited for when asked) and requests to skip.
 	StepActions = "actions"
 	// StepRemapOwners points ownerReferences at owners that exist in the target.
 	StepRemapOwners = "remap-owners"
+	// StepLabel labels the object with the backup's and the restore's names
+	// (velero.io/backup-name, velero.io/restore-name), as Velero does, so that one
+	// label selector finds what a restore made.
+	StepLabel = "labels"
 	// StepCreate creates the object, handling one that exists by the Existing policy,
 	// and records it in the journal.
 	StepCreate = "create"
@@ -44,7 +56,8 @@ const (
 )
 
 // DefaultStepNames lists the default pipeline's steps in order.
-var DefaultStepNames = []string{StepJournal, StepRead, StepSanitize, StepActions, StepRemapOwners, StepCreate, StepStatus, StepReady}
+var DefaultStepNames = []string{StepJournal, StepRead, StepSanitize, StepMapNamespaces, StepActions, StepRemapOwners, StepLabel,
+	StepCreate, StepStatus, StepReady}
 
 // Object is one object on its way through the pipeline: what the steps read and change.
 type Object struct {
@@ -52,8 +65,10 @@ type Object struct {
 	Item *manifest.Item
 	// Resource is where it is restored: its group and resource at the chosen version.
 	Resource schema.GroupVersionResource
-	// Client reaches Resource in the object's namespace in the target.
+	// Client reaches Resource in the object's namespace in the target, and Name is its
+	// name there (a mapped Namespace's is not its name in the backup).
 	Client dynamic.ResourceInterface
+	Name   string
 	// Backup is the object as the backup holds it at that version, set by StepRead.
 	// Steps must not change it.
 	Backup *unstructured.Unstructured
@@ -65,6 +80,7 @@ type Object struct {
 	Result *ObjectResult
 
 	node     *scheduler.Node
+	budget   *budget
 	finished bool
 }
 
@@ -75,14 +91,16 @@ func (o *Object) Finish() { o.finished = true }
 // defaultSteps returns the pipeline of r, in DefaultStepNames order.
 func (r *run) defaultSteps() []Step {
 	return []Step{
-		{StepJournal, r.stepJournal},
-		{StepRead, r.stepRead},
-		{StepSanitize, r.stepSanitize},
-		{StepActions, r.stepActions},
-		{StepRemapOwners, r.stepRemapOwners},
-		{StepCreate, r.stepCreate},
-		{StepStatus, r.stepStatus},
-		{StepReady, r.stepReady},
+		{Name: StepJournal, Run: r.stepJournal},
+		{Name: StepRead, Run: r.stepRead},
+		{Name: StepSanitize, Run: r.stepSanitize},
+		{Name: StepMapNamespaces, Run: r.stepMapNamespaces},
+		{Name: StepActions, Run: r.stepActions, Unbounded: true},
+		{Name: StepRemapOwners, Run: r.stepRemapOwners},
+		{Name: StepLabel, Run: r.stepLabel},
+		{Name: StepCreate, Run: r.stepCreate},
+		{Name: StepStatus, Run: r.stepStatus},
+		{Name: StepReady, Run: r.stepReady},
 	}
 }
 
@@ -98,22 +116,40 @@ func (r *run) restoreNode(ctx context.Context, n *scheduler.Node) error {
 		res.Status, res.SkippedBy, res.Reason = Skipped, ex.by, ex.reason
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.opts.ItemTimeout)
-	defer cancel()
-
 	choice, _ := r.plan.versions.For(it.GroupResource())
 	if choice.Rule == versionselect.RuleNotServed {
 		return fmt.Errorf("%s", choice.Explain())
 	}
 	gvr := schema.GroupVersionResource{Group: it.Group, Version: choice.Version, Resource: it.Resource}
-	o := &Object{Item: it, Resource: gvr, Client: r.target.Dynamic.Resource(gvr).Namespace(it.Namespace), Result: res, node: n}
-	for _, s := range r.steps {
-		if err := s.Run(ctx, o); err != nil {
+	ns, name := refOf(it, "", r.opts.NamespaceMappings).InTarget()
+	o := &Object{Item: it, Resource: gvr, Client: r.target.Dynamic.Resource(gvr).Namespace(ns), Name: name, Result: res, node: n,
+		budget: &budget{clock: r.opts.Clock, total: r.opts.ItemTimeout}}
+	// Consecutive bounded steps share one run of the budget.
+	for i := 0; i < len(r.steps) && !o.finished; {
+		if r.steps[i].Unbounded {
+			if err := r.steps[i].Run(ctx, o); err != nil {
+				return err
+			}
+			i++
+			continue
+		}
+		j := i
+		for j < len(r.steps) && !r.steps[j].Unbounded {
+			j++
+		}
+		bounded := r.steps[i:j]
+		err := o.budget.run(ctx, func(ctx context.Context) error {
+			for _, s := range bounded {
+				if err := s.Run(ctx, o); err != nil || o.finished {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
-		if o.finished {
-			break
-		}
+		i = j
 	}
 	return nil
 }
