@@ -101,9 +101,14 @@ func (r *run) additionalItems(ctx context.Context, o *Object, a *plugin.Action, 
 	var ids []int64
 	for _, ai := range out.AdditionalItems {
 		id := manifest.ID{Group: ai.Group, Resource: ai.Resource, Namespace: ai.Namespace, Name: ai.Name}
-		if node, ok := r.byID[id]; ok {
+		node, ok := r.byID[id]
+		switch {
+		case ok && r.plan.excluded[r.plan.graph.NodeAt(node).Item].by != "":
+			ex := r.plan.excluded[r.plan.graph.NodeAt(node).Item]
+			res.Warnings = append(res.Warnings, fmt.Sprintf("plugin %s asked for %s, which is not restored: %s", a.Name, ai, ex.reason))
+		case ok:
 			ids = append(ids, node)
-		} else {
+		default:
 			res.Warnings = append(res.Warnings, fmt.Sprintf("plugin %s asked for %s, which is not in the backup", a.Name, ai))
 		}
 	}

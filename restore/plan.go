@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/restoregraph/restoregraph/filter"
@@ -247,6 +248,11 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 		}
 	}
 	p.Warnings = append(p.Warnings, unprobedKinds(m, opts.Readiness)...)
+	for _, gr := range slices.SortedFunc(maps.Keys(opts.Priorities), manifest.CompareGroupResources) {
+		if _, held := m.Resource(gr); !held {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("version priorities name %s, which the backup does not hold", gr))
+		}
+	}
 	return p, nil
 }
 

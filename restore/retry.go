@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -21,6 +22,13 @@ func transient(err error) bool {
 	}
 	var st apierrors.APIStatus
 	if errors.As(err, &st) && st.Status().Code >= 500 {
+		return true
+	}
+	// The ServiceAccount admission plugin refuses a Pod until the namespace's default
+	// ServiceAccount exists, which the target's controller makes moments after the
+	// namespace: worth retrying, within the object's time.
+	if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "error looking up service account") &&
+		strings.Contains(err.Error(), `serviceaccount "default" not found`) {
 		return true
 	}
 	var ne net.Error

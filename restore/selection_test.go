@@ -121,3 +121,15 @@ func TestLabelValuesFitKubernetes(t *testing.T) {
 	assert.NotEqual(t, long, labelValue("a-backup-name-that-is-much-longer-than-sixty-three-characters-allowed-in-labels-2"))
 	assert.Equal(t, "daily-", labelValue("daily/2026")[:6])
 }
+
+func TestPrioritiesForResourcesNotInTheBackupAreAWarning(t *testing.T) {
+	p, err := PlanRestore(context.Background(), shopTarget(t), shop(t), Options{Priorities: map[schema.GroupResource][]string{
+		{Group: "autoscaling", Resource: "horizontalpodautoscalers"}: {"v1"},
+		{Group: "x.io", Resource: "gizmos"}:                          {"v2"},
+	}})
+	require.NoError(t, err)
+	assert.Contains(t, p.Warnings, "version priorities name gizmos.x.io, which the backup does not hold")
+	for _, w := range p.Warnings {
+		assert.NotContains(t, w, "horizontalpodautoscalers", "the backup holds HPAs")
+	}
+}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/backup"
+	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/restore"
 	"github.com/restoregraph/restoregraph/test/harness"
 	"github.com/stretchr/testify/assert"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -332,6 +335,110 @@ func TestRestoreARealApplicationBackup(t *testing.T) {
 		assert.Empty(t, e.GetAnnotations()[restore.SourceUIDAnnotation], "event %s was restored", e.GetName())
 	}
 	assertNoDanglingOwners(t, dstTarget, b, "shop")
+
+	t.Run("namespace mapping into the source cluster", func(t *testing.T) {
+		before := snapshot(t, srcTarget, b, "shop")
+		rep, err := restore.Run(ctx, srcTarget, b, restore.Options{NamespaceMappings: map[string]string{"shop": "shop-copy"}})
+		require.NoError(t, err)
+		require.True(t, rep.OK(), "%v", rep.Summary)
+		for _, w := range objs {
+			ns := w.namespace
+			name := w.name
+			if ns == "shop" {
+				ns = "shop-copy"
+			} else if w.gvr.Resource == "namespaces" {
+				name = "shop-copy"
+			}
+			_, err := srcTarget.Dynamic.Resource(w.gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+			assert.NoError(t, err, "%s %s in the copy", w.gvr.Resource, w.name)
+		}
+		assert.Equal(t, before, snapshot(t, srcTarget, b, "shop"), "the source namespace is untouched")
+		assertNoDanglingOwners(t, srcTarget, b, "shop-copy")
+		rb, err := srcTarget.Dynamic.Resource(schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}).
+			Namespace("shop-copy").Get(ctx, "reader", metav1.GetOptions{})
+		require.NoError(t, err)
+		subjects, _, _ := unstructured.NestedSlice(rb.Object, "subjects")
+		assert.Equal(t, "shop-copy", subjects[0].(map[string]any)["namespace"])
+	})
+
+	t.Run("include-resources and selector", func(t *testing.T) {
+		third := startCluster(t, opts)
+		tgt := restoreTarget(t, third.Config)
+		for _, tc := range []struct {
+			resources []string
+			selector  string
+			want      int // objects of those resources that carry the labels, the namespace aside
+		}{
+			// The Deployment and Services carry app=web only in their templates and
+			// selectors: the ReplicaSet alone does.
+			{[]string{"rs", "svc", "Deployment"}, "app=web", 1},
+			// The debug Pod runs as the namespace's default ServiceAccount, which carries no
+			// label: the target's controller makes it.
+			{[]string{"po", "sa"}, "app=debug", 1},
+		} {
+			sel, err := labels.Parse(tc.selector)
+			require.NoError(t, err)
+			rep, err := restore.Run(ctx, tgt, b, restore.Options{Filter: filter.Spec{IncludeResources: tc.resources, Selector: sel}})
+			require.NoError(t, err)
+			for _, o := range rep.Objects {
+				if o.Status == restore.Failed {
+					t.Logf("failed: %s %s: %s", o.Kind, o.Name, o.Reason)
+				}
+			}
+			require.True(t, rep.OK(), "%v", rep.Summary)
+			resolved, err := filter.Spec{IncludeResources: tc.resources}.Resolve(restoreCatalog(b))
+			require.NoError(t, err)
+			var want, made []string
+			for _, it := range b.Manifest().Items() {
+				if resolved.Resource(it.GroupResource()) && sel.Matches(it.Labels) {
+					want = append(want, it.Kind+"/"+it.Name)
+				}
+			}
+			for _, o := range rep.Objects {
+				if (o.Status == restore.Restored || o.Status == restore.Adopted) && o.Kind != "Namespace" {
+					made = append(made, o.Kind+"/"+o.Name)
+				}
+			}
+			slices.Sort(want)
+			slices.Sort(made)
+			assert.Len(t, want, tc.want)
+			assert.Equal(t, want, made, "exactly what %v and %s name", tc.resources, tc.selector)
+		}
+	})
+}
+
+// restoreCatalog names the backup's resources as a filter resolves them.
+func restoreCatalog(b *archive.Backup) filter.Catalog {
+	var c filter.Catalog
+	for _, it := range b.Manifest().Items() {
+		c = append(c, filter.Names{GroupResource: it.GroupResource(), Kind: it.Kind})
+	}
+	return append(c, filter.Names{GroupResource: schema.GroupResource{Group: "apps", Resource: "replicasets"}, ShortNames: []string{"rs"}},
+		filter.Names{GroupResource: schema.GroupResource{Resource: "services"}, ShortNames: []string{"svc"}},
+		filter.Names{GroupResource: schema.GroupResource{Resource: "pods"}, ShortNames: []string{"po"}},
+		filter.Names{GroupResource: schema.GroupResource{Resource: "serviceaccounts"}, ShortNames: []string{"sa"}})
+}
+
+// snapshot lists every object of the backup's resources in namespace: kind, name,
+// resourceVersion.
+func snapshot(t *testing.T, tgt restore.Target, b *archive.Backup, namespace string) []string {
+	t.Helper()
+	var out []string
+	for _, r := range b.Resources() {
+		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Preferred, Resource: r.Resource}
+		l, err := tgt.Dynamic.Resource(gvr).Namespace(namespace).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		for _, o := range l.Items {
+			if o.GetKind() == "Event" || o.GetKind() == "EndpointSlice" || o.GetKind() == "Endpoints" {
+				continue // the controllers' own
+			}
+			out = append(out, o.GetKind()+"/"+o.GetName()+"@"+o.GetResourceVersion())
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // assertNoDanglingOwners checks that every ownerReference in namespace names a live object.

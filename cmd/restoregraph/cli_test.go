@@ -173,8 +173,13 @@ func TestBadInput(t *testing.T) {
 		"not a tarball":         {"restore", "--backup", notATarball, "--embedded"},
 		"bad policy":            {"restore", "--backup", backup, "--embedded", "--existing", "maybe"},
 		"bad output":            {"plan", "--backup", backup, "--embedded", "-o", "yaml"},
-		"bad priorities":        {"restore", "--backup", backup, "--embedded", "--version-priorities", badPrio},
+		"no priorities file":    {"restore", "--backup", backup, "--embedded", "--version-priorities", "/nonexistent"},
 		"no cluster configured": {"plan", "--backup", backup},
+		"unknown resource":      {"restore", "--backup", backup, "--embedded", "--include-resources", "gizmos"},
+		"bad mapping":           {"plan", "--backup", backup, "--embedded", "--namespace-mappings", "a=b"},
+		"bad selector":          {"plan", "--backup", backup, "--embedded", "--selector", "a in (b"},
+		"bad configmap":         {"plan", "--backup", backup, "--embedded", "--version-priorities-configmap", "nonamespace"},
+		"bad cluster resources": {"plan", "--backup", backup, "--embedded", "--include-cluster-resources=maybe"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := rg(t, args...)
@@ -184,6 +189,81 @@ func TestBadInput(t *testing.T) {
 	}
 	r := rg(t, "restore", "--backup", "x", "--embedded", "--version-priorities", badPrio)
 	assert.Equal(t, 2, r.code)
+
+	// A bad line of priorities is skipped with a warning naming it, as Velero does.
+	r = rg(t, "restore", "--backup", backup, "--embedded", "--version-priorities", badPrio)
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, `warning: version priorities line 2 "nonsense"`)
+}
+
+// planned is what plan -o json says the restore will make, and restored what restore
+// -o json says it made: uid -> version, target namespace and name.
+func planned(t *testing.T, stdout string) map[string]string {
+	var p struct {
+		Objects []struct {
+			UID, Version, Namespace, Name, TargetNamespace, TargetName, Excluded string
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &p))
+	out := map[string]string{}
+	for _, o := range p.Objects {
+		if o.Excluded == "" {
+			out[o.UID] = o.Version + " " + o.TargetNamespace + "/" + o.TargetName
+		}
+	}
+	return out
+}
+
+func restoredObjects(t *testing.T, stdout string) map[string]string {
+	var rep struct {
+		Objects []struct {
+			UID, Version, Status, TargetNamespace, TargetName string
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	out := map[string]string{}
+	for _, o := range rep.Objects {
+		if o.Status == "Restored" || o.Status == "Adopted" {
+			out[o.UID] = o.Version + " " + o.TargetNamespace + "/" + o.TargetName
+		}
+	}
+	return out
+}
+
+// TestPlanAndRestoreAgree: with the same flags, the dry run and the restore it previews
+// name the same objects at the same versions in the same places.
+func TestPlanAndRestoreAgree(t *testing.T) {
+	prio := filepath.Join(t.TempDir(), "prio")
+	require.NoError(t, os.WriteFile(prio, []byte("horizontalpodautoscalers.autoscaling=v1\n"), 0o644))
+	for _, flags := range [][]string{
+		{},
+		{"--include-resources", "deploy,rs,po,cm,hpa,ns", "--selector", "app!=db", "--namespace-mappings", "shop:shop-copy", "--version-priorities", prio},
+		{"--exclude-resources", "secrets,Job", "--include-namespaces", "shop", "--restore-name", "nightly-copy"},
+	} {
+		t.Run(strings.Join(flags, " "), func(t *testing.T) {
+			p := rg(t, append([]string{"plan", "--backup", shopBackup, "--embedded", "-o", "json"}, flags...)...)
+			require.Equal(t, 0, p.code, p.stderr)
+			r := rg(t, append([]string{"restore", "--backup", shopBackup, "--embedded", "-o", "json"}, flags...)...)
+			require.Equal(t, 0, r.code, r.stderr)
+			want, got := planned(t, p.stdout), restoredObjects(t, r.stdout)
+			assert.NotEmpty(t, want)
+			assert.Equal(t, want, got)
+		})
+	}
+	p := rg(t, "plan", "--backup", shopBackup, "--embedded", "-o", "json", "--version-priorities", prio)
+	var plan struct {
+		Versions []struct{ Group, Resource, Version, Rule string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(p.stdout), &plan))
+	found := false
+	for _, v := range plan.Versions {
+		if v.Resource == "horizontalpodautoscalers" {
+			found = true
+			assert.Equal(t, "v1", v.Version, "the user's priority")
+			assert.Equal(t, "UserPriority", v.Rule)
+		}
+	}
+	assert.True(t, found)
 }
 
 func TestManifest(t *testing.T) {

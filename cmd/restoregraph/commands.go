@@ -17,9 +17,7 @@ import (
 
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/manifest"
-	"github.com/restoregraph/restoregraph/plugin/builtin"
 	"github.com/restoregraph/restoregraph/restore"
-	"github.com/restoregraph/restoregraph/versionselect"
 )
 
 func readBackup(path string) (*archive.Backup, error) {
@@ -44,7 +42,8 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func newPlanCmd() *cobra.Command {
-	var backup, output string
+	var output string
+	var rf restoreFlags
 	t := &target{flags: genericclioptions.NewConfigFlags(true)}
 	cmd := &cobra.Command{
 		Use:   "plan --backup FILE",
@@ -54,18 +53,22 @@ func newPlanCmd() *cobra.Command {
 			if output != "text" && output != "json" && output != "dot" {
 				return badInput("-o must be text, json or dot, not %q", output)
 			}
-			b, err := readBackup(backup)
+			b, err := readBackup(rf.backup)
 			if err != nil {
 				return err
 			}
-			tgt, stop, err := t.restoreTarget()
+			tgt, cfg, stop, err := t.restoreTarget()
 			if err != nil {
 				return err
 			}
 			defer stop()
 			ctx, cancel := signalContext()
 			defer cancel()
-			p, err := restore.PlanRestore(ctx, tgt, b, restore.Options{})
+			opts, err := rf.options(ctx, cfg, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			p, err := restore.PlanRestore(ctx, tgt, b, opts)
 			if err != nil {
 				return &exitError{code: exitBadInput, err: err}
 			}
@@ -85,7 +88,7 @@ func newPlanCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&backup, "backup", "", "the backup tarball (Velero format)")
+	rf.add(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text, json or dot")
 	t.addFlags(cmd)
 	return cmd
@@ -147,11 +150,11 @@ func qualified(ns, name string) string {
 
 func newRestoreCmd() *cobra.Command {
 	var (
-		backup, journal, priorities, existing, output string
-		workers                                       int
-		itemTimeout, waitTimeout                      time.Duration
-		strict, preserveNodePorts, waitHealthy        bool
-		disable                                       []string
+		journal, existing, output string
+		workers                   int
+		itemTimeout, waitTimeout  time.Duration
+		waitHealthy               bool
+		rf                        restoreFlags
 	)
 	t := &target{flags: genericclioptions.NewConfigFlags(true)}
 	cmd := &cobra.Command{
@@ -166,27 +169,25 @@ func newRestoreCmd() *cobra.Command {
 			if policy != restore.Adopt && policy != restore.Update && policy != restore.Fail {
 				return badInput("--existing must be adopt, update or fail, not %q", existing)
 			}
-			b, err := readBackup(backup)
+			b, err := readBackup(rf.backup)
 			if err != nil {
 				return err
 			}
-			opts := restore.Options{Workers: workers, ItemTimeout: itemTimeout, StrictVersions: strict, Existing: policy,
-				PreserveNodePorts: preserveNodePorts, DisablePlugins: disable}
-			if waitHealthy {
-				opts.HealthTimeout = waitTimeout
-			}
-			if priorities != "" {
-				p, _, err := versionselect.ReadPrioritiesFile(priorities, versionselect.ParseOptions{})
-				if err != nil {
-					return badInput("%w", err)
-				}
-				opts.Priorities = p
-			}
-			tgt, stop, err := t.restoreTarget()
+			tgt, cfg, stop, err := t.restoreTarget()
 			if err != nil {
 				return err
 			}
 			defer stop()
+			ctx, cancel := signalContext()
+			defer cancel()
+			opts, err := rf.options(ctx, cfg, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			opts.Workers, opts.ItemTimeout, opts.Existing = workers, itemTimeout, policy
+			if waitHealthy {
+				opts.HealthTimeout = waitTimeout
+			}
 			if journal != "" {
 				j, err := restore.OpenJournal(journal)
 				if err != nil {
@@ -195,8 +196,6 @@ func newRestoreCmd() *cobra.Command {
 				defer j.Close()
 				opts.Journal = j
 			}
-			ctx, cancel := signalContext()
-			defer cancel()
 			prog := newProgress(cmd.ErrOrStderr(), b.Manifest().Len())
 			if t.limiter != nil {
 				prog.throttle = t.limiter.Waited
@@ -227,15 +226,11 @@ func newRestoreCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&backup, "backup", "", "the backup tarball (Velero format)")
+	rf.add(f)
 	f.IntVar(&workers, "workers", 16, "objects restored at once")
-	f.DurationVar(&itemTimeout, "item-timeout", 5*time.Minute, "how long one object may take, readiness included")
+	f.DurationVar(&itemTimeout, "item-timeout", 5*time.Minute, "how long one object's own work may take, readiness included (a plugin's wait for its additional items has the plugin's timeout)")
 	f.StringVar(&journal, "journal", "", "journal file that makes the restore resumable")
-	f.StringVar(&priorities, "version-priorities", "", "file of resource.group=v1,v2 lines: the user's version priorities")
-	f.BoolVar(&strict, "strict-versions", false, "fail when a resource shares no API version with the target")
 	f.StringVar(&existing, "existing", "adopt", "objects that already exist: adopt, update or fail")
-	f.BoolVar(&preserveNodePorts, "preserve-nodeports", false, "keep Services' node ports instead of letting the target allocate them")
-	f.StringArrayVar(&disable, "disable-plugin", nil, "switch off a built-in action or plan rule by name (repeatable): "+strings.Join(append(slices.Clone(builtin.Names), restore.ControllerManaged, restore.NamespaceDefaults), ", "))
 	f.BoolVar(&waitHealthy, "wait", false, "after the restore, wait until everything restored is healthy (kstatus Current), and fail if it is not")
 	f.DurationVar(&waitTimeout, "wait-timeout", 5*time.Minute, "how long --wait waits")
 	f.StringVarP(&output, "output", "o", "text", "text or json")

@@ -103,18 +103,19 @@ func (t *target) config() (*rest.Config, func(), error) {
 	return cfg, func() {}, nil
 }
 
-// restoreTarget returns the clients of the target and a function that releases it.
-func (t *target) restoreTarget() (restore.Target, func(), error) {
+// restoreTarget returns the clients of the target, its configuration, and a function
+// that releases it.
+func (t *target) restoreTarget() (restore.Target, *rest.Config, func(), error) {
 	cfg, stop, err := t.config()
 	if err != nil {
-		return restore.Target{}, nil, err
+		return restore.Target{}, nil, nil, err
 	}
 	tgt, err := restore.NewTarget(cfg)
 	if err != nil {
 		stop()
-		return restore.Target{}, nil, err
+		return restore.Target{}, nil, nil, err
 	}
-	return tgt, stop, nil
+	return tgt, cfg, stop, nil
 }
 
 func newRoot() *cobra.Command {

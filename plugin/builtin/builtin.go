@@ -8,7 +8,10 @@
 //     unless PreserveNodePorts.
 //   - Pod: spec.nodeName (the source's node), spec.priority (set by admission from the
 //     priority class, refused when it disagrees) and the legacy <serviceaccount>-token-*
-//     secret volumes and their mounts (the target has other secrets).
+//     secret volumes and their mounts (the target has other secrets). Its
+//     ServiceAccount, claims and priority class, when the backup holds them, are restored
+//     first, as additional items: the API server refuses a Pod whose ServiceAccount does
+//     not exist.
 //   - Job: the generated selector and the controller-uid labels (legacy controller-uid
 //     and batch.kubernetes.io/controller-uid, in the selector, the template and the Job)
 //     removed, so that the target generates its own from the Job's new UID.
@@ -57,7 +60,7 @@ func Register(r *plugin.Registry, opts Options, disabled ...string) error {
 	}
 	actions := map[string]action{
 		Service:               {"services", func(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return service(in, opts) }},
-		Pod:                   {"pods", pod},
+		Pod:                   {"pods", func(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return pod(in, opts) }},
 		Job:                   {"jobs.batch", job},
 		PersistentVolumeClaim: {"persistentvolumeclaims", func(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return claim(in, opts) }},
 		PersistentVolume:      {"persistentvolumes", volume},
@@ -109,8 +112,25 @@ func service(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
 	return ria.NewExecuteOutput(obj), nil
 }
 
-func pod(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+func pod(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
 	obj := in.Item.DeepCopy()
+	out := ria.NewExecuteOutput(obj)
+	needs := func(gr schema.GroupResource, namespace, name string) {
+		if name != "" && opts.InBackup(manifest.ID{Group: gr.Group, Resource: gr.Resource, Namespace: namespace, Name: name}) {
+			out.AdditionalItems = append(out.AdditionalItems, ria.ResourceIdentifier{GroupResource: gr, Namespace: namespace, Name: name})
+		}
+	}
+	ns := in.ItemFromBackup.GetNamespace()
+	if sa, _, _ := unstructured.NestedString(obj.Object, "spec", "serviceAccountName"); sa != "" {
+		needs(schema.GroupResource{Resource: "serviceaccounts"}, ns, sa)
+	}
+	pc, _, _ := unstructured.NestedString(obj.Object, "spec", "priorityClassName")
+	needs(schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, "", pc)
+	vols, _, _ := unstructured.NestedSlice(obj.Object, "spec", "volumes")
+	for _, v := range vols {
+		claim, _, _ := unstructured.NestedString(v.(map[string]any), "persistentVolumeClaim", "claimName")
+		needs(schema.GroupResource{Resource: "persistentvolumeclaims"}, ns, claim)
+	}
 	unstructured.RemoveNestedField(obj.Object, "spec", "nodeName")
 	unstructured.RemoveNestedField(obj.Object, "spec", "priority")
 	sa, _, _ := unstructured.NestedString(obj.Object, "spec", "serviceAccountName")
@@ -135,7 +155,7 @@ func pod(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
 		}
 		unstructured.SetNestedSlice(obj.Object, containers, "spec", field)
 	}
-	return ria.NewExecuteOutput(obj), nil
+	return out, nil
 }
 
 // dropNamed returns the elements of list whose "name" does not satisfy drop.

@@ -84,6 +84,23 @@ func TestPod(t *testing.T) {
 	mounts := spec["containers"].([]any)[0].(map[string]any)["volumeMounts"].([]any)
 	require.Len(t, mounts, 1)
 	assert.Equal(t, "data", mounts[0].(map[string]any)["name"])
+	assert.Empty(t, out.AdditionalItems, "nothing it needs is in the backup")
+
+	claimed := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"db-0","namespace":"shop"},
+	 "spec":{"serviceAccountName":"app","priorityClassName":"high",
+	  "containers":[{"name":"db","image":"postgres:17"}],
+	  "volumes":[{"name":"data","persistentVolumeClaim":{"claimName":"data-db-0"}},{"name":"tmp","emptyDir":{}}]}}`
+	held := map[manifest.ID]bool{
+		{Resource: "serviceaccounts", Namespace: "shop", Name: "app"}:              true,
+		{Resource: "persistentvolumeclaims", Namespace: "shop", Name: "data-db-0"}: true,
+		{Group: "scheduling.k8s.io", Resource: "priorityclasses", Name: "high"}:    true,
+	}
+	out = run(t, Pod, Options{InBackup: func(id manifest.ID) bool { return held[id] }}, claimed)
+	assert.ElementsMatch(t, []ria.ResourceIdentifier{
+		{GroupResource: schema.GroupResource{Resource: "serviceaccounts"}, Namespace: "shop", Name: "app"},
+		{GroupResource: schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, Name: "high"},
+		{GroupResource: schema.GroupResource{Resource: "persistentvolumeclaims"}, Namespace: "shop", Name: "data-db-0"},
+	}, out.AdditionalItems, "what the Pod needs is restored first")
 }
 
 func TestJob(t *testing.T) {

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/restoregraph/restoregraph/filter"
+	"github.com/restoregraph/restoregraph/plugin/builtin"
+	"github.com/restoregraph/restoregraph/restore"
+	"github.com/restoregraph/restoregraph/versionselect"
+)
+
+// restoreFlags are the flags plan and restore share: what a restore restores and how,
+// so that a plan never disagrees with the restore it previews. Names follow Velero's.
+type restoreFlags struct {
+	backup                               string
+	includeNamespaces, excludeNamespaces []string
+	includeResources, excludeResources   []string
+	includeClusterResources              optionalBool
+	selector, namespaceMappings          string
+	restoreName                          string
+	priorities, prioritiesConfigMap      string
+	strict, preserveNodePorts            bool
+	disable                              []string
+}
+
+func (f *restoreFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.backup, "backup", "", "the backup tarball (Velero format)")
+	fs.StringSliceVar(&f.includeNamespaces, "include-namespaces", nil, "namespaces to restore (default every one)")
+	fs.StringSliceVar(&f.excludeNamespaces, "exclude-namespaces", nil, "namespaces not to restore")
+	fs.StringSliceVar(&f.includeResources, "include-resources", nil, "resources to restore, as kubectl names them: plural, singular, short name or kind, optionally .group (default every one)")
+	fs.StringSliceVar(&f.excludeResources, "exclude-resources", nil, "resources not to restore")
+	fs.Var(&f.includeClusterResources, "include-cluster-resources", "restore cluster-scoped resources: true, false, or unset to decide (all of them when every namespace is restored, else the CRDs of what is restored)")
+	fs.Lookup("include-cluster-resources").NoOptDefVal = "true"
+	fs.StringVarP(&f.selector, "selector", "l", "", "restore only objects whose labels match this selector")
+	fs.StringVar(&f.namespaceMappings, "namespace-mappings", "", "restore namespaces under other names: src1:dst1,src2:dst2")
+	fs.StringVar(&f.restoreName, "restore-name", "", "the restore's name, in the velero.io/restore-name label of what it makes (default <backup>-<time>)")
+	fs.StringVar(&f.priorities, "version-priorities", "", "file of resource.group=v1,v2 lines: the user's version priorities")
+	fs.StringVar(&f.prioritiesConfigMap, "version-priorities-configmap", "velero/"+versionselect.DefaultConfigMapName,
+		"NAMESPACE/NAME of the target's ConfigMap of version priorities, read when it exists and no file is given (\"\" for none)")
+	fs.BoolVar(&f.strict, "strict-versions", false, "fail when a resource shares no API version with the target")
+	fs.BoolVar(&f.preserveNodePorts, "preserve-nodeports", false, "keep Services' node ports instead of letting the target allocate them")
+	fs.StringArrayVar(&f.disable, "disable-plugin", nil, "switch off a built-in action or plan rule by name (repeatable): "+
+		strings.Join(append(slices.Clone(builtin.Names), restore.ControllerManaged, restore.NamespaceDefaults), ", "))
+}
+
+// options turns the flags into restore.Options. cfg reaches the target, for its
+// ConfigMap of version priorities; warnings about skipped priority lines go to warn.
+func (f *restoreFlags) options(ctx context.Context, cfg *rest.Config, warn io.Writer) (restore.Options, error) {
+	opts := restore.Options{
+		StrictVersions: f.strict, PreserveNodePorts: f.preserveNodePorts, DisablePlugins: f.disable, Name: f.restoreName,
+		BackupName: backupName(f.backup),
+		Filter: filter.Spec{IncludeNamespaces: f.includeNamespaces, ExcludeNamespaces: f.excludeNamespaces,
+			IncludeResources: f.includeResources, ExcludeResources: f.excludeResources,
+			IncludeClusterResources: f.includeClusterResources.value},
+	}
+	if f.selector != "" {
+		sel, err := labels.Parse(f.selector)
+		if err != nil {
+			return opts, badInput("--selector %q: %w", f.selector, err)
+		}
+		opts.Filter.Selector = sel
+	}
+	mappings, err := parseMappings(f.namespaceMappings)
+	if err != nil {
+		return opts, err
+	}
+	opts.NamespaceMappings = mappings
+	// Lenient, as Velero: a bad line is skipped with a warning naming it.
+	parse := versionselect.ParseOptions{Lenient: true}
+	var skipped []*versionselect.PriorityError
+	switch {
+	case f.priorities != "":
+		opts.Priorities, skipped, err = versionselect.ReadPrioritiesFile(f.priorities, parse)
+		if err != nil {
+			return opts, badInput("%w", err)
+		}
+	case f.prioritiesConfigMap != "":
+		ns, name, ok := strings.Cut(f.prioritiesConfigMap, "/")
+		if !ok || ns == "" || name == "" {
+			return opts, badInput("--version-priorities-configmap %q: want NAMESPACE/NAME", f.prioritiesConfigMap)
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return opts, err
+		}
+		opts.Priorities, skipped, err = versionselect.LoadPriorities(ctx, cs.CoreV1(), ns, name, parse)
+		if err != nil {
+			return opts, err
+		}
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(warn, "restoregraph: warning: %v: skipped\n", s)
+	}
+	return opts, nil
+}
+
+// parseMappings reads src1:dst1,src2:dst2.
+func parseMappings(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, pair := range strings.Split(s, ",") {
+		src, dst, ok := strings.Cut(strings.TrimSpace(pair), ":")
+		for _, ns := range []string{src, dst} {
+			if msgs := validation.IsDNS1123Label(ns); !ok || len(msgs) > 0 {
+				return nil, badInput("--namespace-mappings %q: %q is not src:dst of two namespace names", s, pair)
+			}
+		}
+		if _, dup := out[src]; dup {
+			return nil, badInput("--namespace-mappings %q: %s is mapped twice", s, src)
+		}
+		out[src] = dst
+	}
+	return out, nil
+}
+
+// backupName is the backup's name, from its file's: nightly.tar.gz is nightly.
+func backupName(path string) string {
+	base := filepath.Base(path)
+	for _, ext := range []string{".tar.gz", ".tgz", ".tar"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	return base
+}
+
+// optionalBool is a flag that may be true, false or not given.
+type optionalBool struct{ value *bool }
+
+func (o *optionalBool) String() string {
+	if o.value == nil {
+		return ""
+	}
+	return strconv.FormatBool(*o.value)
+}
+
+func (o *optionalBool) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	o.value = &b
+	return nil
+}
+
+func (o *optionalBool) Type() string { return "bool" }
