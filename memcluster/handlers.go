@@ -149,17 +149,35 @@ func (s *Server) listHandler(w http.ResponseWriter, r *http.Request, req *reques
 		writeStatus(w, err)
 		return
 	}
+	page, err := parsePage(r)
+	if err != nil {
+		writeStatus(w, err)
+		return
+	}
 	s.mu.Lock()
+	if page.rv != 0 && (s.history.n == 0 || s.history.oldest() > page.rv+1) && page.rv < s.rv {
+		s.mu.Unlock()
+		writeStatus(w, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."))
+		return
+	}
 	objs := s.list(req.rt.gr, req.namespace, name, sel)
-	rv := strconv.FormatUint(s.rv, 10)
+	listRV := s.rv
 	s.mu.Unlock()
+	if page.rv != 0 {
+		listRV = page.rv
+	}
+	objs, next := page.cut(objs, listRV)
 	items := make([]any, len(objs))
 	for i, o := range objs {
 		items[i] = req.at(o)
 	}
+	md := map[string]any{"resourceVersion": strconv.FormatUint(listRV, 10)}
+	if next != "" {
+		md["continue"] = next
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"apiVersion": req.gvk().GroupVersion().String(), "kind": req.rt.kind + "List",
-		"metadata": map[string]any{"resourceVersion": rv}, "items": items,
+		"metadata": md, "items": items,
 	})
 }
 

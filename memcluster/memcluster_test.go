@@ -15,7 +15,8 @@ import (
 )
 
 func TestContract(t *testing.T) {
-	cfg, stop, err := Start(Options{EstablishDelay: 50 * time.Millisecond, GC: true, GCDelay: 50 * time.Millisecond})
+	// A short history, as a real server compacts: old continue tokens and watch versions expire.
+	cfg, stop, err := Start(Options{EstablishDelay: 50 * time.Millisecond, GC: true, GCDelay: 50 * time.Millisecond, History: 300})
 	require.NoError(t, err)
 	defer stop()
 	contract.Run(t, cfg, "mem", contract.Options{GC: true, Timeout: 10 * time.Second})

@@ -100,3 +100,59 @@ func (s *suite) jobSelector(t *testing.T) {
 	assert.True(t, strings.Contains(err.Error(), "`selector` not auto-generated"), err.Error())
 	assert.Contains(t, err.Error(), "must be '", "the template's controller-uid must be the Job's own")
 }
+
+// paging: a list with a limit comes in pages joined by continue tokens, every object
+// once; a token that is not one is a bad request; a token whose version is no longer
+// kept (compacted away) is 410 Gone, and the client starts again.
+func (s *suite) paging(t *testing.T) {
+	ns := s.ns + "-paging"
+	s.createNamespace(t, ns)
+	client := s.client.Resource(configmaps).Namespace(ns)
+	ctx := s.ctx(t)
+	want := map[string]bool{}
+	for i := range 7 {
+		name := "page-" + string(rune('a'+i))
+		_, err := client.Create(ctx, obj("v1", "ConfigMap", ns, name, nil), metav1.CreateOptions{})
+		require.NoError(t, err)
+		want[name] = true
+	}
+	got := map[string]int{}
+	cont, pages := "", 0
+	for {
+		l, err := client.List(ctx, metav1.ListOptions{Limit: 3, Continue: cont})
+		require.NoError(t, err)
+		pages++
+		assert.LessOrEqual(t, len(l.Items), 3)
+		for _, o := range l.Items {
+			got[o.GetName()]++
+		}
+		if cont = l.GetContinue(); cont == "" {
+			break
+		}
+	}
+	assert.Equal(t, 3, pages)
+	require.Len(t, got, len(want))
+	for name := range want {
+		assert.Equal(t, 1, got[name], name)
+	}
+
+	_, err := client.List(ctx, metav1.ListOptions{Limit: 3, Continue: "not-a-token"})
+	assert.True(t, apierrors.IsBadRequest(err), "a made-up token: %v", err)
+
+	first, err := client.List(ctx, metav1.ListOptions{Limit: 1})
+	require.NoError(t, err)
+	token := first.GetContinue()
+	require.NotEmpty(t, token)
+	s.eventually(t, "the continue token to expire", func() bool {
+		for i := range 20 { // changes, so that the token's version falls out of what is kept
+			name := "churn-" + string(rune('a'+i))
+			client.Create(ctx, obj("v1", "ConfigMap", ns, name, nil), metav1.CreateOptions{})
+			client.Delete(ctx, name, metav1.DeleteOptions{})
+		}
+		_, err := client.List(ctx, metav1.ListOptions{Limit: 1, Continue: token})
+		if err != nil && !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+			t.Fatalf("an old token: want 410, got %v", err)
+		}
+		return err != nil
+	})
+}

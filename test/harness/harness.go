@@ -123,6 +123,9 @@ func StartWith(ctx context.Context, dir string, bin Binaries, opts Options) (*Cl
 		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", saPub,
 		"--service-account-signing-key-file", saKey, "--service-cluster-ip-range", opts.ServiceCIDR,
 		"--allow-privileged=true", "--v", "1",
+		// Compacted often, so that an old continue token or watch version expires (410)
+		// within a test's time, as it does on a long-lived server.
+		"--etcd-compaction-interval", "5s",
 		// A loopback advertise address is refused by the endpoint reconciler, which a
 		// control plane without nodes or Services does not need.
 		"--endpoint-reconciler-type", "none",
