@@ -11,6 +11,9 @@ import (
 const (
 	resourcesDir    = "resources"
 	metadataVersion = "metadata/version"
+	// ManifestPath is where a backup carries its manifest (manifest.json, gzip'd), before
+	// every body, so that a reader can take it instead of reading the bodies' metadata.
+	ManifestPath    = "metadata/manifest.json.gz"
 	preferredSuffix = "-preferredversion"
 	clusterDir      = "cluster"
 	namespacesDir   = "namespaces"

@@ -3,6 +3,7 @@ package archive
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -177,6 +178,14 @@ func (b *Backup) read(r io.Reader, opts Options) error {
 		switch {
 		case name == metadataVersion:
 			b.format = strings.TrimSpace(string(data))
+		case name == ManifestPath && len(items) == 0:
+			m, err := manifest.Decode(bytes.NewReader(data))
+			if err != nil {
+				return &EntryError{Path: hdr.Name, Err: err}
+			}
+			b.manifest = m
+		case name == ManifestPath:
+			b.warnings = append(b.warnings, "skipped "+name+": it comes after the bodies; the manifest is built from them")
 		case strings.HasPrefix(name, resourcesDir+"/"):
 			it, err := b.readItem(name, data, seen)
 			if err != nil {
@@ -222,6 +231,9 @@ func (b *Backup) readItem(name string, data []byte, seen map[location]string) (r
 		return rawItem{}, fmt.Errorf("duplicate of %s", prev)
 	}
 	seen[loc] = name
+	if b.manifest != nil {
+		return b.keepBody(name, loc, loc.version(), data)
+	}
 	var meta objectMeta
 	if err := json.Unmarshal(data, &meta); err != nil {
 		return rawItem{}, fmt.Errorf("not a Kubernetes object in JSON: %w", err)
@@ -241,9 +253,18 @@ func (b *Backup) readItem(name string, data []byte, seen map[location]string) (r
 	case meta.Metadata.Namespace != loc.namespace:
 		return rawItem{}, fmt.Errorf("metadata.namespace %q does not match the path", meta.Metadata.Namespace)
 	}
-	key := bodyKey{loc.gr, gv.Version, loc.namespace, loc.name}
+	it, err := b.keepBody(name, loc, gv.Version, data)
+	it.meta = meta
+	return it, err
+}
+
+// keepBody keeps an object's JSON, in memory or spilled, under its group-resource,
+// version, namespace and name. A copy at the unversioned (format 1.0) path is keyed
+// without a version until index decides which version it is.
+func (b *Backup) keepBody(name string, loc location, version string, data []byte) (rawItem, error) {
+	key := bodyKey{loc.gr, version, loc.namespace, loc.name}
 	if loc.dir == "" {
-		key.version = "" // re-keyed in index, unless a versioned copy supersedes it
+		key.version = ""
 	}
 	bd := body{dir: loc.dir}
 	if b.root != nil {
@@ -258,7 +279,7 @@ func (b *Backup) readItem(name string, data []byte, seen map[location]string) (r
 		bd.data = data
 	}
 	b.bodies[key] = bd
-	return rawItem{loc: loc, meta: meta, path: name}, nil
+	return rawItem{loc: loc, path: name}, nil
 }
 
 func (b *Backup) checkFormat() error {
@@ -284,10 +305,6 @@ func (b *Backup) checkFormat() error {
 // index builds the manifest and the version table once every entry has been read. Each
 // object enters the manifest once, at the source's preferred version.
 func (b *Backup) index(items []rawItem) error {
-	type objKey struct {
-		gr              schema.GroupResource
-		namespace, name string
-	}
 	chosen := map[objKey]rawItem{}
 	rank := func(it rawItem) int { // which copy of an object describes it
 		switch {
@@ -316,7 +333,8 @@ func (b *Backup) index(items []rawItem) error {
 		}
 	}
 	// Unversioned copies: dropped where a versioned copy holds the same object, else
-	// keyed by their own apiVersion (format 1.0 and objects written only at the 1.0 path).
+	// keyed by their own apiVersion (format 1.0 and objects written only at the 1.0 path),
+	// or by the manifest's version for the object when the backup carries one.
 	for _, it := range items {
 		if it.loc.dir != "" {
 			continue
@@ -325,11 +343,18 @@ func (b *Backup) index(items []rawItem) error {
 		bd := b.bodies[old]
 		delete(b.bodies, old)
 		gv, _ := schema.ParseGroupVersion(it.meta.APIVersion)
+		if b.manifest != nil {
+			gv.Version = b.manifestVersion(it.loc)
+		}
 		key := bodyKey{it.loc.gr, gv.Version, it.loc.namespace, it.loc.name}
 		if _, ok := b.bodies[key]; !ok {
 			b.bodies[key] = bd
 			versions[it.loc.gr][gv.Version] = true
 		}
+	}
+	if b.manifest != nil {
+		b.checkManifest(chosen)
+		return nil
 	}
 	keys := make([]objKey, 0, len(chosen))
 	for k := range chosen {
@@ -413,4 +438,58 @@ func (b *Backup) Object(item *manifest.Item, version string) (*unstructured.Unst
 		return nil, fmt.Errorf("%s at version %s: %w", item, version, err)
 	}
 	return obj, nil
+}
+
+// objKey names an object of the backup across its versions.
+type objKey struct {
+	gr              schema.GroupResource
+	namespace, name string
+}
+
+// manifestVersion is the version the manifest records for the object at loc (its
+// preferred one), or that of its group-resource when the manifest lists it under
+// another group.
+func (b *Backup) manifestVersion(loc location) string {
+	id := manifest.ID{Group: loc.gr.Group, Resource: loc.gr.Resource, Namespace: loc.namespace, Name: loc.name}
+	if it, ok := b.manifest.Get(id); ok && it.GroupResource() == loc.gr {
+		return it.Version
+	}
+	if r, ok := b.manifest.Resource(loc.gr); ok {
+		return r.Preferred
+	}
+	return ""
+}
+
+// checkManifest warns of what the carried manifest and the bodies disagree on: an
+// object with no body, a body with no object. Restoring an object without its body fails
+// that object, naming it.
+func (b *Backup) checkManifest(bodies map[objKey]rawItem) {
+	missing, extra := 0, 0
+	inManifest := map[objKey]bool{}
+	note := func(it *manifest.Item) {
+		k := objKey{it.GroupResource(), it.Namespace, it.Name}
+		inManifest[k] = true
+		if _, ok := bodies[k]; !ok {
+			missing++
+		}
+	}
+	for _, it := range b.manifest.Items() {
+		note(it)
+	}
+	for _, copies := range b.manifest.Folded() {
+		for _, it := range copies {
+			note(it)
+		}
+	}
+	for k := range bodies {
+		if !inManifest[k] {
+			extra++
+		}
+	}
+	if missing > 0 {
+		b.warnings = append(b.warnings, fmt.Sprintf("the manifest names %d object(s) with no body in the backup", missing))
+	}
+	if extra > 0 {
+		b.warnings = append(b.warnings, fmt.Sprintf("%d body(ies) in the backup belong to no object of its manifest", extra))
+	}
 }

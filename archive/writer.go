@@ -2,11 +2,14 @@ package archive
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/restoregraph/restoregraph/manifest"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,6 +22,7 @@ type Writer struct {
 	tw      *tar.Writer
 	written map[string]bool
 	modTime time.Time
+	objects int
 }
 
 // NewWriter starts a backup in format (Format10 or Format11) on w.
@@ -70,7 +74,23 @@ func (w *Writer) Add(obj *unstructured.Unstructured, resource string, preferred 
 			return err
 		}
 	}
+	w.objects++
 	return nil
+}
+
+// AddManifest writes m as the backup's manifest (ManifestPath). It must come before
+// every object, so that readers can take it instead of reading the bodies' metadata;
+// m should record every version of each group-resource the backup holds
+// (Manifest.SetVersions).
+func (w *Writer) AddManifest(m *manifest.Manifest) error {
+	if w.objects > 0 {
+		return fmt.Errorf("archive: the manifest must come before the objects; %d were written", w.objects)
+	}
+	var buf bytes.Buffer
+	if err := manifest.EncodeGzip(&buf, m); err != nil {
+		return err
+	}
+	return w.file(ManifestPath, buf.Bytes())
 }
 
 func (w *Writer) file(name string, data []byte) error {

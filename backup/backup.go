@@ -1,20 +1,30 @@
-// Package backup writes a Velero-format backup (format 1.1.0) of a live cluster: every
-// listable resource the cluster serves, at every version it serves, the preferred one
-// marked, as Velero writes it with EnableAPIGroupVersions.
+// Package backup writes a Velero-format backup (format 1.1.0) of a live cluster, with
+// its manifest: every listable resource the cluster serves, at every version it serves,
+// the preferred one marked, as Velero writes it with EnableAPIGroupVersions, selected by
+// the same filter a restore uses (package filter).
 //
-// Not built yet: the manifest written beside the bodies, and the filters a restore
-// shares (label selector, resources in or out).
+// The manifest is built while listing and written first in the tarball
+// (archive.ManifestPath), so that readers take it instead of reading every body. The
+// preferred bodies are held in memory until the filter has decided on the manifest; the
+// other versions of what it kept wait in a spill file; the tarball is written at the end.
+// A resource whose list fails is reported in Result.Incomplete: the backup is then not
+// whole, and says so.
 package backup
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
 	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/filter"
+	"github.com/restoregraph/restoregraph/manifest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -28,15 +38,14 @@ type Source struct {
 	Discovery discovery.DiscoveryInterface
 }
 
-// Options tune Run. The zero value backs up every namespace and no cluster-scoped
-// resource but the Namespaces themselves.
+// Options tune Run. The zero value backs up everything.
 type Options struct {
-	// Namespaces limits the backup to these namespaces (and their Namespace objects).
-	Namespaces []string
-	// ClusterResources adds every cluster-scoped object.
-	ClusterResources bool
+	// Filter selects what is backed up, as a restore's does.
+	Filter filter.Spec
 	// PageSize is the list page size; default 500.
 	PageSize int64
+	// SpillDir holds the bodies while the manifest is built; default os.TempDir().
+	SpillDir string
 }
 
 // ListError says which resource could not be listed: the backup is incomplete.
@@ -58,78 +67,166 @@ func (e *ListError) Unwrap() error { return e.Err }
 
 // Result says what a backup wrote.
 type Result struct {
-	// Objects counts the objects at their preferred version; Copies every body written.
+	// Manifest is the backup's manifest, as written in the tarball.
+	Manifest *manifest.Manifest
+	// Objects counts the objects backed up; Copies every body written (one per version).
 	Objects, Copies int
+	// Excluded counts the objects listed that the filter left out.
+	Excluded int
 	// Incomplete lists what could not be listed. A backup with any is not whole.
 	Incomplete []*ListError
 }
 
+// resource is one listable group-resource with every version the cluster serves.
+type resource struct {
+	gr         schema.GroupResource
+	versions   []string
+	preferred  string
+	namespaced bool
+}
+
 // Run writes the backup to w. Its error is for what stopped the backup as a whole
-// (discovery, writing); resources that could not be listed are in Result.Incomplete.
+// (discovery, an unknown resource name, writing); resources that could not be listed
+// are in Result.Incomplete.
 func Run(ctx context.Context, src Source, w io.Writer, opts Options) (*Result, error) {
 	if opts.PageSize <= 0 {
 		opts.PageSize = 500
 	}
-	groups, err := src.Discovery.ServerGroups()
-	if err != nil {
-		return nil, fmt.Errorf("backup: discovery: %w", err)
-	}
-	aw, err := archive.NewWriter(w, archive.Format11)
+	resources, lists, incomplete, err := discover(src.Discovery)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{}
+	f, err := opts.Filter.Resolve(filter.FromDiscovery(lists))
+	if err != nil {
+		return nil, err
+	}
+	spill, err := os.CreateTemp(opts.SpillDir, "restoregraph-backup-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(spill.Name())
+	defer spill.Close()
+	b := &builder{src: src, opts: opts, f: f, res: &Result{Manifest: manifest.New(0), Incomplete: incomplete},
+		bodies: map[objectKey][]byte{}, spill: bufio.NewWriter(spill)}
+
+	// Every object at its preferred version first: the manifest, then the filter on it.
+	for _, r := range resources {
+		if err := b.listPreferred(ctx, r); err != nil {
+			return b.res, err
+		}
+	}
+	excluded := f.Apply(b.res.Manifest)
+	kept := manifest.New(b.res.Manifest.Len() - len(excluded))
+	for _, it := range b.res.Manifest.Items() {
+		if _, out := excluded[it]; !out {
+			kept.Add(it)
+			for _, c := range b.res.Manifest.Aliases(it.UID) {
+				kept.Add(c)
+			}
+		}
+	}
+	b.res.Excluded, b.res.Manifest = len(excluded), kept
+	// Then the other versions of what was kept.
+	held := map[schema.GroupResource]bool{}
+	for _, r := range b.res.Manifest.Resources() {
+		held[r.GroupResource] = true
+	}
+	for _, r := range resources {
+		if !held[r.gr] {
+			continue
+		}
+		b.res.Manifest.SetVersions(r.gr, r.versions, r.preferred)
+		for _, v := range r.versions {
+			if v != r.preferred {
+				if err := b.listOther(ctx, r, v); err != nil {
+					return b.res, err
+				}
+			}
+		}
+	}
+	if err := b.spill.Flush(); err != nil {
+		return b.res, err
+	}
+	return b.res, b.write(spill, w)
+}
+
+// discover lists every listable resource at every version the cluster serves.
+func discover(d discovery.DiscoveryInterface) ([]resource, []*metav1.APIResourceList, []*ListError, error) {
+	groups, err := d.ServerGroups()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("backup: discovery: %w", err)
+	}
+	var out []resource
+	var lists []*metav1.APIResourceList
+	var incomplete []*ListError
+	byGR := map[schema.GroupResource]int{}
 	for _, g := range groups.Groups {
 		for _, gv := range g.Versions {
-			list, err := src.Discovery.ServerResourcesForGroupVersion(gv.GroupVersion)
+			list, err := d.ServerResourcesForGroupVersion(gv.GroupVersion)
 			if err != nil {
-				res.Incomplete = append(res.Incomplete, &ListError{Resource: schema.GroupVersionResource{Group: g.Name, Version: gv.Version}, Err: err})
+				incomplete = append(incomplete, &ListError{Resource: schema.GroupVersionResource{Group: g.Name, Version: gv.Version}, Err: err})
 				continue
 			}
-			preferred := gv.Version == g.PreferredVersion.Version
+			lists = append(lists, list)
 			for _, r := range list.APIResources {
 				if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") {
 					continue
 				}
-				gvr := schema.GroupVersionResource{Group: g.Name, Version: gv.Version, Resource: r.Name}
-				if err := backupResource(ctx, src, aw, gvr, r.Namespaced, preferred, opts, res); err != nil {
-					return res, err
+				gr := schema.GroupResource{Group: g.Name, Resource: r.Name}
+				i, ok := byGR[gr]
+				if !ok {
+					i = len(out)
+					byGR[gr] = i
+					out = append(out, resource{gr: gr, namespaced: r.Namespaced, preferred: gv.Version})
+				}
+				out[i].versions = append(out[i].versions, gv.Version)
+				if gv.Version == g.PreferredVersion.Version {
+					out[i].preferred = gv.Version
 				}
 			}
 		}
 	}
-	return res, aw.Close()
+	return out, lists, incomplete, nil
 }
 
-// backupResource writes every object of gvr that opts select.
-func backupResource(ctx context.Context, src Source, aw *archive.Writer, gvr schema.GroupVersionResource, namespaced, preferred bool, opts Options, res *Result) error {
-	namespaces := []string{""}
-	switch {
-	case namespaced && len(opts.Namespaces) > 0:
-		namespaces = opts.Namespaces
-	case !namespaced && !opts.ClusterResources && !(gvr.Group == "" && gvr.Resource == "namespaces"):
-		return nil
+// objectKey names an object across its versions.
+type objectKey struct {
+	gr              schema.GroupResource
+	namespace, name string
+}
+
+type builder struct {
+	src    Source
+	opts   Options
+	f      *filter.Filter
+	res    *Result
+	bodies map[objectKey][]byte // preferred bodies, until the filter has decided
+	spill  *bufio.Writer
+}
+
+// namespaces returns where to list a resource: each included namespace when the
+// filter names them, else everywhere.
+func (b *builder) namespaces(r resource) []string {
+	if r.namespaced && len(b.opts.Filter.IncludeNamespaces) > 0 && !slices.Contains(b.opts.Filter.IncludeNamespaces, "*") {
+		return b.opts.Filter.IncludeNamespaces
 	}
-	for _, ns := range namespaces {
-		err := list(ctx, src.Dynamic.Resource(gvr).Namespace(ns), opts.PageSize, func(obj *unstructured.Unstructured) error {
-			if gvr.Group == "" && gvr.Resource == "namespaces" && len(opts.Namespaces) > 0 && !slices.Contains(opts.Namespaces, obj.GetName()) {
-				return nil
+	return []string{""}
+}
+
+func (b *builder) listPreferred(ctx context.Context, r resource) error {
+	gvr := r.gr.WithVersion(r.preferred)
+	for _, ns := range b.namespaces(r) {
+		err := b.list(ctx, gvr, ns, func(obj *unstructured.Unstructured) error {
+			if _, err := b.res.Manifest.Add(manifest.FromObject(obj, r.gr.Resource)); err != nil {
+				return fmt.Errorf("backup: %s %s/%s: %w", gvr, obj.GetNamespace(), obj.GetName(), err)
 			}
-			if err := aw.Add(obj, gvr.Resource, preferred); err != nil {
+			data, err := json.Marshal(obj.Object)
+			if err != nil {
 				return err
 			}
-			res.Copies++
-			if preferred {
-				res.Objects++
-			}
+			b.bodies[objectKey{r.gr, obj.GetNamespace(), obj.GetName()}] = data
 			return nil
 		})
-		var le *ListError
-		if errors.As(err, &le) {
-			le.Resource, le.Namespace = gvr, ns
-			res.Incomplete = append(res.Incomplete, le)
-			continue
-		}
 		if err != nil {
 			return err
 		}
@@ -137,23 +234,49 @@ func backupResource(ctx context.Context, src Source, aw *archive.Writer, gvr sch
 	return nil
 }
 
-// list pages through a list, handing each object to f. A failed list is a *ListError;
-// an error from f is returned as it is.
-func list(ctx context.Context, client dynamic.ResourceInterface, pageSize int64, f func(*unstructured.Unstructured) error) error {
+func (b *builder) listOther(ctx context.Context, r resource, version string) error {
+	for _, ns := range b.namespaces(r) {
+		err := b.list(ctx, r.gr.WithVersion(version), ns, func(obj *unstructured.Unstructured) error {
+			if !b.kept(r.gr, obj.GetNamespace(), obj.GetName()) {
+				return nil
+			}
+			data, err := json.Marshal(obj.Object)
+			if err != nil {
+				return err
+			}
+			return b.record(r.gr.Resource, data)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kept reports whether the filter kept the object.
+func (b *builder) kept(gr schema.GroupResource, namespace, name string) bool {
+	_, ok := b.res.Manifest.Get(manifest.ID{Group: gr.Group, Resource: gr.Resource, Namespace: namespace, Name: name})
+	return ok
+}
+
+// list pages through a list, handing each object to f. A list that fails is recorded
+// as incomplete and the backup goes on; an error from f stops it.
+func (b *builder) list(ctx context.Context, gvr schema.GroupVersionResource, ns string, f func(*unstructured.Unstructured) error) error {
+	client := b.src.Dynamic.Resource(gvr).Namespace(ns)
 	cont := ""
 	for {
-		page, err := client.List(ctx, metav1.ListOptions{Limit: pageSize, Continue: cont})
+		page, err := client.List(ctx, metav1.ListOptions{Limit: b.opts.PageSize, Continue: cont})
 		if err != nil {
-			return &ListError{Err: err}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			b.res.Incomplete = append(b.res.Incomplete, &ListError{Resource: gvr, Namespace: ns, Err: err})
+			return nil
 		}
 		for i := range page.Items {
 			obj := &page.Items[i]
-			// A list's items carry no apiVersion and kind of their own in some servers'
-			// answers: the list's are theirs.
-			if obj.GetAPIVersion() == "" {
+			if obj.GetAPIVersion() == "" { // the list's, when a server leaves them out
 				obj.SetAPIVersion(page.GetAPIVersion())
-			}
-			if obj.GetKind() == "" {
 				obj.SetKind(strings.TrimSuffix(page.GetKind(), "List"))
 			}
 			if err := f(obj); err != nil {
@@ -164,4 +287,71 @@ func list(ctx context.Context, client dynamic.ResourceInterface, pageSize int64,
 			return nil
 		}
 	}
+}
+
+// record spills a body at a version other than the preferred one: a line with its
+// resource and length, then the body.
+func (b *builder) record(resource string, data []byte) error {
+	if _, err := fmt.Fprintf(b.spill, "%s %d\n", resource, len(data)); err != nil {
+		return err
+	}
+	_, err := b.spill.Write(data)
+	return err
+}
+
+// write writes the tarball: the version, the manifest, the preferred bodies of what was
+// kept, then the other versions from the spill file.
+func (b *builder) write(spill *os.File, w io.Writer) error {
+	aw, err := archive.NewWriter(w, archive.Format11)
+	if err != nil {
+		return err
+	}
+	if err := aw.AddManifest(b.res.Manifest); err != nil {
+		return err
+	}
+	add := func(resource string, preferred bool, data []byte) error {
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(data); err != nil {
+			return err
+		}
+		return aw.Add(obj, resource, preferred)
+	}
+	for _, it := range b.res.Manifest.Items() {
+		for _, c := range slices.Concat([]*manifest.Item{it}, b.res.Manifest.Aliases(it.UID)) {
+			data := b.bodies[objectKey{c.GroupResource(), c.Namespace, c.Name}]
+			if data == nil {
+				continue
+			}
+			if err := add(c.Resource, true, data); err != nil {
+				return err
+			}
+			b.res.Copies++
+			if c == it {
+				b.res.Objects++
+			}
+		}
+	}
+	if _, err := spill.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	r := bufio.NewReader(spill)
+	for {
+		var resource string
+		var n int
+		if _, err := fmt.Fscanf(r, "%s %d\n", &resource, &n); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return err
+		}
+		data := make([]byte, n)
+		if _, err := io.ReadFull(r, data); err != nil {
+			return err
+		}
+		if err := add(resource, false, data); err != nil {
+			return err
+		}
+		b.res.Copies++
+	}
+	return aw.Close()
 }

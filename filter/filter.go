@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/restoregraph/restoregraph/manifest"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -93,6 +94,25 @@ func (n Names) names() []string {
 		out = append(out, strings.ToLower(s))
 	}
 	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
+}
+
+// FromDiscovery returns the names a cluster's discovery documents give its resources.
+func FromDiscovery(lists []*metav1.APIResourceList) Catalog {
+	var c Catalog
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") { // subresources
+				continue
+			}
+			c = append(c, Names{GroupResource: gv.WithResource(r.Name).GroupResource(), Kind: r.Kind,
+				Singular: r.SingularName, ShortNames: r.ShortNames})
+		}
+	}
+	return c
 }
 
 // Filter is a Spec with its resource names resolved.

@@ -23,6 +23,8 @@ type Faults struct {
 	// LostResponse: the request is served, then answered 504 as if the response was
 	// lost on the way: the client cannot tell whether its write happened.
 	LostResponse float64
+	// Only, when set, limits faults to the requests it accepts (a broken resource).
+	Only func(method, path string) bool
 
 	once     sync.Once
 	mu       sync.Mutex
@@ -36,6 +38,9 @@ func (f *Faults) Injected() int64 { return f.injected.Load() }
 // inject answers the request with a fault, or returns false to have it served. For a
 // lost response it returns true after serve has run against a discarded response.
 func (f *Faults) inject(w http.ResponseWriter, r *http.Request, done <-chan struct{}, serve func(http.ResponseWriter)) bool {
+	if f.Only != nil && !f.Only(r.Method, r.URL.Path) {
+		return false
+	}
 	f.once.Do(func() { f.rng = rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15)) })
 	f.mu.Lock()
 	x := f.rng.Float64()

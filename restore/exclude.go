@@ -46,7 +46,9 @@ type exclusion struct{ by, reason string }
 func exclude(backup Backup, opts Options, f *filter.Filter) map[*manifest.Item]exclusion {
 	out := map[*manifest.Item]exclusion{}
 	if f != nil {
-		out = filtered(backup.Manifest(), f)
+		for it, reason := range f.Apply(backup.Manifest()) {
+			out[it] = exclusion{Filtered, reason}
+		}
 	}
 	nonRestorable := map[schema.GroupResource]bool{}
 	for _, gr := range opts.NonRestorable {

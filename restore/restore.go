@@ -39,6 +39,30 @@ type run struct {
 func Run(ctx context.Context, target Target, backup Backup, opts Options) (*Report, error) {
 	opts = opts.withDefaults()
 	started := opts.Clock.Now()
+	r, err := newRun(ctx, target, backup, opts)
+	if err != nil {
+		return nil, err
+	}
+	p := r.plan
+	// The plan's longest remaining paths are the scheduler's priorities, so that the
+	// critical path the plan shows is the one run first.
+	prio := p.graph.LongestRemaining(nil)
+	sopts := scheduler.Options{Workers: opts.Workers, Now: opts.Clock.Now,
+		Priority: func(id int64) float64 { return prio[id] }}
+	if opts.OnEvent != nil {
+		sopts.OnEvent = func(ev scheduler.Event) { opts.OnEvent(newEvent(ev, p.item(ev.Node))) }
+	}
+	srep, runErr := scheduler.Run(ctx, p.graph, r.restoreNode, sopts)
+	rep := r.report(srep, started, p)
+	if opts.HealthTimeout > 0 && runErr == nil {
+		rep.Health = r.waitHealthy(ctx, rep)
+		rep.Finished = opts.Clock.Now()
+	}
+	return rep, runErr
+}
+
+// newRun plans the restore and readies what its steps use. opts has its defaults.
+func newRun(ctx context.Context, target Target, backup Backup, opts Options) (*run, error) {
 	p, err := plan(ctx, backup, target.Discovery, opts)
 	if err != nil {
 		return nil, err
@@ -71,21 +95,7 @@ func Run(ctx context.Context, target Target, backup Backup, opts Options) (*Repo
 			r.newUIDs[src] = j.New
 		}
 	}
-	// The plan's longest remaining paths are the scheduler's priorities, so that the
-	// critical path the plan shows is the one run first.
-	prio := p.graph.LongestRemaining(nil)
-	sopts := scheduler.Options{Workers: opts.Workers, Now: opts.Clock.Now,
-		Priority: func(id int64) float64 { return prio[id] }}
-	if opts.OnEvent != nil {
-		sopts.OnEvent = func(ev scheduler.Event) { opts.OnEvent(newEvent(ev, p.item(ev.Node))) }
-	}
-	srep, runErr := scheduler.Run(ctx, p.graph, r.restoreNode, sopts)
-	rep := r.report(srep, started, p)
-	if opts.HealthTimeout > 0 && runErr == nil {
-		rep.Health = r.waitHealthy(ctx, rep)
-		rep.Finished = opts.Clock.Now()
-	}
-	return rep, runErr
+	return r, nil
 }
 
 // report merges the scheduler's results with what each node recorded.

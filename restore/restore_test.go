@@ -18,7 +18,6 @@ import (
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -61,60 +60,16 @@ func openJournal(t testing.TB, path string) *FileJournal {
 
 var fastRetry = wait.Backoff{Duration: 5 * time.Millisecond, Factor: 2, Cap: 100 * time.Millisecond, Steps: 1 << 30}
 
-// census lists every object of the backup's group-resources in the target, by source
-// UID, and checks that every ownerReference names a live object.
-type census struct {
-	bySource    map[types.UID]int
-	total       int
-	danglingRef []string
-}
-
-func take(t testing.TB, tgt Target, b *archive.Backup) census {
+// assertComplete checks, with Verify, that the target holds everything the restore of
+// the backup makes, as it makes it, with every ownerReference live.
+func assertComplete(t *testing.T, tgt Target, b *archive.Backup) {
 	t.Helper()
-	dyn := tgt.Dynamic
-	c := census{bySource: map[types.UID]int{}}
-	live := map[types.UID]bool{}
-	var all []unstructured.Unstructured
-	for _, res := range b.Resources() {
-		gvr := schema.GroupVersionResource{Group: res.GroupResource.Group, Version: res.Preferred, Resource: res.GroupResource.Resource}
-		var list *unstructured.UnstructuredList
-		retries := 0
-		err := retryTransient(context.Background(), fastRetry, &retries, func() (err error) {
-			list, err = dyn.Resource(gvr).List(context.Background(), metav1.ListOptions{})
-			return err
-		})
-		if apierrors.IsNotFound(err) {
-			continue // not served: its CRD was not restored
-		}
-		require.NoError(t, err, gvr.String())
-		all = append(all, list.Items...)
+	rep, err := Verify(context.Background(), tgt, b, Options{Retry: fastRetry})
+	require.NoError(t, err)
+	for _, o := range rep.Objects {
+		assert.Equal(t, Verified, o.Verdict, "%s %s/%s: %v", o.Kind, o.Namespace, o.Name, o.Problems)
 	}
-	for _, o := range all {
-		live[o.GetUID()] = true
-	}
-	for _, o := range all {
-		c.total++
-		if src := o.GetAnnotations()[SourceUIDAnnotation]; src != "" {
-			c.bySource[types.UID(src)]++
-		}
-		for _, ref := range o.GetOwnerReferences() {
-			if !live[ref.UID] {
-				c.danglingRef = append(c.danglingRef, o.GetKind()+" "+o.GetNamespace()+"/"+o.GetName()+" -> "+ref.Kind+" "+ref.Name)
-			}
-		}
-	}
-	return c
-}
-
-// assertComplete checks that every object of the backup is in the target exactly once
-// and every ownerReference resolves.
-func assertComplete(t *testing.T, cfg Target, b *archive.Backup) {
-	t.Helper()
-	c := take(t, cfg, b)
-	for it := range b.Manifest().All() {
-		assert.Equal(t, 1, c.bySource[it.UID], "%s restored exactly once", it)
-	}
-	assert.Empty(t, c.danglingRef, "every ownerReference resolves to a live owner")
+	assert.Len(t, rep.Objects, b.Manifest().Len())
 }
 
 // assertOrder checks that every object was created after its dependencies were ready.
@@ -163,8 +118,9 @@ func TestCAPIRestoreLosesNothingToTheGarbageCollector(t *testing.T) {
 			last, still = n, 0
 		}
 	}
-	naive := take(t, naiveCfg, b)
-	lost := b.Manifest().Len() - len(naive.bySource)
+	naive, err := Verify(context.Background(), naiveCfg, b, Options{})
+	require.NoError(t, err)
+	lost := naive.Summary[Missing]
 	t.Logf("objects in the backup: %d; lost to the garbage collector: restoregraph %d, owner references copied verbatim %d",
 		b.Manifest().Len(), srv.Collected(), lost)
 	assert.Positive(t, lost, "the naive restore loses objects to the collector")
@@ -430,8 +386,9 @@ func TestPlanWritesNothing(t *testing.T) {
 	for _, field := range []string{`"sourceVersions"`, `"targetVersions"`, `"dependsOn"`, `"reason"`, `"cycles"`, `"warnings"`} {
 		assert.Contains(t, string(js), field)
 	}
-	c := take(t, cfg, b)
-	assert.Zero(t, c.total, "a plan creates nothing")
+	v, err := Verify(context.Background(), cfg, b, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, len(p.Objects), v.Summary[Missing], "a plan creates nothing")
 }
 
 // labelStep is a step of the caller's own, run between two default steps.

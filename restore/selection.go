@@ -32,18 +32,8 @@ func (o *onceDiscovery) ServerGroupsAndResourcesWithContext(ctx context.Context)
 // catalog is every resource name the backup and the target answer to: the backup's
 // group-resources and kinds, its CRDs' names, and the target's discovery.
 func catalog(ctx context.Context, backup Backup, disc versionselect.Discovery) filter.Catalog {
-	var c filter.Catalog
 	_, lists, _ := disc.ServerGroupsAndResourcesWithContext(ctx) // a failed discovery was reported by the plan
-	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			continue
-		}
-		for _, r := range l.APIResources {
-			c = append(c, filter.Names{GroupResource: gv.WithResource(r.Name).GroupResource(), Kind: r.Kind,
-				Singular: r.SingularName, ShortNames: r.ShortNames})
-		}
-	}
+	c := filter.FromDiscovery(lists)
 	m := backup.Manifest()
 	kinds := map[schema.GroupResource]string{}
 	note := func(it *manifest.Item) {
@@ -69,47 +59,4 @@ func catalog(ctx context.Context, backup Backup, disc versionselect.Discovery) f
 		}
 	}
 	return c
-}
-
-// filtered returns the objects the filter leaves out, and why. A Namespace is restored
-// when anything restored lives in it, whatever the resource filters and the selector
-// say, so that what is restored has somewhere to go; a CRD, with cluster-scoped
-// resources decided automatically, when any of its custom resources is restored.
-func filtered(m *manifest.Manifest, f *filter.Filter) map[*manifest.Item]exclusion {
-	out := map[*manifest.Item]exclusion{}
-	usedNamespaces := map[string]bool{}
-	usedResources := map[schema.GroupResource]bool{}
-	items := m.Items()
-	for _, it := range items {
-		if it.GroupResource() == manifest.CRDGroupResource || it.GroupResource() == (schema.GroupResource{Resource: "namespaces"}) {
-			continue
-		}
-		if reason := f.Exclusion(it, nil); reason != "" {
-			out[it] = exclusion{Filtered, reason}
-			continue
-		}
-		usedNamespaces[it.Namespace] = true
-		usedResources[it.GroupResource()] = true
-	}
-	for _, it := range items {
-		gr := it.GroupResource()
-		var needed bool
-		switch gr {
-		case schema.GroupResource{Resource: "namespaces"}:
-			needed = usedNamespaces[it.Name] && f.Namespace(it.Name)
-		case manifest.CRDGroupResource:
-			defines, _ := manifest.DefinedBy(it.Name)
-			off := f.ClusterResources()
-			needed = usedResources[defines] && (off == nil || *off)
-		default:
-			continue
-		}
-		if needed && !f.ResourceExcluded(gr) {
-			continue
-		}
-		if reason := f.Exclusion(it, nil); reason != "" {
-			out[it] = exclusion{Filtered, reason}
-		}
-	}
-	return out
 }

@@ -24,26 +24,51 @@ import (
 // restoreFlags are the flags plan and restore share: what a restore restores and how,
 // so that a plan never disagrees with the restore it previews. Names follow Velero's.
 type restoreFlags struct {
-	backup                               string
+	filterFlags
+	backup                          string
+	namespaceMappings               string
+	restoreName                     string
+	priorities, prioritiesConfigMap string
+	strict, preserveNodePorts       bool
+	disable                         []string
+}
+
+// filterFlags select what a restore restores or a backup backs up.
+type filterFlags struct {
 	includeNamespaces, excludeNamespaces []string
 	includeResources, excludeResources   []string
 	includeClusterResources              optionalBool
-	selector, namespaceMappings          string
-	restoreName                          string
-	priorities, prioritiesConfigMap      string
-	strict, preserveNodePorts            bool
-	disable                              []string
+	selector                             string
+}
+
+func (f *filterFlags) add(fs *pflag.FlagSet, verb string) {
+	fs.StringSliceVar(&f.includeNamespaces, "include-namespaces", nil, "namespaces to "+verb+" (default every one)")
+	fs.StringSliceVar(&f.excludeNamespaces, "exclude-namespaces", nil, "namespaces not to "+verb)
+	fs.StringSliceVar(&f.includeResources, "include-resources", nil, "resources to "+verb+", as kubectl names them: plural, singular, short name or kind, optionally .group (default every one)")
+	fs.StringSliceVar(&f.excludeResources, "exclude-resources", nil, "resources not to "+verb)
+	fs.Var(&f.includeClusterResources, "include-cluster-resources", verb+" cluster-scoped resources: true, false, or unset to decide (all of them when every namespace is taken, else the CRDs of the custom resources taken)")
+	fs.Lookup("include-cluster-resources").NoOptDefVal = "true"
+	fs.StringVarP(&f.selector, "selector", "l", "", verb+" only objects whose labels match this selector")
+}
+
+// spec returns the filter the flags say.
+func (f *filterFlags) spec() (filter.Spec, error) {
+	spec := filter.Spec{IncludeNamespaces: f.includeNamespaces, ExcludeNamespaces: f.excludeNamespaces,
+		IncludeResources: f.includeResources, ExcludeResources: f.excludeResources,
+		IncludeClusterResources: f.includeClusterResources.value}
+	if f.selector != "" {
+		sel, err := labels.Parse(f.selector)
+		if err != nil {
+			return spec, badInput("--selector %q: %w", f.selector, err)
+		}
+		spec.Selector = sel
+	}
+	return spec, nil
 }
 
 func (f *restoreFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.backup, "backup", "", "the backup tarball (Velero format)")
-	fs.StringSliceVar(&f.includeNamespaces, "include-namespaces", nil, "namespaces to restore (default every one)")
-	fs.StringSliceVar(&f.excludeNamespaces, "exclude-namespaces", nil, "namespaces not to restore")
-	fs.StringSliceVar(&f.includeResources, "include-resources", nil, "resources to restore, as kubectl names them: plural, singular, short name or kind, optionally .group (default every one)")
-	fs.StringSliceVar(&f.excludeResources, "exclude-resources", nil, "resources not to restore")
-	fs.Var(&f.includeClusterResources, "include-cluster-resources", "restore cluster-scoped resources: true, false, or unset to decide (all of them when every namespace is restored, else the CRDs of what is restored)")
-	fs.Lookup("include-cluster-resources").NoOptDefVal = "true"
-	fs.StringVarP(&f.selector, "selector", "l", "", "restore only objects whose labels match this selector")
+	f.filterFlags.add(fs, "restore")
 	fs.StringVar(&f.namespaceMappings, "namespace-mappings", "", "restore namespaces under other names: src1:dst1,src2:dst2")
 	fs.StringVar(&f.restoreName, "restore-name", "", "the restore's name, in the velero.io/restore-name label of what it makes (default <backup>-<time>)")
 	fs.StringVar(&f.priorities, "version-priorities", "", "file of resource.group=v1,v2 lines: the user's version priorities")
@@ -61,16 +86,10 @@ func (f *restoreFlags) options(ctx context.Context, cfg *rest.Config, warn io.Wr
 	opts := restore.Options{
 		StrictVersions: f.strict, PreserveNodePorts: f.preserveNodePorts, DisablePlugins: f.disable, Name: f.restoreName,
 		BackupName: backupName(f.backup),
-		Filter: filter.Spec{IncludeNamespaces: f.includeNamespaces, ExcludeNamespaces: f.excludeNamespaces,
-			IncludeResources: f.includeResources, ExcludeResources: f.excludeResources,
-			IncludeClusterResources: f.includeClusterResources.value},
 	}
-	if f.selector != "" {
-		sel, err := labels.Parse(f.selector)
-		if err != nil {
-			return opts, badInput("--selector %q: %w", f.selector, err)
-		}
-		opts.Filter.Selector = sel
+	var err error
+	if opts.Filter, err = f.spec(); err != nil {
+		return opts, err
 	}
 	mappings, err := parseMappings(f.namespaceMappings)
 	if err != nil {

@@ -129,7 +129,7 @@ version the target serves, with owner UIDs remapped.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPlanCmd(), newRestoreCmd(), newManifestCmd(), newDemoCmd())
+	root.AddCommand(newPlanCmd(), newRestoreCmd(), newBackupCmd(), newVerifyCmd(), newManifestCmd(), newDemoCmd())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return badInput("%v\n%s", err, c.UsageString()) })
 	return root
 }

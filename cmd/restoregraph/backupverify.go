@@ -1,0 +1,163 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/restoregraph/restoregraph/backup"
+	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/restore"
+)
+
+// manifestBeside is where the backup command writes the manifest beside a tarball:
+// nightly.tar.gz's is nightly.manifest.json.gz.
+func manifestBeside(tarball string) string {
+	return filepath.Join(filepath.Dir(tarball), backupName(tarball)+".manifest.json.gz")
+}
+
+func newBackupCmd() *cobra.Command {
+	var out string
+	var ff filterFlags
+	t := &target{flags: genericclioptions.NewConfigFlags(true)}
+	cmd := &cobra.Command{
+		Use:   "backup -o FILE",
+		Short: "Write a Velero-format backup of the cluster, with its manifest",
+		Long: `Writes every listable resource the cluster serves, at every version it serves (the
+preferred one marked), as a Velero backup tarball (format 1.1.0), selected by the same
+flags as restore. The manifest is written inside the tarball and beside it. A resource
+whose list fails makes the backup incomplete: it is named, and the exit code is 1.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return badInput("-o FILE is required")
+			}
+			spec, err := ff.spec()
+			if err != nil {
+				return err
+			}
+			cfg, stop, err := t.config()
+			if err != nil {
+				return err
+			}
+			defer stop()
+			dyn, err := dynamic.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			tmp := out + ".partial"
+			f, err := os.Create(tmp)
+			if err != nil {
+				return badInput("%w", err)
+			}
+			defer os.Remove(tmp)
+			res, err := backup.Run(ctx, backup.Source{Dynamic: dyn, Discovery: disc}, f, backup.Options{Filter: spec, SpillDir: filepath.Dir(out)})
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return &exitError{code: exitBadInput, err: err}
+			}
+			if err := os.Rename(tmp, out); err != nil {
+				return err
+			}
+			if err := manifest.WriteFile(manifestBeside(out), res.Manifest); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "%d objects (%d bodies, every served version) written to %s; manifest beside it in %s; %d left out by the filter\n",
+				res.Objects, res.Copies, out, manifestBeside(out), res.Excluded)
+			for _, e := range res.Incomplete {
+				fmt.Fprintf(w, "incomplete: %v\n", e)
+			}
+			if len(res.Incomplete) > 0 {
+				return &exitError{code: exitIncomplete, err: fmt.Errorf("the backup is incomplete: %d list(s) failed", len(res.Incomplete))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the backup tarball to write")
+	ff.add(cmd.Flags(), "back up")
+	t.addFlags(cmd)
+	return cmd
+}
+
+func newVerifyCmd() *cobra.Command {
+	var output string
+	var rf restoreFlags
+	t := &target{flags: genericclioptions.NewConfigFlags(true)}
+	cmd := &cobra.Command{
+		Use:   "verify --backup FILE",
+		Short: "Check that the cluster holds what restoring the backup makes",
+		Long: `Checks, with the same flags as restore, that every object the restore makes exists,
+that its ownerReferences name live objects, and that what the restore made holds what
+it makes of the backup: the body at the chosen version, sanitized, mapped and passed
+through the restore item actions (fields the server adds are not compared). Exit code
+0 only when everything holds.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "text" && output != "json" {
+				return badInput("-o must be text or json, not %q", output)
+			}
+			b, err := readBackup(rf.backup)
+			if err != nil {
+				return err
+			}
+			tgt, cfg, stop, err := t.restoreTarget()
+			if err != nil {
+				return err
+			}
+			defer stop()
+			ctx, cancel := signalContext()
+			defer cancel()
+			opts, err := rf.options(ctx, cfg, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			rep, err := restore.Verify(ctx, tgt, b, opts)
+			if err != nil {
+				return &exitError{code: exitBadInput, err: err}
+			}
+			if output == "json" {
+				if err := writeJSON(cmd.OutOrStdout(), rep); err != nil {
+					return err
+				}
+			} else {
+				printVerify(cmd.OutOrStdout(), rep)
+			}
+			if !rep.OK() {
+				return &exitError{code: exitIncomplete, err: fmt.Errorf("%d missing, %d differ", rep.Summary[restore.Missing], rep.Summary[restore.Differs])}
+			}
+			return nil
+		},
+	}
+	rf.add(cmd.Flags())
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	t.addFlags(cmd)
+	return cmd
+}
+
+func printVerify(w io.Writer, rep *restore.VerifyReport) {
+	for _, o := range rep.Objects {
+		if o.Verdict == restore.Verified {
+			continue
+		}
+		ns, name := o.InTarget()
+		fmt.Fprintf(w, "%-8s %s %s: %s\n", o.Verdict, o.Kind, qualified(ns, name), strings.Join(o.Problems, "; "))
+	}
+	fmt.Fprintf(w, "%d objects: %d verified, %d missing, %d differ\n", len(rep.Objects),
+		rep.Summary[restore.Verified], rep.Summary[restore.Missing], rep.Summary[restore.Differs])
+}

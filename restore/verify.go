@@ -1,0 +1,275 @@
+package restore
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/restoregraph/restoregraph/manifest"
+	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
+	"github.com/restoregraph/restoregraph/versionselect"
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Verdict is what Verify found of one object.
+type Verdict string
+
+const (
+	// Verified: in the target as the restore makes it, its owners live.
+	Verified Verdict = "Verified"
+	// Missing: not in the target.
+	Missing Verdict = "Missing"
+	// Differs: in the target, but its content is not what the restore makes of the
+	// backup's, or an owner it names is not there.
+	Differs Verdict = "Differs"
+)
+
+// VerifiedObject is one object of the backup and what Verify found of it.
+type VerifiedObject struct {
+	ObjectRef
+	Verdict Verdict `json:"verdict"`
+	// Adopted: the object was in the target before, not made from the backup; only its
+	// presence and its owners are checked.
+	Adopted  bool     `json:"adopted,omitempty"`
+	Problems []string `json:"problems,omitempty"`
+}
+
+// VerifyReport says whether a target holds what a restore of a backup should have made.
+type VerifyReport struct {
+	Objects []VerifiedObject `json:"objects"`
+	Summary map[Verdict]int  `json:"summary"`
+}
+
+// OK reports whether every object was verified.
+func (r *VerifyReport) OK() bool { return r.Summary[Missing] == 0 && r.Summary[Differs] == 0 }
+
+// Verify checks that target holds what restoring backup with opts should have made.
+// Every object the restore makes (after the filter, the plan's exclusions and the
+// namespace mappings) must exist, found by its namespace and name in the target; every
+// ownerReference must name a live object of that kind, name and UID; and an object the
+// restore made (it carries SourceUIDAnnotation) must hold what the restore makes of the
+// backup's body: the body read at the chosen version, sanitized, mapped and passed
+// through the restore item actions, every field of it equal in the target. Fields the
+// target adds (defaults, allocated IPs, generated selectors) and metadata and status are
+// not compared. The report lists each object with its verdict and problems.
+func Verify(ctx context.Context, target Target, backup Backup, opts Options) (*VerifyReport, error) {
+	opts = opts.withDefaults()
+	r, err := newRun(ctx, target, backup, opts)
+	if err != nil {
+		return nil, err
+	}
+	p := r.plan
+	out := make([]*VerifiedObject, p.graph.Len())
+	var g errgroup.Group
+	g.SetLimit(opts.Workers)
+	for id := range int64(p.graph.Len()) {
+		it := p.item(id)
+		if it == nil {
+			continue
+		}
+		if _, excluded := p.excluded[p.graph.NodeAt(id).Item]; excluded {
+			continue
+		}
+		g.Go(func() error {
+			v, err := r.verifyOne(ctx, id)
+			out[id] = v
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	rep := &VerifyReport{Objects: []VerifiedObject{}, Summary: map[Verdict]int{}}
+	for _, v := range out {
+		if v != nil {
+			rep.Objects = append(rep.Objects, *v)
+			rep.Summary[v.Verdict]++
+		}
+	}
+	return rep, nil
+}
+
+// verifyOne checks the object of node id. Its error is for what stops the verification
+// as a whole: the context's.
+func (r *run) verifyOne(ctx context.Context, id int64) (*VerifiedObject, error) {
+	it := r.plan.item(id)
+	choice, _ := r.plan.versions.For(it.GroupResource())
+	v := &VerifiedObject{ObjectRef: refOf(it, choice.Version, r.opts.NamespaceMappings), Verdict: Verified}
+	problem := func(format string, args ...any) {
+		v.Verdict = Differs
+		v.Problems = append(v.Problems, fmt.Sprintf(format, args...))
+	}
+	if choice.Rule == versionselect.RuleNotServed {
+		v.Verdict, v.Problems = Missing, []string{choice.Explain()}
+		return v, nil
+	}
+	gvr := schema.GroupVersionResource{Group: it.Group, Version: choice.Version, Resource: it.Resource}
+	ns, name := v.InTarget()
+	var live *unstructured.Unstructured
+	err := r.get(ctx, func() (err error) {
+		live, err = r.target.Dynamic.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+		v.Verdict, v.Problems = Missing, []string{fmt.Sprintf("%s %s is not in the target", gvr.GroupResource(), qualifiedName(ns, name))}
+		return v, nil
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		v.Verdict, v.Problems = Missing, []string{"get: " + err.Error()}
+		return v, nil
+	}
+	for _, ref := range live.GetOwnerReferences() {
+		if reason := r.ownerLive(ctx, ref, ns); reason != "" {
+			problem("owner %s %s (uid %s): %s", ref.Kind, ref.Name, ref.UID, reason)
+		}
+	}
+	if live.GetAnnotations()[SourceUIDAnnotation] != string(it.UID) {
+		v.Adopted = true
+		return v, nil
+	}
+	want, err := r.expected(ctx, it, gvr)
+	if err != nil {
+		problem("what the restore makes of the backup's body: %v", err)
+		return v, nil
+	}
+	for _, field := range sortedKeys(want.Object) {
+		if field == "metadata" || field == "status" || field == "apiVersion" || field == "kind" {
+			continue
+		}
+		for _, d := range differences(field, want.Object[field], live.Object[field]) {
+			problem("%s", d)
+		}
+	}
+	return v, nil
+}
+
+// get retries a read through transient errors, as the restore does.
+func (r *run) get(ctx context.Context, f func() error) error {
+	var retries int
+	return retryTransient(ctx, r.opts.Retry, &retries, f)
+}
+
+// expected is what the restore makes of the object's body, before it is created.
+func (r *run) expected(ctx context.Context, it *manifest.Item, gvr schema.GroupVersionResource) (*unstructured.Unstructured, error) {
+	o := &Object{Item: it, Resource: gvr, Result: &ObjectResult{}}
+	for _, step := range []func(context.Context, *Object) error{r.stepRead, r.stepSanitize, r.stepMapNamespaces} {
+		if err := step(ctx, o); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range r.actions {
+		if !a.AppliesTo(it.GroupResource(), it.Namespace, it.Labels) {
+			continue
+		}
+		out, err := a.Execute(&ria.ExecuteInput{Item: o.Body, ItemFromBackup: o.Backup, Restore: r.request})
+		if err != nil {
+			return nil, fmt.Errorf("plugin %s: %w", a.Name, err)
+		}
+		if out.UpdatedItem != nil {
+			o.Body = out.UpdatedItem
+		}
+	}
+	return o.Body, nil
+}
+
+// ownerLive says why ref names no live object in the target; "" when it does.
+func (r *run) ownerLive(ctx context.Context, ref metav1.OwnerReference, namespace string) string {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return err.Error()
+	}
+	if r.target.Mapper == nil {
+		return "the target has no RESTMapper to look for it"
+	}
+	mapping, err := r.target.Mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: ref.Kind}, gv.Version)
+	if err != nil {
+		return "its kind is not served: " + err.Error()
+	}
+	client := r.target.Dynamic.Resource(mapping.Resource)
+	var owner *unstructured.Unstructured
+	err = r.get(ctx, func() (err error) {
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			owner, err = client.Namespace(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		} else {
+			owner, err = client.Get(ctx, ref.Name, metav1.GetOptions{})
+		}
+		return err
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "not in the target"
+	case err != nil:
+		return err.Error()
+	case owner.GetUID() != ref.UID:
+		return fmt.Sprintf("the %s of that name has uid %s", ref.Kind, owner.GetUID())
+	}
+	return ""
+}
+
+// differences lists where want, a field of what the restore makes, is not in got: every
+// map key of want must be in got with the same value; lists must be as long and alike
+// element by element; what got has beyond want is the target's own.
+func differences(path string, want, got any) []string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return []string{fmt.Sprintf("%s: want an object, the target has %v", path, short(got))}
+		}
+		var out []string
+		for _, k := range sortedKeys(w) {
+			out = append(out, differences(path+"."+k, w[k], g[k])...)
+		}
+		return out
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return []string{fmt.Sprintf("%s: want %d elements, the target has %v", path, len(w), short(got))}
+		}
+		var out []string
+		for i := range w {
+			out = append(out, differences(fmt.Sprintf("%s[%d]", path, i), w[i], g[i])...)
+		}
+		return out
+	}
+	if !reflect.DeepEqual(want, got) {
+		return []string{fmt.Sprintf("%s: want %v, the target has %v", path, short(want), short(got))}
+	}
+	return nil
+}
+
+func short(v any) string {
+	s := fmt.Sprint(v)
+	if v == nil {
+		s = "nothing"
+	}
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func qualifiedName(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + strings.TrimSpace(name)
+}

@@ -1,0 +1,67 @@
+package restore
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func verdicts(rep *VerifyReport) map[string]VerifiedObject {
+	out := map[string]VerifiedObject{}
+	for _, o := range rep.Objects {
+		out[o.Resource+"/"+o.Name] = o
+	}
+	return out
+}
+
+// Verify passes on what a restore made of the real backup, and names what was broken
+// afterwards: an object deleted, an owner changed, data changed.
+func TestVerifyNamesWhatIsBroken(t *testing.T) {
+	b := shop(t)
+	tgt := shopTarget(t)
+	ctx := context.Background()
+	opts := Options{Retry: fastRetry, NamespaceMappings: map[string]string{"shop": "shop-copy"}}
+	rep, err := Run(ctx, tgt, b, opts)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", firstFailure(rep))
+
+	v, err := Verify(ctx, tgt, b, opts)
+	require.NoError(t, err)
+	require.True(t, v.OK(), "%v", v.Summary)
+	assert.Equal(t, rep.Count(Restored), v.Summary[Verified], "every object restored is verified; none left to the target is asked for")
+
+	configmaps := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("shop-copy")
+	require.NoError(t, configmaps.Delete(ctx, "settings", metav1.DeleteOptions{}))
+	secrets := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace("shop-copy")
+	creds, err := secrets.Get(ctx, "creds", metav1.GetOptions{})
+	require.NoError(t, err)
+	unstructured.SetNestedField(creds.Object, "c3dvcmRmaXNo", "data", "password")
+	_, err = secrets.Update(ctx, creds, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	pods := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace("shop-copy")
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	require.NoError(t, err)
+	pod := list.Items[0]
+	refs := pod.GetOwnerReferences()
+	refs[0].UID = "00000000-0000-0000-0000-000000000000"
+	pod.SetOwnerReferences(refs)
+	_, err = pods.Update(ctx, &pod, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	v, err = Verify(ctx, tgt, b, opts)
+	require.NoError(t, err)
+	assert.False(t, v.OK())
+	got := verdicts(v)
+	assert.Equal(t, Missing, got["configmaps/settings"].Verdict)
+	assert.Equal(t, Differs, got["secrets/creds"].Verdict)
+	assert.Contains(t, got["secrets/creds"].Problems, "data.password: want aHVudGVyMg==, the target has c3dvcmRmaXNo")
+	assert.Equal(t, Differs, got["pods/"+pod.GetName()].Verdict)
+	require.Len(t, got["pods/"+pod.GetName()].Problems, 1)
+	assert.Contains(t, got["pods/"+pod.GetName()].Problems[0], "owner ReplicaSet web-6648b76bbd (uid 00000000-0000-0000-0000-000000000000): the ReplicaSet of that name has uid")
+	assert.Equal(t, 3, v.Summary[Missing]+v.Summary[Differs])
+}
