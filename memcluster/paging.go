@@ -65,7 +65,9 @@ func (p page) cut(objs []object, rv uint64) ([]object, string) {
 }
 
 // objectKey is what a list orders objects by: namespace, then name.
-func objectKey(o object) [2]string { return [2]string{metaString(o, "namespace"), metaString(o, "name")} }
+func objectKey(o object) [2]string {
+	return [2]string{metaString(o, "namespace"), metaString(o, "name")}
+}
 
 func compareKeys(a, b [2]string) int {
 	if c := strings.Compare(a[0], b[0]); c != 0 {
