@@ -47,18 +47,29 @@ func NewWriter(w io.Writer, format string) (*Writer, error) {
 // <version>-preferredversion), and any other version under <version>. Format 1.0 holds
 // only the preferred version.
 func (w *Writer) Add(obj *unstructured.Unstructured, resource string, preferred bool) error {
-	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
-	if err != nil || gv.Version == "" {
-		return fmt.Errorf("archive: %s %s/%s: apiVersion %q is not group/version", obj.GetKind(), obj.GetNamespace(), obj.GetName(), obj.GetAPIVersion())
-	}
-	if w.format == Format10 && !preferred {
-		return fmt.Errorf("archive: format %s holds only the preferred version; %s %s/%s is not", Format10, obj.GetKind(), obj.GetNamespace(), obj.GetName())
-	}
 	data, err := json.Marshal(obj.Object)
 	if err != nil {
 		return fmt.Errorf("archive: %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
 	}
-	loc := location{gr: schema.GroupResource{Group: gv.Group, Resource: resource}, namespace: obj.GetNamespace(), name: obj.GetName()}
+	return w.AddJSON(Entry{APIVersion: obj.GetAPIVersion(), Resource: resource, Namespace: obj.GetNamespace(), Name: obj.GetName()}, data, preferred)
+}
+
+// Entry names an object's place in a backup.
+type Entry struct {
+	APIVersion, Resource, Namespace, Name string
+}
+
+// AddJSON is Add for an object already in JSON, as the API server returned it: data is
+// written as it is, and must be the object e names.
+func (w *Writer) AddJSON(e Entry, data []byte, preferred bool) error {
+	gv, err := schema.ParseGroupVersion(e.APIVersion)
+	if err != nil || gv.Version == "" {
+		return fmt.Errorf("archive: %s %s/%s: apiVersion %q is not group/version", e.Resource, e.Namespace, e.Name, e.APIVersion)
+	}
+	if w.format == Format10 && !preferred {
+		return fmt.Errorf("archive: format %s holds only the preferred version; %s %s/%s is not", Format10, e.Resource, e.Namespace, e.Name)
+	}
+	loc := location{gr: schema.GroupResource{Group: gv.Group, Resource: e.Resource}, namespace: e.Namespace, name: e.Name}
 	var dirs []string
 	switch {
 	case w.format == Format10:

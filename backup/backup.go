@@ -75,6 +75,9 @@ type Result struct {
 	Excluded int
 	// Incomplete lists what could not be listed. A backup with any is not whole.
 	Incomplete []*ListError
+	// Warnings say what was listed but left out: objects no restore can make (the
+	// virtual componentstatuses have no UID).
+	Warnings []string
 }
 
 // resource is one listable group-resource with every version the cluster serves.
@@ -107,10 +110,13 @@ func Run(ctx context.Context, src Source, w io.Writer, opts Options) (*Result, e
 	defer os.Remove(spill.Name())
 	defer spill.Close()
 	b := &builder{src: src, opts: opts, f: f, res: &Result{Manifest: manifest.New(0), Incomplete: incomplete},
-		bodies: map[objectKey][]byte{}, spill: bufio.NewWriter(spill)}
+		bodies: map[objectKey]body{}, spill: bufio.NewWriter(spill)}
 
 	// Every object at its preferred version first: the manifest, then the filter on it.
 	for _, r := range resources {
+		if !b.mayTake(r) {
+			continue
+		}
 		if err := b.listPreferred(ctx, r); err != nil {
 			return b.res, err
 		}
@@ -189,6 +195,12 @@ func discover(d discovery.DiscoveryInterface) ([]resource, []*metav1.APIResource
 	return out, lists, incomplete, nil
 }
 
+// body is an object's JSON and the entry it goes in.
+type body struct {
+	entry archive.Entry
+	data  []byte
+}
+
 // objectKey names an object across its versions.
 type objectKey struct {
 	gr              schema.GroupResource
@@ -200,8 +212,25 @@ type builder struct {
 	opts   Options
 	f      *filter.Filter
 	res    *Result
-	bodies map[objectKey][]byte // preferred bodies, until the filter has decided
+	bodies map[objectKey]body // preferred bodies, until the filter has decided
 	spill  *bufio.Writer
+}
+
+// mayTake reports whether the filter can take anything of r, so that what it cannot is
+// not listed at all: resources it leaves out, and cluster-scoped ones when those are
+// off. Namespaces and CRDs are listed whatever the resource filters say, for the
+// filter takes those that what it takes needs.
+func (b *builder) mayTake(r resource) bool {
+	if r.gr == (schema.GroupResource{Resource: "namespaces"}) || r.gr == manifest.CRDGroupResource {
+		return true
+	}
+	if !b.f.Resource(r.gr) {
+		return false
+	}
+	if cluster := b.f.ClusterResources(); !r.namespaced && (cluster != nil && !*cluster || cluster == nil && !b.f.AllNamespaces()) {
+		return false
+	}
+	return true
 }
 
 // namespaces returns where to list a resource: each included namespace when the
@@ -217,6 +246,10 @@ func (b *builder) listPreferred(ctx context.Context, r resource) error {
 	gvr := r.gr.WithVersion(r.preferred)
 	for _, ns := range b.namespaces(r) {
 		err := b.list(ctx, gvr, ns, func(obj *unstructured.Unstructured) error {
+			if obj.GetUID() == "" {
+				b.res.Warnings = append(b.res.Warnings, fmt.Sprintf("%s %s has no uid: it is no object a restore can make; left out", r.gr, obj.GetName()))
+				return nil
+			}
 			if _, err := b.res.Manifest.Add(manifest.FromObject(obj, r.gr.Resource)); err != nil {
 				return fmt.Errorf("backup: %s %s/%s: %w", gvr, obj.GetNamespace(), obj.GetName(), err)
 			}
@@ -224,7 +257,7 @@ func (b *builder) listPreferred(ctx context.Context, r resource) error {
 			if err != nil {
 				return err
 			}
-			b.bodies[objectKey{r.gr, obj.GetNamespace(), obj.GetName()}] = data
+			b.bodies[objectKey{r.gr, obj.GetNamespace(), obj.GetName()}] = body{entryOf(obj, r.gr.Resource), data}
 			return nil
 		})
 		if err != nil {
@@ -244,7 +277,7 @@ func (b *builder) listOther(ctx context.Context, r resource, version string) err
 			if err != nil {
 				return err
 			}
-			return b.record(r.gr.Resource, data)
+			return b.record(entryOf(obj, r.gr.Resource), data)
 		})
 		if err != nil {
 			return err
@@ -289,14 +322,25 @@ func (b *builder) list(ctx context.Context, gvr schema.GroupVersionResource, ns 
 	}
 }
 
-// record spills a body at a version other than the preferred one: a line with its
-// resource and length, then the body.
-func (b *builder) record(resource string, data []byte) error {
-	if _, err := fmt.Fprintf(b.spill, "%s %d\n", resource, len(data)); err != nil {
+func entryOf(obj *unstructured.Unstructured, resource string) archive.Entry {
+	return archive.Entry{APIVersion: obj.GetAPIVersion(), Resource: resource, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// record spills a body at a version other than the preferred one: its entry and length
+// as a line of JSON, then the body.
+func (b *builder) record(e archive.Entry, data []byte) error {
+	head, err := json.Marshal(spillHead{e, len(data)})
+	if err != nil {
 		return err
 	}
-	_, err := b.spill.Write(data)
+	b.spill.Write(append(head, '\n'))
+	_, err = b.spill.Write(data)
 	return err
+}
+
+type spillHead struct {
+	Entry archive.Entry
+	Len   int
 }
 
 // write writes the tarball: the version, the manifest, the preferred bodies of what was
@@ -309,20 +353,13 @@ func (b *builder) write(spill *os.File, w io.Writer) error {
 	if err := aw.AddManifest(b.res.Manifest); err != nil {
 		return err
 	}
-	add := func(resource string, preferred bool, data []byte) error {
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(data); err != nil {
-			return err
-		}
-		return aw.Add(obj, resource, preferred)
-	}
 	for _, it := range b.res.Manifest.Items() {
 		for _, c := range slices.Concat([]*manifest.Item{it}, b.res.Manifest.Aliases(it.UID)) {
-			data := b.bodies[objectKey{c.GroupResource(), c.Namespace, c.Name}]
-			if data == nil {
+			bd, ok := b.bodies[objectKey{c.GroupResource(), c.Namespace, c.Name}]
+			if !ok {
 				continue
 			}
-			if err := add(c.Resource, true, data); err != nil {
+			if err := aw.AddJSON(bd.entry, bd.data, true); err != nil {
 				return err
 			}
 			b.res.Copies++
@@ -336,19 +373,22 @@ func (b *builder) write(spill *os.File, w io.Writer) error {
 	}
 	r := bufio.NewReader(spill)
 	for {
-		var resource string
-		var n int
-		if _, err := fmt.Fscanf(r, "%s %d\n", &resource, &n); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
+		line, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) && len(line) == 0 {
+			break
+		}
+		if err != nil {
 			return err
 		}
-		data := make([]byte, n)
+		var head spillHead
+		if err := json.Unmarshal(line, &head); err != nil {
+			return fmt.Errorf("backup: spill file: %w", err)
+		}
+		data := make([]byte, head.Len)
 		if _, err := io.ReadFull(r, data); err != nil {
 			return err
 		}
-		if err := add(resource, false, data); err != nil {
+		if err := aw.AddJSON(head.Entry, data, false); err != nil {
 			return err
 		}
 		b.res.Copies++

@@ -29,6 +29,10 @@ const (
 	// Differs: in the target, but its content is not what the restore makes of the
 	// backup's, or an owner it names is not there.
 	Differs Verdict = "Differs"
+	// Replaced: not in the target, but its controller is (a ReplicaSet, a StatefulSet, a
+	// Job), and makes objects of its own in its place, as controllers do when they see
+	// fewer than they want before the restored ones arrive. Not a failure.
+	Replaced Verdict = "Replaced"
 )
 
 // VerifiedObject is one object of the backup and what Verify found of it.
@@ -119,6 +123,10 @@ func (r *run) verifyOne(ctx context.Context, id int64) (*VerifiedObject, error) 
 	})
 	switch {
 	case apierrors.IsNotFound(err):
+		if controller := r.liveController(ctx, it, gvr); controller != "" {
+			v.Verdict, v.Problems = Replaced, []string{"not in the target; its controller " + controller + " is, and makes its own"}
+			return v, nil
+		}
 		v.Verdict, v.Problems = Missing, []string{fmt.Sprintf("%s %s is not in the target", gvr.GroupResource(), qualifiedName(ns, name))}
 		return v, nil
 	case err != nil && ctx.Err() != nil:
@@ -156,6 +164,34 @@ func (r *run) verifyOne(ctx context.Context, id int64) (*VerifiedObject, error) 
 func (r *run) get(ctx context.Context, f func() error) error {
 	var retries int
 	return retryTransient(ctx, r.opts.Retry, &retries, f)
+}
+
+// liveController names the object's controller, from the backup, when the restore made
+// it in the target: the owner whose controller flag is set. "" when there is none.
+func (r *run) liveController(ctx context.Context, it *manifest.Item, gvr schema.GroupVersionResource) string {
+	o := &Object{Item: it, Resource: gvr, Result: &ObjectResult{}}
+	if r.stepRead(ctx, o) != nil {
+		return ""
+	}
+	ref := metav1.GetControllerOf(o.Backup)
+	if ref == nil {
+		return ""
+	}
+	owner, ok := r.backup.Manifest().ByUID(ref.UID)
+	if !ok {
+		return ""
+	}
+	choice, _ := r.plan.versions.For(owner.GroupResource())
+	ns, name := refOf(owner, choice.Version, r.opts.NamespaceMappings).InTarget()
+	ogvr := schema.GroupVersionResource{Group: owner.Group, Version: choice.Version, Resource: owner.Resource}
+	err := r.get(ctx, func() error {
+		_, err := r.target.Dynamic.Resource(ogvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	if err != nil {
+		return ""
+	}
+	return owner.Kind + " " + qualifiedName(ns, name)
 }
 
 // expected is what the restore makes of the object's body, before it is created.

@@ -2,10 +2,14 @@ package test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -249,7 +253,7 @@ func backupApp(t *testing.T, c *rest.Config) string {
 	path := filepath.Join(t.TempDir(), "shop.tar.gz")
 	f, err := os.Create(path)
 	require.NoError(t, err)
-	res, err := backup.Run(context.Background(), backup.Source{Dynamic: dyn, Discovery: disc}, f, backup.Options{Namespaces: []string{"shop"}})
+	res, err := backup.Run(context.Background(), backup.Source{Dynamic: dyn, Discovery: disc}, f, backup.Options{Filter: filter.Spec{IncludeNamespaces: []string{"shop"}}})
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	require.Empty(t, res.Incomplete)
@@ -361,6 +365,33 @@ func TestRestoreARealApplicationBackup(t *testing.T) {
 		assert.Equal(t, "shop-copy", subjects[0].(map[string]any)["namespace"])
 	})
 
+	t.Run("backup, restore and verify with the CLI", func(t *testing.T) {
+		fresh := startCluster(t, opts)
+		tarball := filepath.Join(t.TempDir(), "shop-cli.tar.gz")
+		code, out := cli(t, "backup", "-o", tarball, "--include-namespaces", "shop", "--kubeconfig", src.Kubeconfig)
+		require.Equal(t, 0, code, out)
+		assert.FileExists(t, strings.TrimSuffix(tarball, ".tar.gz")+".manifest.json.gz", "the manifest beside the tarball")
+		code, out = cli(t, "restore", "--backup", tarball, "--kubeconfig", fresh.Kubeconfig)
+		require.Equal(t, 0, code, out)
+		code, out = cli(t, "verify", "--backup", tarball, "--kubeconfig", fresh.Kubeconfig)
+		require.Equal(t, 0, code, out)
+		t.Logf("verify: %s", strings.TrimSpace(out))
+
+		tgt := restoreTarget(t, fresh.Config)
+		require.NoError(t, tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("shop").
+			Delete(ctx, "settings", metav1.DeleteOptions{}))
+		secrets := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace("shop")
+		creds, err := secrets.Get(ctx, "creds", metav1.GetOptions{})
+		require.NoError(t, err)
+		unstructured.SetNestedField(creds.Object, "c3dvcmRmaXNo", "data", "password")
+		_, err = secrets.Update(ctx, creds, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		code, out = cli(t, "verify", "--backup", tarball, "--kubeconfig", fresh.Kubeconfig)
+		assert.Equal(t, 1, code, out)
+		assert.Contains(t, out, "Missing  ConfigMap shop/settings")
+		assert.Contains(t, out, "Differs  Secret shop/creds: data.password: want aHVudGVyMg==, the target has c3dvcmRmaXNo")
+	})
+
 	t.Run("include-resources and selector", func(t *testing.T) {
 		third := startCluster(t, opts)
 		tgt := restoreTarget(t, third.Config)
@@ -405,6 +436,36 @@ func TestRestoreARealApplicationBackup(t *testing.T) {
 			assert.Equal(t, want, made, "exactly what %v and %s name", tc.resources, tc.selector)
 		}
 	})
+}
+
+// cliBinary builds the restoregraph command once for the tests that run it.
+var cliBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "restoregraph-cli")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "restoregraph")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = "../cmd/restoregraph"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the CLI: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// cli runs the restoregraph command and returns its exit code and output.
+func cli(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	bin, err := cliBinary()
+	require.NoError(t, err)
+	cmd := exec.Command(bin, args...)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), string(out)
+	}
+	require.NoError(t, err, string(out))
+	return 0, string(out)
 }
 
 // restoreCatalog names the backup's resources as a filter resolves them.

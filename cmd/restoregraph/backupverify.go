@@ -80,6 +80,9 @@ whose list fails makes the backup incomplete: it is named, and the exit code is 
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "%d objects (%d bodies, every served version) written to %s; manifest beside it in %s; %d left out by the filter\n",
 				res.Objects, res.Copies, out, manifestBeside(out), res.Excluded)
+			for _, x := range res.Warnings {
+				fmt.Fprintf(w, "warning: %s\n", x)
+			}
 			for _, e := range res.Incomplete {
 				fmt.Fprintf(w, "incomplete: %v\n", e)
 			}
@@ -158,6 +161,6 @@ func printVerify(w io.Writer, rep *restore.VerifyReport) {
 		ns, name := o.InTarget()
 		fmt.Fprintf(w, "%-8s %s %s: %s\n", o.Verdict, o.Kind, qualified(ns, name), strings.Join(o.Problems, "; "))
 	}
-	fmt.Fprintf(w, "%d objects: %d verified, %d missing, %d differ\n", len(rep.Objects),
-		rep.Summary[restore.Verified], rep.Summary[restore.Missing], rep.Summary[restore.Differs])
+	fmt.Fprintf(w, "%d objects: %d verified, %d replaced by their controllers, %d missing, %d differ\n", len(rep.Objects),
+		rep.Summary[restore.Verified], rep.Summary[restore.Replaced], rep.Summary[restore.Missing], rep.Summary[restore.Differs])
 }
