@@ -3,6 +3,7 @@ package manifest
 import (
 	"cmp"
 	"hash/maphash"
+	"iter"
 	"slices"
 )
 
@@ -188,6 +189,30 @@ func (s Set) Difference(o Set) Set {
 	var out []setEntry
 	s.merge(o, drop, keep(&out), drop)
 	return Set{entries: out}
+}
+
+// All iterates the identities in no particular order (the set's own), without the sort
+// IDs does.
+func (s Set) All() iter.Seq[ID] {
+	return func(yield func(ID) bool) {
+		for _, e := range s.entries {
+			if !yield(e.id) {
+				return
+			}
+		}
+	}
+}
+
+// Hashed iterates the identities with their hashes, in hash order. The hashes are the
+// set's own: equal for equal identities within one process, not across processes.
+func (s Set) Hashed() iter.Seq2[uint64, ID] {
+	return func(yield func(uint64, ID) bool) {
+		for _, e := range s.entries {
+			if !yield(e.hash, e.id) {
+				return
+			}
+		}
+	}
 }
 
 // IDs returns the identities in ID.Compare order.

@@ -29,9 +29,11 @@ const (
 	// Differs: in the target, but its content is not what the restore makes of the
 	// backup's, or an owner it names is not there.
 	Differs Verdict = "Differs"
-	// Replaced: not in the target, but its controller is (a ReplicaSet, a StatefulSet, a
-	// Job), and makes objects of its own in its place, as controllers do when they see
-	// fewer than they want before the restored ones arrive. Not a failure.
+	// Replaced: not in the target, but its controller is, and is one of the workload
+	// controllers that make what they own from a template (ReplicaSet, StatefulSet,
+	// DaemonSet, Job, ReplicationController): it makes objects of its own in its place,
+	// as it does when it sees fewer than it wants before the restored ones arrive. Not a
+	// failure.
 	Replaced Verdict = "Replaced"
 )
 
@@ -166,8 +168,15 @@ func (r *run) get(ctx context.Context, f func() error) error {
 	return retryTransient(ctx, r.opts.Retry, &retries, f)
 }
 
-// liveController names the object's controller, from the backup, when the restore made
-// it in the target: the owner whose controller flag is set. "" when there is none.
+// templateControllers make the objects they own from a template, and make new ones
+// when those are gone.
+var templateControllers = map[schema.GroupKind]bool{
+	{Group: "apps", Kind: "ReplicaSet"}: true, {Group: "apps", Kind: "StatefulSet"}: true,
+	{Group: "apps", Kind: "DaemonSet"}: true, {Group: "batch", Kind: "Job"}: true, {Kind: "ReplicationController"}: true,
+}
+
+// liveController names the object's controller, from the backup, when it is in the
+// target and is one of the templateControllers. "" when there is none.
 func (r *run) liveController(ctx context.Context, it *manifest.Item, gvr schema.GroupVersionResource) string {
 	o := &Object{Item: it, Resource: gvr, Result: &ObjectResult{}}
 	if r.stepRead(ctx, o) != nil {
@@ -175,6 +184,9 @@ func (r *run) liveController(ctx context.Context, it *manifest.Item, gvr schema.
 	}
 	ref := metav1.GetControllerOf(o.Backup)
 	if ref == nil {
+		return ""
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || !templateControllers[gv.WithKind(ref.Kind).GroupKind()] {
 		return ""
 	}
 	owner, ok := r.backup.Manifest().ByUID(ref.UID)

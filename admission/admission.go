@@ -1,0 +1,182 @@
+package admission
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/restoregraph/restoregraph/manifest"
+)
+
+// Operation is something that touches objects: what it writes and what it reads, as
+// version-free identities (a restore writes its objects as they will be named in the
+// target; a backup reads its objects).
+type Operation struct {
+	ID     string
+	Kind   string // "restore", "backup", or the caller's
+	Writes manifest.Set
+	Reads  manifest.Set
+}
+
+// Conflict is an earlier operation that an operation must wait for.
+type Conflict struct {
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+	// Running: admitted and not yet released; otherwise waiting ahead.
+	Running bool `json:"running"`
+	// Shared counts the identities the two touch in conflicting ways; Examples names a
+	// few of them.
+	Shared   int           `json:"shared"`
+	Examples []manifest.ID `json:"examples"`
+}
+
+func (c Conflict) String() string {
+	state := "waiting"
+	if c.Running {
+		state = "running"
+	}
+	ex := make([]string, len(c.Examples))
+	for i, id := range c.Examples {
+		ex[i] = id.String()
+	}
+	return fmt.Sprintf("%s %s (%s), sharing %d object(s): %s", c.Kind, c.ID, state, c.Shared, strings.Join(ex, ", "))
+}
+
+// Admitter admits operations. Local and Cluster implement it.
+type Admitter interface {
+	// Admit blocks until op may run and returns the function that ends it. ctx's end
+	// withdraws a waiting op.
+	Admit(ctx context.Context, op Operation) (release func(), err error)
+	// TryAdmit admits op at once when nothing earlier conflicts with it; otherwise it
+	// returns the conflicts and admits nothing.
+	TryAdmit(ctx context.Context, op Operation) (release func(), conflicts []Conflict, err error)
+	// Conflicts returns what op would wait for now, admitting nothing.
+	Conflicts(ctx context.Context, op Operation) ([]Conflict, error)
+}
+
+// maxExamples bounds the identities a Conflict names.
+const maxExamples = 3
+
+// key is an identity's hash, the same in every process, and whether it is written.
+type key struct {
+	hash  uint64
+	write bool
+}
+
+// hashID hashes an identity with FNV-1a, each part followed by a zero byte: stable
+// across processes, so that Cluster's stored hashes mean the same to every replica.
+// Written out rather than through hash/fnv, which allocates: it runs for every object of
+// every operation.
+func hashID(id manifest.ID) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for _, s := range [...]string{id.Group, id.Resource, id.Namespace, id.Name} {
+		for i := 0; i < len(s); i++ {
+			h = (h ^ uint64(s[i])) * prime
+		}
+		h *= prime // ^ 0
+	}
+	return h
+}
+
+// footprint is an operation's identities: their hashes in ascending order, each once,
+// written ones marked (an identity both read and written is written), with the identity
+// behind each for the examples of a Conflict.
+type footprint struct {
+	keys []key
+	ids  []manifest.ID
+}
+
+// coarseKey is where an identity lives: its namespace and group-resource.
+type coarseKey struct {
+	namespace, group, resource string
+}
+
+// coarseKeys returns the distinct places of a footprint's identities.
+func coarseKeys(f footprint) []coarseKey {
+	seen := map[coarseKey]bool{}
+	var out []coarseKey
+	for _, id := range f.ids {
+		c := coarseKey{id.Namespace, id.Group, id.Resource}
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// hashed is an identity with its hash.
+type hashed struct {
+	h  uint64
+	id manifest.ID
+}
+
+// footprintOf merges the written and the read identities, each in ascending hash order.
+func footprintOf(writes, reads []hashed) footprint {
+	f := footprint{keys: make([]key, 0, len(writes)+len(reads)), ids: make([]manifest.ID, 0, len(writes)+len(reads))}
+	add := func(x hashed, write bool) {
+		if last := len(f.keys) - 1; last >= 0 && f.keys[last].hash == x.h {
+			f.keys[last].write = f.keys[last].write || write
+			return
+		}
+		f.keys = append(f.keys, key{x.h, write})
+		f.ids = append(f.ids, x.id)
+	}
+	i, j := 0, 0
+	for i < len(writes) || j < len(reads) {
+		if i < len(writes) && (j == len(reads) || writes[i].h <= reads[j].h) {
+			add(writes[i], true)
+			i++
+		} else {
+			add(reads[j], false)
+			j++
+		}
+	}
+	return f
+}
+
+// localFootprint uses the sets' own hashes, sorted already: within a process they are
+// stable.
+func localFootprint(op Operation) footprint {
+	own := func(s manifest.Set) []hashed {
+		out := make([]hashed, 0, s.Len())
+		for h, id := range s.Hashed() {
+			out = append(out, hashed{h, id})
+		}
+		return out
+	}
+	return footprintOf(own(op.Writes), own(op.Reads))
+}
+
+// stableFootprint hashes with hashID, the same in every process, for Cluster.
+func stableFootprint(op Operation) footprint {
+	stable := func(s manifest.Set) []hashed {
+		out := make([]hashed, 0, s.Len())
+		for id := range s.All() {
+			out = append(out, hashed{hashID(id), id})
+		}
+		slices.SortFunc(out, func(a, b hashed) int { return cmp.Compare(a.h, b.h) })
+		return out
+	}
+	return footprintOf(stable(op.Writes), stable(op.Reads))
+}
+
+// conflicting reports whether two uses of one identity conflict: unless both read.
+func conflicting(a, b bool) bool { return a || b }
+
+// sortConflicts orders conflicts running first, then by ID, so reports read the same
+// every time.
+func sortConflicts(cs []Conflict) {
+	slices.SortFunc(cs, func(a, b Conflict) int {
+		if a.Running != b.Running {
+			if a.Running {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+}
