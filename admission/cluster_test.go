@@ -1,0 +1,112 @@
+package admission
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/memcluster"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// replicas returns two admitters, as two processes would have, on one memcluster.
+func replicas(t *testing.T, lease time.Duration) (*Cluster, *Cluster, kubernetes.Interface) {
+	s, err := memcluster.StartServer(memcluster.Options{})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	cs, err := kubernetes.NewForConfig(s.Config())
+	require.NoError(t, err)
+	a := &Cluster{Client: cs, Holder: "replica-a", LeaseDuration: lease, Poll: 20 * time.Millisecond}
+	b := &Cluster{Client: cs, Holder: "replica-b", LeaseDuration: lease, Poll: 20 * time.Millisecond}
+	return a, b, cs
+}
+
+func clusterAdmitAsync(c *Cluster, o Operation) <-chan func() {
+	ch := make(chan func(), 1)
+	go func() {
+		if r, err := c.Admit(context.Background(), o); err == nil {
+			ch <- r
+		}
+	}()
+	return ch
+}
+
+// left counts the admission records in the cluster: Leases and key ConfigMaps.
+func left(t *testing.T, cs kubernetes.Interface) int {
+	ctx := context.Background()
+	leases, err := cs.CoordinationV1().Leases("restoregraph-admission").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	cms, err := cs.CoreV1().ConfigMaps("restoregraph-admission").List(ctx, metav1.ListOptions{LabelSelector: leaseLabel})
+	require.NoError(t, err)
+	return len(leases.Items) + len(cms.Items)
+}
+
+func TestClusterAcrossReplicas(t *testing.T) {
+	a, b, cs := replicas(t, 30*time.Second)
+	ctx := context.Background()
+	x, y := cm("shop", "settings"), cm("shop", "flags")
+
+	ra, err := a.Admit(ctx, op("restore-1", []manifest.ID{x}, nil))
+	require.NoError(t, err)
+	rb, err := b.Admit(ctx, op("restore-2", []manifest.ID{y}, nil))
+	require.NoError(t, err, "disjoint operations run together across replicas")
+
+	_, conflicts, err := b.TryAdmit(ctx, op("restore-3", []manifest.ID{x, y}, nil))
+	require.NoError(t, err)
+	require.Len(t, conflicts, 2)
+	for _, c := range conflicts {
+		assert.True(t, c.Running)
+		assert.Equal(t, 1, c.Shared)
+	}
+	assert.Equal(t, []string{"restore-1", "restore-2"}, []string{conflicts[0].ID, conflicts[1].ID})
+
+	waiting := clusterAdmitAsync(b, op("restore-4", []manifest.ID{x}, nil))
+	notYet(t, waiting)
+	later := clusterAdmitAsync(a, op("restore-5", []manifest.ID{x}, nil))
+	notYet(t, later)
+	ra()
+	r4 := admitted(t, waiting)
+	notYet(t, later) // first come, first served
+	r4()
+	admitted(t, later)()
+	rb()
+	assert.Equal(t, 0, left(t, cs), "the admission records are gone when the operations end")
+}
+
+func TestClusterHolderThatStopsRenewingExpires(t *testing.T) {
+	a, b, cs := replicas(t, time.Second)
+	ctx := context.Background()
+	x := cm("shop", "settings")
+	crashed, err := a.enter(ctx, op("restore-1", []manifest.ID{x}, nil))
+	require.NoError(t, err)
+	require.NoError(t, crashed.markAdmitted(ctx))
+	crashed.stopRenewing() // the process dies: its Lease stays, no longer renewed
+
+	start := time.Now()
+	r, err := b.Admit(ctx, op("restore-2", []manifest.ID{x}, nil))
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, time.Since(start), 500*time.Millisecond, "it waited for the lease to expire")
+	r()
+	assert.Equal(t, 0, left(t, cs), "the expired operation's records were removed too")
+}
+
+func TestClusterConflictsAdmitsNothing(t *testing.T) {
+	a, b, _ := replicas(t, 30*time.Second)
+	ctx := context.Background()
+	backup := op("backup-1", nil, []manifest.ID{cm("n", "x")})
+	backup.Kind = "backup"
+	ra, err := a.Admit(ctx, backup)
+	require.NoError(t, err)
+	defer ra()
+	cs, err := b.Conflicts(ctx, op("restore", []manifest.ID{cm("n", "x")}, nil))
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	assert.Equal(t, "backup", cs[0].Kind)
+	cs, err = b.Conflicts(ctx, op("backup-2", nil, []manifest.ID{cm("n", "x")}))
+	require.NoError(t, err)
+	assert.Empty(t, cs, "two readers")
+}
