@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
@@ -53,7 +54,9 @@ type Cluster struct {
 	Poll  time.Duration
 	Clock clock.WithTicker
 
-	keys sync.Map // Lease UID -> footprint: an operation's keys never change
+	keys      sync.Map // Lease UID -> footprint: an operation's keys never change
+	namespace sync.Once
+	nsErr     error
 }
 
 var _ Admitter = (*Cluster)(nil)
@@ -198,12 +201,15 @@ func (c *Cluster) enter(ctx context.Context, op Operation) (*ticketed, error) {
 	return mine, nil
 }
 
+// ensureNamespace makes the namespace of the records, once per admitter.
 func (c *Cluster) ensureNamespace(ctx context.Context) error {
-	_, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.Namespace}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("admission: namespace %s: %w", c.Namespace, err)
-	}
-	return nil
+	c.namespace.Do(func() {
+		_, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.Namespace}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			c.nsErr = fmt.Errorf("admission: namespace %s: %w", c.Namespace, err)
+		}
+	})
+	return c.nsErr
 }
 
 func chunks(keys int) int { return (keys + keysPerChunk - 1) / keysPerChunk }
@@ -271,18 +277,12 @@ func (t *ticketed) takeTicket(ctx context.Context) error {
 	return t.annotate(ctx, annTicket, strconv.FormatUint(t.ticket, 10))
 }
 
-// annotate sets an annotation on the Lease, through conflicts with the renewals.
+// annotate sets an annotation on the Lease with a merge patch: one request, and no
+// conflict with the renewals.
 func (t *ticketed) annotate(ctx context.Context, key, value string) error {
-	leases := t.c.Client.CoordinationV1().Leases(t.c.Namespace)
-	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		l, err := leases.Get(ctx, t.lease.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		l.Annotations[key] = value
-		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
-		return err
-	})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+	_, err := t.c.Client.CoordinationV1().Leases(t.c.Namespace).Patch(ctx, t.lease.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
 }
 
 func (t *ticketed) markAdmitted(ctx context.Context) error {

@@ -3,6 +3,7 @@ package restore
 import (
 	"time"
 
+	"github.com/restoregraph/restoregraph/admission"
 	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/graph"
 	"github.com/restoregraph/restoregraph/plugin"
@@ -87,6 +88,11 @@ type Options struct {
 	// DisablePlugins names built-in actions and plan rules to switch off:
 	// "restoregraph.dev/service", ControllerManaged, ... (package plugin/builtin).
 	DisablePlugins []string
+	// Admitter, when set, admits the restore before it writes anything: it waits while
+	// an earlier operation touches what it writes (package admission). OnAdmissionWait
+	// is told whom it waits for.
+	Admitter        admission.Admitter
+	OnAdmissionWait func([]admission.Conflict)
 	// Steps, when set, is given the default pipeline (DefaultStepNames in order) and
 	// returns the one to run: steps added, wrapped, replaced or removed.
 	Steps func([]Step) []Step

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/restoregraph/restoregraph/admission"
 	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/graph"
 	"github.com/restoregraph/restoregraph/manifest"
@@ -121,6 +122,9 @@ type Plan struct {
 	Cycles       []PlannedCycle  `json:"cycles"`
 	Blocked      []types.UID     `json:"blocked"`
 	Warnings     []string        `json:"warnings"`
+	// Conflicts are the running or waiting operations the restore would wait for, when
+	// Options.Admitter is set.
+	Conflicts []admission.Conflict `json:"conflicts,omitempty"`
 
 	graph    *graph.Graph
 	versions *versionselect.Plan
@@ -128,6 +132,33 @@ type Plan struct {
 	// own (the target does not serve that group-resource, but serves another copy's).
 	through  map[types.UID]*manifest.Item
 	excluded map[*manifest.Item]exclusion
+	mappings map[string]string
+}
+
+// operation is what the restore touches, for admission: every object it makes, named as
+// in the target (after the filter, the plan's exclusions and the namespace mappings). It
+// writes them, but for the Namespaces when the Existing policy is Adopt: those it needs
+// to exist and never changes when they do, so two restores into one namespace that make
+// different objects in it run together.
+func (p *Plan) operation(name string, existing Existing) admission.Operation {
+	var ids, reads []manifest.ID
+	for id := range int64(p.graph.Len()) {
+		it := p.item(id)
+		if it == nil {
+			continue
+		}
+		if _, out := p.excluded[p.graph.NodeAt(id).Item]; out {
+			continue
+		}
+		ns, n := refOf(it, "", p.mappings).InTarget()
+		id := manifest.ID{Group: it.Group, Resource: it.Resource, Namespace: ns, Name: n}
+		if isNamespace(it) && existing == Adopt {
+			reads = append(reads, id)
+		} else {
+			ids = append(ids, id)
+		}
+	}
+	return admission.Operation{ID: name, Kind: "restore", Writes: manifest.NewSet(ids...), Reads: manifest.NewSet(reads...)}
 }
 
 // item returns what node id restores: its item, or the copy it is restored through;
@@ -149,9 +180,18 @@ func (p *Plan) JSON() ([]byte, error) { return json.MarshalIndent(p, "", "  ") }
 // DOT renders the plan's graph for Graphviz.
 func (p *Plan) DOT() ([]byte, error) { return p.graph.DOT("restore") }
 
-// PlanRestore computes the plan against target, reading its discovery only.
+// PlanRestore computes the plan against target, reading its discovery only (and, with
+// an Admitter, what runs: the plan names the operations the restore would wait for).
 func PlanRestore(ctx context.Context, target Target, backup Backup, opts Options) (*Plan, error) {
-	return plan(ctx, backup, target.Discovery, opts.withDefaults())
+	opts = opts.withDefaults()
+	p, err := plan(ctx, backup, target.Discovery, opts)
+	if err != nil || opts.Admitter == nil {
+		return p, err
+	}
+	if p.Conflicts, err = opts.Admitter.Conflicts(ctx, p.operation(opts.Name, opts.Existing)); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // plan chooses versions and builds the graph. Version conflicts in strict mode and
@@ -193,7 +233,7 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 		}
 	}
 	m := backup.Manifest()
-	p.through = throughServed(m, vplan)
+	p.through, p.mappings = throughServed(m, vplan), opts.NamespaceMappings
 	p.excluded = exclude(backup, opts, f)
 	g, gerr := graph.New(m, graph.Options{Rules: opts.Rules})
 	p.graph = g

@@ -3,9 +3,11 @@ package restore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/restoregraph/restoregraph/admission"
 	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/plugin"
 	"github.com/restoregraph/restoregraph/plugin/builtin"
@@ -44,6 +46,13 @@ func Run(ctx context.Context, target Target, backup Backup, opts Options) (*Repo
 		return nil, err
 	}
 	p := r.plan
+	if opts.Admitter != nil {
+		release, err := admit(ctx, opts, p.operation(opts.Name, opts.Existing))
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	// The plan's longest remaining paths are the scheduler's priorities, so that the
 	// critical path the plan shows is the one run first.
 	prio := p.graph.LongestRemaining(nil)
@@ -177,4 +186,24 @@ func actions(backup Backup, opts Options) ([]*plugin.Action, error) {
 		}
 	}
 	return out, nil
+}
+
+// admit waits until the restore may run: at once when nothing earlier conflicts with
+// it, else after telling OnAdmissionWait whom it waits for.
+func admit(ctx context.Context, opts Options, op admission.Operation) (func(), error) {
+	release, conflicts, err := opts.Admitter.TryAdmit(ctx, op)
+	if err != nil {
+		return nil, fmt.Errorf("restore: admission: %w", err)
+	}
+	if release != nil {
+		return release, nil
+	}
+	if opts.OnAdmissionWait != nil {
+		opts.OnAdmissionWait(conflicts)
+	}
+	release, err = opts.Admitter.Admit(ctx, op)
+	if err != nil {
+		return nil, fmt.Errorf("restore: admission: %w", err)
+	}
+	return release, nil
 }

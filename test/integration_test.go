@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(runChild())
 	}
+	if os.Getenv(admissionChildEnv) != "" {
+		os.Exit(runAdmissionChild())
+	}
 	dir, err := os.MkdirTemp("", "restoregraph-integration")
 	if err != nil {
 		panic(err)

@@ -125,6 +125,9 @@ func printPlan(w io.Writer, p *restore.Plan) {
 		}
 		fmt.Fprintln(w)
 	}
+	for _, c := range p.Conflicts {
+		fmt.Fprintf(w, "\nThe restore would wait for %v\n", c)
+	}
 	var cp []string
 	for _, u := range p.CriticalPath {
 		cp = append(cp, name[string(u)])

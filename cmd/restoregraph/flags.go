@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/restoregraph/restoregraph/admission"
 	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/plugin/builtin"
 	"github.com/restoregraph/restoregraph/restore"
@@ -31,6 +32,7 @@ type restoreFlags struct {
 	priorities, prioritiesConfigMap string
 	strict, preserveNodePorts       bool
 	disable                         []string
+	admission, admissionNamespace   string
 }
 
 // filterFlags select what a restore restores or a backup backs up.
@@ -76,6 +78,8 @@ func (f *restoreFlags) add(fs *pflag.FlagSet) {
 		"NAMESPACE/NAME of the target's ConfigMap of version priorities, read when it exists and no file is given (\"\" for none)")
 	fs.BoolVar(&f.strict, "strict-versions", false, "fail when a resource shares no API version with the target")
 	fs.BoolVar(&f.preserveNodePorts, "preserve-nodeports", false, "keep Services' node ports instead of letting the target allocate them")
+	fs.StringVar(&f.admission, "admission", "cluster", "admit the restore against other operations on the cluster: cluster (through Leases in the target, across processes), local (this process) or off")
+	fs.StringVar(&f.admissionNamespace, "admission-namespace", "restoregraph-admission", "the namespace of the admission Leases")
 	fs.StringArrayVar(&f.disable, "disable-plugin", nil, "switch off a built-in action or plan rule by name (repeatable): "+
 		strings.Join(append(slices.Clone(builtin.Names), restore.ControllerManaged, restore.NamespaceDefaults), ", "))
 }
@@ -90,6 +94,24 @@ func (f *restoreFlags) options(ctx context.Context, cfg *rest.Config, warn io.Wr
 	var err error
 	if opts.Filter, err = f.spec(); err != nil {
 		return opts, err
+	}
+	switch f.admission {
+	case "off":
+	case "local":
+		opts.Admitter = &admission.Local{}
+	case "cluster":
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return opts, err
+		}
+		opts.Admitter = &admission.Cluster{Client: cs, Namespace: f.admissionNamespace}
+	default:
+		return opts, badInput("--admission must be cluster, local or off, not %q", f.admission)
+	}
+	opts.OnAdmissionWait = func(cs []admission.Conflict) {
+		for _, c := range cs {
+			fmt.Fprintf(warn, "restoregraph: waiting for %v\n", c)
+		}
 	}
 	mappings, err := parseMappings(f.namespaceMappings)
 	if err != nil {
