@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/restoregraph/restoregraph/admission"
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/manifest"
@@ -46,6 +47,11 @@ type Options struct {
 	PageSize int64
 	// SpillDir holds the bodies while the manifest is built; default os.TempDir().
 	SpillDir string
+	// Admitter, when set, admits the backup as an operation that reads what it backs
+	// up: the first listing says what that is, and the bodies are read again once
+	// admitted, so that no restore writes them meanwhile. Name is its ID there.
+	Admitter admission.Admitter
+	Name     string
 }
 
 // ListError says which resource could not be listed: the backup is incomplete.
@@ -132,6 +138,16 @@ func Run(ctx context.Context, src Source, w io.Writer, opts Options) (*Result, e
 		}
 	}
 	b.res.Excluded, b.res.Manifest = len(excluded), kept
+	if opts.Admitter != nil {
+		release, err := opts.Admitter.Admit(ctx, admission.Operation{ID: opts.Name, Kind: "backup", Reads: kept.Set()})
+		if err != nil {
+			return b.res, fmt.Errorf("backup: admission: %w", err)
+		}
+		defer release()
+		if err := b.reread(ctx, resources); err != nil {
+			return b.res, err
+		}
+	}
 	// Then the other versions of what was kept.
 	held := map[schema.GroupResource]bool{}
 	for _, r := range b.res.Manifest.Resources() {
@@ -262,6 +278,35 @@ func (b *builder) listPreferred(ctx context.Context, r resource) error {
 		})
 		if err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// reread reads the preferred bodies of what was kept again, once admitted: an object
+// gone since is left out of the tarball (the manifest still names it, and a reader warns
+// of it); one made since is not in this backup.
+func (b *builder) reread(ctx context.Context, resources []resource) error {
+	b.bodies = map[objectKey]body{}
+	for _, r := range resources {
+		if !b.mayTake(r) {
+			continue
+		}
+		for _, ns := range b.namespaces(r) {
+			err := b.list(ctx, r.gr.WithVersion(r.preferred), ns, func(obj *unstructured.Unstructured) error {
+				if !b.kept(r.gr, obj.GetNamespace(), obj.GetName()) {
+					return nil
+				}
+				data, err := json.Marshal(obj.Object)
+				if err != nil {
+					return err
+				}
+				b.bodies[objectKey{r.gr, obj.GetNamespace(), obj.GetName()}] = body{entryOf(obj, r.gr.Resource), data}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -8,9 +8,12 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/restoregraph/restoregraph/admission"
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/filter"
+	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/memcluster"
 	"github.com/restoregraph/restoregraph/restore"
 	"github.com/stretchr/testify/assert"
@@ -128,4 +131,41 @@ func TestUnknownResource(t *testing.T) {
 	_, err := Run(context.Background(), src, io.Discard, Options{Filter: filter.Spec{IncludeResources: []string{"gizmos"}}})
 	var ue *filter.UnknownResourceError
 	assert.ErrorAs(t, err, &ue)
+}
+
+// A backup reads what it backs up: it waits while a restore writes it, and runs beside
+// one that writes elsewhere.
+func TestBackupAdmittedAsAReader(t *testing.T) {
+	ctx := context.Background()
+	shop, err := archive.ReadFile("../testdata/backups/shop-k8s-1.37.tar.gz", archive.Options{})
+	require.NoError(t, err)
+	_, first, src := server(t)
+	rep, err := restore.Run(ctx, first, shop, restore.Options{})
+	require.NoError(t, err)
+	require.True(t, rep.OK())
+
+	var adm admission.Local
+	writing, err := adm.Admit(ctx, admission.Operation{ID: "restore-elsewhere", Kind: "restore",
+		Writes: manifest.NewSet(manifest.ID{Resource: "configmaps", Namespace: "other", Name: "x"})})
+	require.NoError(t, err)
+	defer writing()
+	res, err := Run(ctx, src, io.Discard, Options{Admitter: &adm, Name: "nightly", Filter: filter.Spec{IncludeNamespaces: []string{"shop"}}})
+	require.NoError(t, err, "a restore elsewhere does not hold the backup")
+	assert.Positive(t, res.Objects)
+
+	holding, err := adm.Admit(ctx, admission.Operation{ID: "restore-shop", Kind: "restore",
+		Writes: manifest.NewSet(manifest.ID{Resource: "configmaps", Namespace: "shop", Name: "settings"})})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, src, io.Discard, Options{Admitter: &adm, Name: "nightly-2", Filter: filter.Spec{IncludeNamespaces: []string{"shop"}}})
+		done <- err
+	}()
+	select {
+	case <-done:
+		t.Fatal("the backup read what a restore was writing")
+	case <-time.After(100 * time.Millisecond):
+	}
+	holding()
+	require.NoError(t, <-done)
 }

@@ -24,7 +24,7 @@ func manifestBeside(tarball string) string {
 }
 
 func newBackupCmd() *cobra.Command {
-	var out string
+	var out, mode, admissionNS string
 	var ff filterFlags
 	t := &target{flags: genericclioptions.NewConfigFlags(true)}
 	cmd := &cobra.Command{
@@ -64,7 +64,12 @@ whose list fails makes the backup incomplete: it is named, and the exit code is 
 				return badInput("%w", err)
 			}
 			defer os.Remove(tmp)
-			res, err := backup.Run(ctx, backup.Source{Dynamic: dyn, Discovery: disc}, f, backup.Options{Filter: spec, SpillDir: filepath.Dir(out)})
+			adm, err := newAdmitter(mode, admissionNS, cfg)
+			if err != nil {
+				return err
+			}
+			res, err := backup.Run(ctx, backup.Source{Dynamic: dyn, Discovery: disc}, f, backup.Options{Filter: spec,
+				SpillDir: filepath.Dir(out), Admitter: adm, Name: backupName(out)})
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
@@ -94,6 +99,8 @@ whose list fails makes the backup incomplete: it is named, and the exit code is 
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the backup tarball to write")
 	ff.add(cmd.Flags(), "back up")
+	cmd.Flags().StringVar(&mode, "admission", "cluster", "admit the backup, as a reader of what it backs up, against other operations on the cluster: cluster, local or off")
+	cmd.Flags().StringVar(&admissionNS, "admission-namespace", "restoregraph-admission", "the namespace of the admission Leases")
 	t.addFlags(cmd)
 	return cmd
 }

@@ -95,18 +95,8 @@ func (f *restoreFlags) options(ctx context.Context, cfg *rest.Config, warn io.Wr
 	if opts.Filter, err = f.spec(); err != nil {
 		return opts, err
 	}
-	switch f.admission {
-	case "off":
-	case "local":
-		opts.Admitter = &admission.Local{}
-	case "cluster":
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return opts, err
-		}
-		opts.Admitter = &admission.Cluster{Client: cs, Namespace: f.admissionNamespace}
-	default:
-		return opts, badInput("--admission must be cluster, local or off, not %q", f.admission)
+	if opts.Admitter, err = newAdmitter(f.admission, f.admissionNamespace, cfg); err != nil {
+		return opts, err
 	}
 	opts.OnAdmissionWait = func(cs []admission.Conflict) {
 		for _, c := range cs {
@@ -197,3 +187,20 @@ func (o *optionalBool) Set(s string) error {
 }
 
 func (o *optionalBool) Type() string { return "bool" }
+
+// newAdmitter returns the admitter --admission names; nil for off.
+func newAdmitter(mode, namespace string, cfg *rest.Config) (admission.Admitter, error) {
+	switch mode {
+	case "off":
+		return nil, nil
+	case "local":
+		return &admission.Local{}, nil
+	case "cluster":
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &admission.Cluster{Client: cs, Namespace: namespace}, nil
+	}
+	return nil, badInput("--admission must be cluster, local or off, not %q", mode)
+}
