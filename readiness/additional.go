@@ -83,7 +83,7 @@ func (a AdditionalItemsWaiter) Wait(ctx context.Context, plugin string, action v
 		return err, nil
 	}
 	for {
-		ready, err := action.AreAdditionalItemsReady(items, restore)
+		ready, err := v2.AreAdditionalItemsReady(ctx, action, items, restore)
 		if err != nil {
 			return outcome(&AdditionalItemsError{Plugin: plugin, Items: items, Timeout: timeout, Err: err})
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/plugin"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
+	riav2 "github.com/restoregraph/restoregraph/plugin/restoreitemaction/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -72,7 +73,7 @@ func (r *run) stepActions(ctx context.Context, o *Object) error {
 		if !a.AppliesTo(it.GroupResource(), it.Namespace, it.Labels) {
 			continue
 		}
-		out, err := a.Execute(&ria.ExecuteInput{Item: o.Body, ItemFromBackup: o.Backup, Restore: r.request})
+		out, err := riav2.Execute(ctx, a.RestoreItemAction, &ria.ExecuteInput{Item: o.Body, ItemFromBackup: o.Backup, Restore: r.request})
 		if err != nil {
 			return fmt.Errorf("plugin %s: %w", a.Name, err)
 		}

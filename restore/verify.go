@@ -9,6 +9,7 @@ import (
 
 	"github.com/restoregraph/restoregraph/manifest"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
+	riav2 "github.com/restoregraph/restoregraph/plugin/restoreitemaction/v2"
 	"github.com/restoregraph/restoregraph/versionselect"
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -218,7 +219,7 @@ func (r *run) expected(ctx context.Context, it *manifest.Item, gvr schema.GroupV
 		if !a.AppliesTo(it.GroupResource(), it.Namespace, it.Labels) {
 			continue
 		}
-		out, err := a.Execute(&ria.ExecuteInput{Item: o.Body, ItemFromBackup: o.Backup, Restore: r.request})
+		out, err := riav2.Execute(ctx, a.RestoreItemAction, &ria.ExecuteInput{Item: o.Body, ItemFromBackup: o.Backup, Restore: r.request})
 		if err != nil {
 			return nil, fmt.Errorf("plugin %s: %w", a.Name, err)
 		}

@@ -4,6 +4,8 @@
 package v2
 
 import (
+	"context"
+
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	v1 "github.com/restoregraph/restoregraph/plugin/restoreitemaction/v1"
 )
@@ -23,5 +25,44 @@ func AdaptV1(a v1.RestoreItemAction) RestoreItemAction { return v1Adapter{a} }
 type v1Adapter struct{ v1.RestoreItemAction }
 
 func (v1Adapter) AreAdditionalItemsReady([]ria.ResourceIdentifier, *ria.Restore) (bool, error) {
+	return true, nil
+}
+
+// ContextAction is a RestoreItemAction whose calls take a context, so that cancelling
+// the restore, or its deadline, reaches a call under way (an out-of-process plugin's
+// gRPC call). The restore uses these methods when an action has them.
+type ContextAction interface {
+	ExecuteContext(ctx context.Context, in *ria.ExecuteInput) (*ria.ExecuteOutput, error)
+	AreAdditionalItemsReadyContext(ctx context.Context, items []ria.ResourceIdentifier, restore *ria.Restore) (bool, error)
+}
+
+// Execute runs a's Execute, with ctx when a takes one.
+func Execute(ctx context.Context, a RestoreItemAction, in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	if ca, ok := a.(ContextAction); ok {
+		return ca.ExecuteContext(ctx, in)
+	}
+	return a.Execute(in)
+}
+
+// AreAdditionalItemsReady runs a's AreAdditionalItemsReady, with ctx when a takes one.
+func AreAdditionalItemsReady(ctx context.Context, a RestoreItemAction, items []ria.ResourceIdentifier, restore *ria.Restore) (bool, error) {
+	if ca, ok := a.(ContextAction); ok {
+		return ca.AreAdditionalItemsReadyContext(ctx, items, restore)
+	}
+	return a.AreAdditionalItemsReady(items, restore)
+}
+
+// ExecuteContext forwards to the adapted action's ExecuteContext when it has one.
+func (a v1Adapter) ExecuteContext(ctx context.Context, in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	if ca, ok := a.RestoreItemAction.(interface {
+		ExecuteContext(context.Context, *ria.ExecuteInput) (*ria.ExecuteOutput, error)
+	}); ok {
+		return ca.ExecuteContext(ctx, in)
+	}
+	return a.Execute(in)
+}
+
+// AreAdditionalItemsReadyContext: a v1 action's additional items are ready at once.
+func (a v1Adapter) AreAdditionalItemsReadyContext(context.Context, []ria.ResourceIdentifier, *ria.Restore) (bool, error) {
 	return true, nil
 }

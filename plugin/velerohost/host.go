@@ -1,0 +1,409 @@
+// Package velerohost runs Velero's RestoreItemAction plugins unmodified: executables
+// that Velero starts and talks to over gRPC (hashicorp go-plugin, Velero's handshake),
+// each serving plugin kinds at the versions it implements. The host starts them, asks
+// each which RestoreItemActions it serves (v1 or v2), and registers them in a
+// plugin.Registry: v2 ones as v2, v1 ones as v1, adapted as in-process ones are.
+//
+// Lifecycle, as Velero's restartable processes: one process per executable, started on
+// first use; a call whose process died fails with an error that says so, and the next
+// call starts the process again. Calls take the restore's context, so cancelling the
+// restore reaches calls under way. Close ends every process; each is also started with
+// a parent-death signal, so none outlives the host.
+//
+// It speaks the protocol through Velero's generated gRPC packages, and keeps the
+// library's Kubernetes version: Velero's plugin framework itself is not imported.
+package velerohost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/restoregraph/restoregraph/plugin"
+	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
+	proto "github.com/vmware-tanzu/velero/pkg/plugin/generated"
+	protov2 "github.com/vmware-tanzu/velero/pkg/plugin/generated/restoreitemaction/v2"
+)
+
+// The plugin kinds the host speaks, named as Velero names them.
+const (
+	KindRestoreItemAction   = "RestoreItemAction"
+	KindRestoreItemActionV2 = "RestoreItemActionV2"
+	kindPluginLister        = "PluginLister"
+)
+
+// handshake is Velero's: a plugin built with its framework answers only to it.
+var handshake = goplugin.HandshakeConfig{ProtocolVersion: 2, MagicCookieKey: "VELERO_PLUGIN", MagicCookieValue: "hello"}
+
+// Plugin is one RestoreItemAction an executable serves.
+type Plugin struct {
+	// Command is the executable, and Args what it is started with ("run-plugins" for
+	// the velero binary).
+	Command string   `json:"command"`
+	Args    []string `json:"args,omitempty"`
+	Name    string   `json:"name"`
+	Kind    string   `json:"kind"` // KindRestoreItemAction or KindRestoreItemActionV2
+	// AppliesTo is the plugin's selector, as it answered.
+	AppliesTo ria.ResourceSelector `json:"appliesTo"`
+}
+
+// Host runs plugin executables. The zero value has no environment of its own: plugins
+// get the host process's.
+type Host struct {
+	// Env is added to the plugins' environment: KUBECONFIG for those that build a
+	// Kubernetes client when they start.
+	Env []string
+	// Log receives the plugins' standard error; default io.Discard.
+	Log io.Writer
+
+	mu    sync.Mutex
+	procs map[string]*process
+}
+
+// process is one running (or exited) plugin executable.
+type process struct {
+	command string
+	args    []string
+	env     []string
+	log     io.Writer
+	mu      sync.Mutex
+	client  *goplugin.Client
+	rpc     goplugin.ClientProtocol
+	starts  int
+}
+
+// Executables returns the executable files of dir, as Velero finds plugins in /plugins.
+func Executables(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
+			continue
+		}
+		out = append(out, filepath.Join(dir, e.Name()))
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Discover starts each executable (command and its arguments) and returns the
+// RestoreItemActions it serves, with what each applies to. A plugin whose AppliesTo
+// fails (one that cannot initialize in this environment) is left out, and its error is
+// among those returned beside the plugins that work.
+func (h *Host) Discover(ctx context.Context, commands ...[]string) ([]Plugin, error) {
+	var out []Plugin
+	var failed []error
+	for _, c := range commands {
+		p := h.process(c[0], c[1:])
+		lister, err := p.dispense(kindPluginLister)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := proto.NewPluginListerClient(lister).ListPlugins(ctx, &proto.Empty{})
+		if err != nil {
+			return nil, fmt.Errorf("velerohost: %s: list plugins: %w", c[0], err)
+		}
+		for _, id := range resp.Plugins {
+			if id.Kind != KindRestoreItemAction && id.Kind != KindRestoreItemActionV2 {
+				continue
+			}
+			pl := Plugin{Command: c[0], Args: c[1:], Name: id.Name, Kind: id.Kind}
+			if pl.AppliesTo, err = h.appliesTo(ctx, p, pl); err != nil {
+				failed = append(failed, fmt.Errorf("velerohost: plugin %s: AppliesTo: %w", pl.Name, err))
+				continue
+			}
+			out = append(out, pl)
+		}
+	}
+	return out, errors.Join(failed...)
+}
+
+// Register registers the plugins in reg, but those named in disabled: v2 ones at V2, v1
+// ones at V1.
+func (h *Host) Register(reg *plugin.Registry, plugins []Plugin, disabled ...string) error {
+	for _, pl := range plugins {
+		if slices.Contains(disabled, pl.Name) {
+			continue
+		}
+		a := &action{h: h, p: h.process(pl.Command, pl.Args), pl: pl}
+		version := plugin.V1
+		var impl any = v1Action{a}
+		if pl.Kind == KindRestoreItemActionV2 {
+			version, impl = plugin.V2, a
+		}
+		if err := reg.Register(pl.Name, version, impl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close ends every plugin process.
+func (h *Host) Close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, p := range h.procs {
+		p.mu.Lock()
+		if p.client != nil {
+			p.client.Kill()
+			p.client = nil
+		}
+		p.mu.Unlock()
+	}
+}
+
+func (h *Host) process(command string, args []string) *process {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	key := command + "\x00" + fmt.Sprint(args)
+	if h.procs == nil {
+		h.procs = map[string]*process{}
+	}
+	p := h.procs[key]
+	if p == nil {
+		log := h.Log
+		if log == nil {
+			log = io.Discard
+		}
+		p = &process{command: command, args: args, env: h.Env, log: log}
+		h.procs[key] = p
+	}
+	return p
+}
+
+// grpcConn is what go-plugin dispenses: the connection, for the generated clients.
+type grpcConn struct {
+	goplugin.NetRPCUnsupportedPlugin
+}
+
+func (grpcConn) GRPCServer(*goplugin.GRPCBroker, *grpc.Server) error {
+	return errors.New("velerohost: only a client")
+}
+
+func (grpcConn) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return c, nil
+}
+
+// dispense returns the connection for kind, starting the process when it is not
+// running (the first time, or after it exited).
+func (p *process) dispense(kind string) (*grpc.ClientConn, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.client == nil || p.client.Exited() {
+		if p.client != nil {
+			p.client.Kill()
+		}
+		if err := p.start(); err != nil {
+			return nil, err
+		}
+	}
+	raw, err := p.rpc.Dispense(kind)
+	if err != nil {
+		return nil, fmt.Errorf("velerohost: %s: %s: %w", p.command, kind, err)
+	}
+	return raw.(*grpc.ClientConn), nil
+}
+
+func (p *process) start() error {
+	cmd := exec.Command(p.command, p.args...)
+	cmd.Env = append(os.Environ(), p.env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	plugins := map[string]goplugin.Plugin{kindPluginLister: grpcConn{}, KindRestoreItemAction: grpcConn{}, KindRestoreItemActionV2: grpcConn{}}
+	client := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig: handshake, Plugins: plugins, Cmd: cmd,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		Logger:           hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Error}),
+		StartTimeout:     30 * time.Second,
+		Stderr:           p.log,
+	})
+	rpc, err := client.Client()
+	if err != nil {
+		client.Kill()
+		return fmt.Errorf("velerohost: start %s: %w", p.command, err)
+	}
+	p.client, p.rpc = client, rpc
+	p.starts++
+	return nil
+}
+
+// callError wraps an error of a call, saying when the process died under it (the
+// connection is gone: Unavailable): that call fails, and the next one starts the
+// process again. The restore names the plugin.
+func (p *process) callError(err error) error {
+	if status.Code(err) != codes.Unavailable {
+		return err
+	}
+	p.mu.Lock()
+	if p.client != nil {
+		p.client.Kill()
+		p.client = nil
+	}
+	p.mu.Unlock()
+	return fmt.Errorf("its process %s exited during the call (it is started again for the next one): %w", p.command, err)
+}
+
+func (h *Host) appliesTo(ctx context.Context, p *process, pl Plugin) (ria.ResourceSelector, error) {
+	var sel *proto.ResourceSelector
+	switch pl.Kind {
+	case KindRestoreItemActionV2:
+		conn, err := p.dispense(pl.Kind)
+		if err != nil {
+			return ria.ResourceSelector{}, err
+		}
+		resp, err := protov2.NewRestoreItemActionClient(conn).AppliesTo(ctx, &protov2.RestoreItemActionAppliesToRequest{Plugin: pl.Name})
+		if err != nil {
+			return ria.ResourceSelector{}, p.callError(err)
+		}
+		sel = resp.ResourceSelector
+	default:
+		conn, err := p.dispense(pl.Kind)
+		if err != nil {
+			return ria.ResourceSelector{}, err
+		}
+		resp, err := proto.NewRestoreItemActionClient(conn).AppliesTo(ctx, &proto.RestoreItemActionAppliesToRequest{Plugin: pl.Name})
+		if err != nil {
+			return ria.ResourceSelector{}, p.callError(err)
+		}
+		sel = resp.ResourceSelector
+	}
+	if sel == nil {
+		return ria.ResourceSelector{}, nil
+	}
+	return ria.ResourceSelector{IncludedNamespaces: sel.IncludedNamespaces, ExcludedNamespaces: sel.ExcludedNamespaces,
+		IncludedResources: sel.IncludedResources, ExcludedResources: sel.ExcludedResources, LabelSelector: sel.Selector}, nil
+}
+
+// action is one plugin of an executable, called over gRPC.
+type action struct {
+	h  *Host
+	p  *process
+	pl Plugin
+}
+
+// v1Action is an action served at v1: without AreAdditionalItemsReady, so that the
+// registry adapts it as any v1 plugin.
+type v1Action struct{ a *action }
+
+func (v v1Action) AppliesTo() (ria.ResourceSelector, error) { return v.a.AppliesTo() }
+func (v v1Action) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	return v.a.ExecuteContext(context.Background(), in)
+}
+func (v v1Action) ExecuteContext(ctx context.Context, in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	return v.a.ExecuteContext(ctx, in)
+}
+
+func (a *action) AppliesTo() (ria.ResourceSelector, error) { return a.pl.AppliesTo, nil }
+
+func (a *action) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	return a.ExecuteContext(context.Background(), in)
+}
+
+func (a *action) AreAdditionalItemsReady(items []ria.ResourceIdentifier, r *ria.Restore) (bool, error) {
+	return a.AreAdditionalItemsReadyContext(context.Background(), items, r)
+}
+
+// ExecuteContext calls the plugin's Execute over gRPC.
+func (a *action) ExecuteContext(ctx context.Context, in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	item, err := in.Item.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	fromBackup, err := in.ItemFromBackup.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	restore := restoreJSON(in.Restore)
+	conn, err := a.p.dispense(a.pl.Kind)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		updated  []byte
+		items    []*proto.ResourceIdentifier
+		skip     bool
+		wait     bool
+		waitTime time.Duration
+	)
+	if a.pl.Kind == KindRestoreItemActionV2 {
+		resp, err := protov2.NewRestoreItemActionClient(conn).Execute(ctx, &protov2.RestoreItemActionExecuteRequest{
+			Plugin: a.pl.Name, Item: item, ItemFromBackup: fromBackup, Restore: restore})
+		if err != nil {
+			return nil, a.p.callError(err)
+		}
+		updated, items, skip, wait = resp.Item, resp.AdditionalItems, resp.SkipRestore, resp.WaitForAdditionalItems
+		if resp.AdditionalItemsReadyTimeout != nil {
+			waitTime = resp.AdditionalItemsReadyTimeout.AsDuration()
+		}
+	} else {
+		resp, err := proto.NewRestoreItemActionClient(conn).Execute(ctx, &proto.RestoreItemActionExecuteRequest{
+			Plugin: a.pl.Name, Item: item, ItemFromBackup: fromBackup, Restore: restore})
+		if err != nil {
+			return nil, a.p.callError(err)
+		}
+		updated, items, skip = resp.Item, resp.AdditionalItems, resp.SkipRestore
+	}
+	out := &ria.ExecuteOutput{SkipRestore: skip, WaitForAdditionalItems: wait, AdditionalItemsReadyTimeout: waitTime}
+	if len(updated) > 0 {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(updated); err != nil {
+			return nil, fmt.Errorf("plugin %s: the updated item: %w", a.pl.Name, err)
+		}
+		out.UpdatedItem = u
+	}
+	for _, it := range items {
+		out.AdditionalItems = append(out.AdditionalItems, ria.ResourceIdentifier{
+			GroupResource: schema.GroupResource{Group: it.Group, Resource: it.Resource}, Namespace: it.Namespace, Name: it.Name})
+	}
+	return out, nil
+}
+
+// AreAdditionalItemsReadyContext calls a v2 plugin's AreAdditionalItemsReady over gRPC.
+func (a *action) AreAdditionalItemsReadyContext(ctx context.Context, items []ria.ResourceIdentifier, r *ria.Restore) (bool, error) {
+	conn, err := a.p.dispense(a.pl.Kind)
+	if err != nil {
+		return false, err
+	}
+	req := &protov2.RestoreItemActionItemsReadyRequest{Plugin: a.pl.Name, Restore: restoreJSON(r)}
+	for _, it := range items {
+		req.AdditionalItems = append(req.AdditionalItems, &proto.ResourceIdentifier{Group: it.Group, Resource: it.Resource, Namespace: it.Namespace, Name: it.Name})
+	}
+	resp, err := protov2.NewRestoreItemActionClient(conn).AreAdditionalItemsReady(ctx, req)
+	if err != nil {
+		return false, a.p.callError(err)
+	}
+	return resp.Ready, nil
+}
+
+// restoreJSON is the Velero Restore a plugin is given: its name, the backup's, in
+// Velero's namespace.
+func restoreJSON(r *ria.Restore) []byte {
+	name, backup := "restoregraph", ""
+	if r != nil {
+		name, backup = r.Name, r.Backup
+	}
+	data, _ := json.Marshal(map[string]any{"apiVersion": "velero.io/v1", "kind": "Restore",
+		"metadata": map[string]any{"name": name, "namespace": "velero"}, "spec": map[string]any{"backupName": backup}})
+	return data
+}

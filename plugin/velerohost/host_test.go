@@ -1,0 +1,208 @@
+package velerohost
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/memcluster"
+	"github.com/restoregraph/restoregraph/plugin"
+	"github.com/restoregraph/restoregraph/restore"
+)
+
+// testPlugins builds, once, the plugin executable of test/velero: RestoreItemActions
+// written with Velero's own plugin framework.
+var testPlugins = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "velero-test-plugins")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "testplugins")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/testplugins")
+	cmd.Dir = "../../test/velero"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", &buildError{string(out), err}
+	}
+	return bin, nil
+})
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+func pluginsBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := testPlugins()
+	require.NoError(t, err)
+	return bin
+}
+
+// running counts the processes of an executable.
+func running(t *testing.T, bin string) int {
+	out, _ := exec.Command("pgrep", "-f", bin).Output()
+	return len(strings.Fields(string(out)))
+}
+
+func TestDiscover(t *testing.T) {
+	bin := pluginsBinary(t)
+	h := &Host{}
+	defer h.Close()
+	plugins, err := h.Discover(context.Background(), []string{bin})
+	require.NoError(t, err)
+	kinds := map[string]string{}
+	for _, p := range plugins {
+		kinds[p.Name] = p.Kind
+	}
+	assert.Equal(t, map[string]string{
+		"example.io/relabel": KindRestoreItemAction, "example.io/needs-settings": KindRestoreItemActionV2,
+		"example.io/skip-secrets": KindRestoreItemAction, "example.io/fail-on-flags": KindRestoreItemAction,
+		"example.io/crash-once": KindRestoreItemAction,
+	}, kinds)
+	for _, p := range plugins {
+		if p.Name == "example.io/needs-settings" {
+			assert.Equal(t, []string{"secrets"}, p.AppliesTo.IncludedResources)
+		}
+	}
+	h.Close()
+	assert.Zero(t, running(t, bin), "no plugin process outlives the host")
+}
+
+func backupOf(t *testing.T, objects ...map[string]any) *archive.Backup {
+	var buf bytes.Buffer
+	w, err := archive.NewWriter(&buf, archive.Format11)
+	require.NoError(t, err)
+	for _, o := range objects {
+		u := &unstructured.Unstructured{Object: o}
+		resource := strings.ToLower(u.GetKind()) + "s"
+		if u.GetKind() == "Namespace" {
+			resource = "namespaces"
+		}
+		require.NoError(t, w.Add(u, resource, true))
+	}
+	require.NoError(t, w.Close())
+	b, err := archive.Read(&buf, archive.Options{})
+	require.NoError(t, err)
+	return b
+}
+
+func obj(kind, name string) map[string]any {
+	o := map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"name": name, "namespace": "shop", "uid": kind + "-" + name}}
+	if kind == "Namespace" {
+		o["metadata"] = map[string]any{"name": name, "uid": "ns-" + name}
+	}
+	return o
+}
+
+func target(t *testing.T) restore.Target {
+	s, err := memcluster.StartServer(memcluster.Options{})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	tgt, err := restore.NewTarget(s.Config())
+	require.NoError(t, err)
+	return tgt
+}
+
+func byName(rep *restore.Report) map[string]restore.ObjectResult {
+	out := map[string]restore.ObjectResult{}
+	for _, o := range rep.Objects {
+		out[o.Kind+"/"+o.Name] = o
+	}
+	return out
+}
+
+// TestRestoreThroughVeleroPlugins: a v1 plugin that relabels, a v2 plugin with
+// additional items it waits for, one that skips, one that fails: each crosses the
+// process boundary as it would in process.
+func TestRestoreThroughVeleroPlugins(t *testing.T) {
+	bin := pluginsBinary(t)
+	h := &Host{}
+	defer h.Close()
+	ctx := context.Background()
+	plugins, err := h.Discover(ctx, []string{bin})
+	require.NoError(t, err)
+	var reg plugin.Registry
+	require.NoError(t, h.Register(&reg, plugins, "example.io/crash-once"))
+
+	b := backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "settings"), obj("ConfigMap", "flags"),
+		obj("Secret", "creds"), obj("Secret", "skip-me"))
+	tgt := target(t)
+	rep, err := restore.Run(ctx, tgt, b, restore.Options{Plugins: &reg})
+	require.NoError(t, err)
+	res := byName(rep)
+
+	settings, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("shop").Get(ctx, "settings", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "velero-plugin", settings.GetLabels()["restored-by"], "the v1 plugin's change")
+
+	creds := res["Secret/creds"]
+	assert.Equal(t, restore.Restored, creds.Status)
+	assert.Empty(t, creds.Warnings, "the v2 plugin said its additional item was ready")
+	assert.False(t, creds.Created.Before(res["ConfigMap/settings"].Ready), "the additional item first")
+	assert.Positive(t, creds.Waited)
+
+	assert.Equal(t, restore.Skipped, res["Secret/skip-me"].Status)
+	assert.Equal(t, "example.io/skip-secrets", res["Secret/skip-me"].SkippedBy)
+
+	assert.Equal(t, restore.Failed, res["ConfigMap/flags"].Status)
+	assert.Contains(t, res["ConfigMap/flags"].Reason, "plugin example.io/fail-on-flags")
+	assert.Contains(t, res["ConfigMap/flags"].Reason, "flags are not to be restored by this plugin")
+
+	h.Close()
+	assert.Zero(t, running(t, bin))
+}
+
+// TestCrashedPluginIsRestarted: the plugin's process dies in a call; that object fails
+// saying so, and the next call starts the process again.
+func TestCrashedPluginIsRestarted(t *testing.T) {
+	bin := pluginsBinary(t)
+	h := &Host{Env: []string{"CRASH_MARKER_DIR=" + t.TempDir()}}
+	defer h.Close()
+	ctx := context.Background()
+	plugins, err := h.Discover(ctx, []string{bin})
+	require.NoError(t, err)
+	var reg plugin.Registry
+	require.NoError(t, h.Register(&reg, plugins, "example.io/relabel", "example.io/needs-settings", "example.io/skip-secrets", "example.io/fail-on-flags"))
+
+	b := backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "a-before"), obj("ConfigMap", "crash"), obj("ConfigMap", "z-after"))
+	rep, err := restore.Run(ctx, target(t), b, restore.Options{Plugins: &reg, Workers: 1})
+	require.NoError(t, err)
+	res := byName(rep)
+	assert.Equal(t, restore.Failed, res["ConfigMap/crash"].Status)
+	assert.Contains(t, res["ConfigMap/crash"].Reason, "exited during the call")
+	assert.Equal(t, restore.Restored, res["ConfigMap/a-before"].Status)
+	assert.Equal(t, restore.Restored, res["ConfigMap/z-after"].Status, "the process was started again")
+	h.Close()
+	assert.Zero(t, running(t, bin))
+}
+
+// TestCancelledRestoreEndsPluginProcesses: a cancelled restore's plugin calls end, and
+// Close leaves no process.
+func TestCancelledRestoreEndsPluginProcesses(t *testing.T) {
+	bin := pluginsBinary(t)
+	h := &Host{}
+	ctx, cancel := context.WithCancel(context.Background())
+	plugins, err := h.Discover(ctx, []string{bin})
+	require.NoError(t, err)
+	var reg plugin.Registry
+	require.NoError(t, h.Register(&reg, plugins))
+	cancel()
+	_, err = restore.Run(ctx, target(t), backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "settings")), restore.Options{Plugins: &reg})
+	assert.ErrorIs(t, err, context.Canceled)
+	h.Close()
+	assert.Zero(t, running(t, bin))
+}

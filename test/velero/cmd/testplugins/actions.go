@@ -1,0 +1,128 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	api "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	"github.com/vmware-tanzu/velero/pkg/plugin/velero"
+	riav2 "github.com/vmware-tanzu/velero/pkg/plugin/velero/restoreitemaction/v2"
+)
+
+// relabel (v1) labels every ConfigMap it restores restored-by=velero-plugin.
+type relabel struct{}
+
+func newRelabel(logrus.FieldLogger) (any, error) { return relabel{}, nil }
+
+func (relabel) AppliesTo() (velero.ResourceSelector, error) {
+	return velero.ResourceSelector{IncludedResources: []string{"configmaps"}}, nil
+}
+
+func (relabel) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.RestoreItemActionExecuteOutput, error) {
+	u := &unstructured.Unstructured{Object: in.Item.UnstructuredContent()}
+	labels := u.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels["restored-by"] = "velero-plugin"
+	u.SetLabels(labels)
+	return velero.NewRestoreItemActionExecuteOutput(u), nil
+}
+
+// needsSettings (v2): a Secret named creds needs the ConfigMap settings first, and
+// waits until the plugin has been asked three times whether it is ready.
+type needsSettings struct{ polls atomic.Int32 }
+
+func newNeedsSettings(logrus.FieldLogger) (any, error) { return &needsSettings{}, nil }
+
+func (*needsSettings) Name() string { return "example.io/needs-settings" }
+
+func (*needsSettings) AppliesTo() (velero.ResourceSelector, error) {
+	return velero.ResourceSelector{IncludedResources: []string{"secrets"}}, nil
+}
+
+func (*needsSettings) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.RestoreItemActionExecuteOutput, error) {
+	u := &unstructured.Unstructured{Object: in.Item.UnstructuredContent()}
+	out := velero.NewRestoreItemActionExecuteOutput(u)
+	if u.GetName() == "creds" {
+		out.AdditionalItems = []velero.ResourceIdentifier{{GroupResource: schema.GroupResource{Resource: "configmaps"}, Namespace: u.GetNamespace(), Name: "settings"}}
+		out.WaitForAdditionalItems = true
+		out.AdditionalItemsReadyTimeout = time.Minute
+	}
+	return out, nil
+}
+
+func (*needsSettings) Progress(string, *api.Restore) (velero.OperationProgress, error) {
+	return velero.OperationProgress{}, riav2.AsyncOperationsNotSupportedError()
+}
+
+func (*needsSettings) Cancel(string, *api.Restore) error { return nil }
+
+func (p *needsSettings) AreAdditionalItemsReady([]velero.ResourceIdentifier, *api.Restore) (bool, error) {
+	return p.polls.Add(1) >= 3, nil
+}
+
+// skipSecrets (v1) asks to leave out the Secret named skip-me.
+type skipSecrets struct{}
+
+func newSkipSecrets(logrus.FieldLogger) (any, error) { return skipSecrets{}, nil }
+
+func (skipSecrets) AppliesTo() (velero.ResourceSelector, error) {
+	return velero.ResourceSelector{IncludedResources: []string{"secrets"}}, nil
+}
+
+func (skipSecrets) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.RestoreItemActionExecuteOutput, error) {
+	u := &unstructured.Unstructured{Object: in.Item.UnstructuredContent()}
+	out := velero.NewRestoreItemActionExecuteOutput(u)
+	if u.GetName() == "skip-me" {
+		out = out.WithoutRestore()
+	}
+	return out, nil
+}
+
+// failOnFlags (v1) fails for the ConfigMap named flags.
+type failOnFlags struct{}
+
+func newFailOnFlags(logrus.FieldLogger) (any, error) { return failOnFlags{}, nil }
+
+func (failOnFlags) AppliesTo() (velero.ResourceSelector, error) {
+	return velero.ResourceSelector{IncludedResources: []string{"configmaps"}}, nil
+}
+
+func (failOnFlags) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.RestoreItemActionExecuteOutput, error) {
+	u := &unstructured.Unstructured{Object: in.Item.UnstructuredContent()}
+	if u.GetName() == "flags" {
+		return nil, errors.New("flags are not to be restored by this plugin")
+	}
+	return velero.NewRestoreItemActionExecuteOutput(u), nil
+}
+
+// crashOnce (v1) kills its own process on its first call for the ConfigMap named
+// crash, once per marker directory ($CRASH_MARKER_DIR), as a plugin with a fatal bug
+// would.
+type crashOnce struct{}
+
+func newCrashOnce(logrus.FieldLogger) (any, error) { return crashOnce{}, nil }
+
+func (crashOnce) AppliesTo() (velero.ResourceSelector, error) {
+	return velero.ResourceSelector{IncludedResources: []string{"configmaps"}}, nil
+}
+
+func (crashOnce) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.RestoreItemActionExecuteOutput, error) {
+	u := &unstructured.Unstructured{Object: in.Item.UnstructuredContent()}
+	if dir := os.Getenv("CRASH_MARKER_DIR"); dir != "" && u.GetName() == "crash" {
+		marker := filepath.Join(dir, "crashed")
+		if _, err := os.Stat(marker); err != nil {
+			os.WriteFile(marker, nil, 0o644)
+			os.Exit(3)
+		}
+	}
+	return velero.NewRestoreItemActionExecuteOutput(u), nil
+}

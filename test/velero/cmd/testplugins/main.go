@@ -1,0 +1,17 @@
+// Command testplugins serves the RestoreItemActions the plugin host is tested with,
+// built with Velero's own plugin framework, as any Velero plugin binary is.
+package main
+
+import (
+	"github.com/vmware-tanzu/velero/pkg/plugin/framework"
+)
+
+func main() {
+	framework.NewServer().
+		RegisterRestoreItemAction("example.io/relabel", newRelabel).
+		RegisterRestoreItemActionV2("example.io/needs-settings", newNeedsSettings).
+		RegisterRestoreItemAction("example.io/skip-secrets", newSkipSecrets).
+		RegisterRestoreItemAction("example.io/fail-on-flags", newFailOnFlags).
+		RegisterRestoreItemAction("example.io/crash-once", newCrashOnce).
+		Serve()
+}
