@@ -9,16 +9,22 @@ CLI       := cmd/restoregraph
 KUBE_VERSION := $(shell sed -n 's/^\tk8s.io\/kubernetes \(v[0-9.]*\)$$/\1/p' test/go.mod)
 KUBE_BIN     ?= $(HOME)/.cache/restoregraph/kube-$(KUBE_VERSION)
 export RESTOREGRAPH_KUBE_BIN := $(KUBE_BIN)
+# Velero's plugin host is a module of its own too (plugin/velerohost); its tests run the
+# velero command, built from test/velero (pinned to Velero's dependencies), cached the same way.
+HOST         := plugin/velerohost
+VELERO_VERSION := $(shell sed -n 's/^\tgithub.com\/vmware-tanzu\/velero \(v[0-9.]*\)$$/\1/p' test/velero/go.mod)
+VELERO_BIN   ?= $(HOME)/.cache/restoregraph/velero-$(VELERO_VERSION)
+export RESTOREGRAPH_VELERO_BIN := $(VELERO_BIN)
 FUZZTIME  ?= 15s
 BENCHTIME ?= 1x
 BENCH     ?= .
 
-.PHONY: all test unit integration bench-integration etcd lint fmt bench fuzz demo pictures
+.PHONY: all test unit plugins integration bench-integration etcd lint fmt bench fuzz demo pictures
 
 all: test
 
-## test: lint, every unit test with the race detector, then the integration tests (what CI runs)
-test: lint unit integration
+## test: lint, every unit test with the race detector, the Velero plugin host's tests, then the integration tests (what CI runs)
+test: lint unit plugins integration
 
 unit:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
@@ -31,9 +37,21 @@ lint:
 	$(GO) vet $(PKGS)
 	cd $(CLI) && $(GO) vet ./...
 	cd test && $(GO) vet ./...
+	cd $(HOST) && $(GO) vet ./...
+	cd test/velero && $(GO) vet ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+## plugins: the Velero plugin host against plugins built with Velero's framework and the velero command
+plugins: $(VELERO_BIN)/.built
+	cd $(HOST) && $(GO) test -race -count=1 -timeout 20m ./...
+
+$(VELERO_BIN)/.built:
+	@mkdir -p $(VELERO_BIN)
+	@echo "building velero $(VELERO_VERSION) into $(VELERO_BIN) (a minute or two when cold)"
+	cd test/velero && $(GO) build -o $(VELERO_BIN)/ github.com/vmware-tanzu/velero/cmd/velero
+	@touch $@
 
 ## integration: the tests against a real kube-apiserver, etcd and garbage collector
 integration: etcd $(KUBE_BIN)/.built

@@ -99,9 +99,23 @@ func (r *Registry) Lookup(name string) (v2.RestoreItemAction, error) {
 	return nil, &NoAdapterError{Name: name, Versions: found}
 }
 
+// version is the interface version a lookup of name uses: the newest registered.
+func (r *Registry) version(name string) string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if _, ok := r.plugins[name][V2]; ok {
+		return V2
+	}
+	return V1
+}
+
 // Action is a plugin ready to run: its name, its newest interface and its parsed selector.
 type Action struct {
 	Name string
+	// Version is the interface version it was registered at: V2, or V1 adapted.
+	Version string
+	// Selector is what AppliesTo said.
+	Selector ria.ResourceSelector
 	v2.RestoreItemAction
 	matcher *ria.Matcher
 }
@@ -132,7 +146,7 @@ func (r *Registry) Actions() ([]*Action, error) {
 		if err != nil {
 			return nil, fmt.Errorf("plugin %q: label selector %q: %w", name, sel.LabelSelector, err)
 		}
-		out = append(out, &Action{Name: name, RestoreItemAction: impl, matcher: m})
+		out = append(out, &Action{Name: name, Version: r.version(name), Selector: sel, RestoreItemAction: impl, matcher: m})
 	}
 	return out, nil
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/graph"
 	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/plugin"
+	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	"github.com/restoregraph/restoregraph/readiness"
 	"github.com/restoregraph/restoregraph/versionselect"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -122,6 +124,9 @@ type Plan struct {
 	Cycles       []PlannedCycle  `json:"cycles"`
 	Blocked      []types.UID     `json:"blocked"`
 	Warnings     []string        `json:"warnings"`
+	// Plugins are the restore item actions that run, in order: the built-in ones, then
+	// Options.Plugins', with the interface version each runs at and what it applies to.
+	Plugins []PlannedPlugin `json:"plugins"`
 	// Conflicts are the running or waiting operations the restore would wait for, when
 	// Options.Admitter is set.
 	Conflicts []admission.Conflict `json:"conflicts,omitempty"`
@@ -133,6 +138,14 @@ type Plan struct {
 	through  map[types.UID]*manifest.Item
 	excluded map[*manifest.Item]exclusion
 	mappings map[string]string
+	actions  []*plugin.Action
+}
+
+// PlannedPlugin is a restore item action of the plan.
+type PlannedPlugin struct {
+	Name      string               `json:"name"`
+	Version   string               `json:"version"`
+	AppliesTo ria.ResourceSelector `json:"appliesTo"`
 }
 
 // operation is what the restore touches, for admission: every object it makes, named as
@@ -234,6 +247,13 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 	}
 	m := backup.Manifest()
 	p.through, p.mappings = throughServed(m, vplan), opts.NamespaceMappings
+	if p.actions, err = actions(backup, opts); err != nil {
+		return nil, err
+	}
+	p.Plugins = []PlannedPlugin{}
+	for _, a := range p.actions {
+		p.Plugins = append(p.Plugins, PlannedPlugin{Name: a.Name, Version: a.Version, AppliesTo: a.Selector})
+	}
 	p.excluded = exclude(backup, opts, f)
 	g, gerr := graph.New(m, graph.Options{Rules: opts.Rules})
 	p.graph = g

@@ -95,9 +95,7 @@ func newRun(ctx context.Context, target Target, backup Backup, opts Options) (*r
 			}
 		}
 	}
-	if r.actions, err = actions(backup, opts); err != nil {
-		return nil, err
-	}
+	r.actions = p.actions
 	if opts.Journal != nil {
 		r.journaled = opts.Journal.Journaled()
 		for src, j := range r.journaled {

@@ -133,7 +133,8 @@ through the restore item actions (fields the server adds are not compared). Exit
 			defer stop()
 			ctx, cancel := signalContext()
 			defer cancel()
-			opts, err := rf.options(ctx, cfg, cmd.ErrOrStderr())
+			opts, stopPlugins, err := rf.options(ctx, cfg, cmd.ErrOrStderr())
+			defer stopPlugins()
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -330,4 +331,63 @@ current-context: c
 	r := rg(t, "plan", "--backup", shopBackup, "--kubeconfig", kubeconfig, "--client-qps", "0")
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, "--client-qps and --client-burst must be positive")
+}
+
+// veleroPlugins builds, once, the plugins of test/velero, written with Velero's own
+// plugin framework.
+var veleroPlugins = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "restoregraph-cli-plugins")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "testplugins")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/testplugins")
+	cmd.Dir = "../../test/velero"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%v: %s", err, out)
+	}
+	return bin, nil
+})
+
+// TestRestoreWithVeleroPlugins runs Velero plugin executables from the command line.
+func TestRestoreWithVeleroPlugins(t *testing.T) {
+	bin, err := veleroPlugins()
+	require.NoError(t, err)
+	dir := filepath.Dir(bin)
+
+	p := rg(t, "plan", "--backup", shopBackup, "--embedded", "--plugins", dir, "-o", "json")
+	require.Equal(t, 0, p.code, p.stderr)
+	var plan struct{ Plugins []struct{ Name, Version string } }
+	require.NoError(t, json.Unmarshal([]byte(p.stdout), &plan))
+	versions := map[string]string{}
+	for _, pl := range plan.Plugins {
+		versions[pl.Name] = pl.Version
+	}
+	assert.Equal(t, "v2", versions["example.io/needs-settings"])
+	assert.Equal(t, "v1", versions["example.io/relabel"])
+	assert.Equal(t, "v1", versions["restoregraph.dev/service"], "the built-in ones first")
+
+	r := rg(t, "restore", "--backup", shopBackup, "--embedded", "--plugin", bin, "--disable-plugin", "example.io/crash-once", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var rep struct {
+		Objects []struct {
+			Name, Kind, Status string
+			Waited             int64
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	var creds, settings int64 = -1, -1
+	for _, o := range rep.Objects {
+		switch o.Kind + "/" + o.Name {
+		case "Secret/creds":
+			creds = o.Waited
+		case "ConfigMap/settings":
+			settings = o.Waited
+			assert.Equal(t, "Restored", o.Status)
+		}
+	}
+	assert.Positive(t, creds, "the v2 plugin's wait for its additional item crossed the process boundary")
+	assert.Zero(t, settings)
+	out, _ := exec.Command("pgrep", "-f", bin).Output()
+	assert.Empty(t, strings.TrimSpace(string(out)), "no plugin process outlives the command")
 }

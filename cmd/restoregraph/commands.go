@@ -17,6 +17,7 @@ import (
 
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/manifest"
+	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	"github.com/restoregraph/restoregraph/restore"
 )
 
@@ -64,7 +65,8 @@ func newPlanCmd() *cobra.Command {
 			defer stop()
 			ctx, cancel := signalContext()
 			defer cancel()
-			opts, err := rf.options(ctx, cfg, cmd.ErrOrStderr())
+			opts, stopPlugins, err := rf.options(ctx, cfg, cmd.ErrOrStderr())
+			defer stopPlugins()
 			if err != nil {
 				return err
 			}
@@ -125,6 +127,12 @@ func printPlan(w io.Writer, p *restore.Plan) {
 		}
 		fmt.Fprintln(w)
 	}
+	if len(p.Plugins) > 0 {
+		fmt.Fprintln(w, "\nPlugins (restore item actions, in the order they run):")
+		for _, pl := range p.Plugins {
+			fmt.Fprintf(w, "  %-45s %-3s applies to %s\n", pl.Name, pl.Version, selectorText(pl.AppliesTo))
+		}
+	}
 	for _, c := range p.Conflicts {
 		fmt.Fprintf(w, "\nThe restore would wait for %v\n", c)
 	}
@@ -183,7 +191,8 @@ func newRestoreCmd() *cobra.Command {
 			defer stop()
 			ctx, cancel := signalContext()
 			defer cancel()
-			opts, err := rf.options(ctx, cfg, cmd.ErrOrStderr())
+			opts, stopPlugins, err := rf.options(ctx, cfg, cmd.ErrOrStderr())
+			defer stopPlugins()
 			if err != nil {
 				return err
 			}
@@ -305,4 +314,26 @@ func newManifestCmd() *cobra.Command {
 	cmd.Flags().StringVar(&backup, "backup", "", "the backup tarball (Velero format)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "where to write (.gz compresses; - for plain JSON on standard output)")
 	return cmd
+}
+
+// selectorText reads a plugin's selector as a person would say it.
+func selectorText(s ria.ResourceSelector) string {
+	parts := []string{"resources " + orAll(s.IncludedResources)}
+	if len(s.ExcludedResources) > 0 {
+		parts = append(parts, "but "+strings.Join(s.ExcludedResources, ","))
+	}
+	if len(s.IncludedNamespaces) > 0 {
+		parts = append(parts, "in namespaces "+strings.Join(s.IncludedNamespaces, ","))
+	}
+	if s.LabelSelector != "" {
+		parts = append(parts, "labelled "+s.LabelSelector)
+	}
+	return strings.Join(parts, " ")
+}
+
+func orAll(names []string) string {
+	if len(names) == 0 {
+		return "*"
+	}
+	return strings.Join(names, ",")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,10 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/restoregraph/restoregraph/admission"
 	"github.com/restoregraph/restoregraph/filter"
+	"github.com/restoregraph/restoregraph/plugin"
 	"github.com/restoregraph/restoregraph/plugin/builtin"
+	"github.com/restoregraph/restoregraph/plugin/velerohost"
 	"github.com/restoregraph/restoregraph/restore"
 	"github.com/restoregraph/restoregraph/versionselect"
 )
@@ -33,6 +38,8 @@ type restoreFlags struct {
 	strict, preserveNodePorts       bool
 	disable                         []string
 	admission, admissionNamespace   string
+	pluginDir                       string
+	pluginPaths                     []string
 }
 
 // filterFlags select what a restore restores or a backup backs up.
@@ -80,13 +87,77 @@ func (f *restoreFlags) add(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.preserveNodePorts, "preserve-nodeports", false, "keep Services' node ports instead of letting the target allocate them")
 	fs.StringVar(&f.admission, "admission", "cluster", "admit the restore against other operations on the cluster: cluster (through Leases in the target, across processes), local (this process) or off")
 	fs.StringVar(&f.admissionNamespace, "admission-namespace", "restoregraph-admission", "the namespace of the admission Leases")
+	fs.StringVar(&f.pluginDir, "plugins", "", "a directory of Velero plugin executables, as Velero's /plugins: their RestoreItemActions run out of process")
+	fs.StringArrayVar(&f.pluginPaths, "plugin", nil, "a Velero plugin executable (repeatable)")
 	fs.StringArrayVar(&f.disable, "disable-plugin", nil, "switch off a built-in action or plan rule by name (repeatable): "+
 		strings.Join(append(slices.Clone(builtin.Names), restore.ControllerManaged, restore.NamespaceDefaults), ", "))
 }
 
 // options turns the flags into restore.Options. cfg reaches the target, for its
 // ConfigMap of version priorities; warnings about skipped priority lines go to warn.
-func (f *restoreFlags) options(ctx context.Context, cfg *rest.Config, warn io.Writer) (restore.Options, error) {
+// The caller calls stop when done: it ends the plugin processes.
+func (f *restoreFlags) options(ctx context.Context, cfg *rest.Config, warn io.Writer) (opts restore.Options, stop func(), err error) {
+	stop = func() {}
+	opts, err = f.restoreOptions(ctx, cfg, warn)
+	if err != nil || (f.pluginDir == "" && len(f.pluginPaths) == 0) {
+		return opts, stop, err
+	}
+	reg, stop, err := f.plugins(ctx, cfg, warn)
+	opts.Plugins = reg
+	return opts, stop, err
+}
+
+// plugins starts the plugin executables the flags name and registers what they serve;
+// stop ends them.
+func (f *restoreFlags) plugins(ctx context.Context, cfg *rest.Config, warn io.Writer) (reg *plugin.Registry, stop func(), err error) {
+	stop = func() {}
+	paths := slices.Clone(f.pluginPaths)
+	if f.pluginDir != "" {
+		found, err := velerohost.Executables(f.pluginDir)
+		if err != nil {
+			return nil, stop, badInput("--plugins: %w", err)
+		}
+		paths = append(paths, found...)
+	}
+	// Velero's own actions build a Kubernetes client when they start, from $KUBECONFIG:
+	// they are given the target's.
+	kubeconfig, err := writeKubeconfig(cfg)
+	if err != nil {
+		return nil, stop, err
+	}
+	host := &velerohost.Host{Env: []string{"KUBECONFIG=" + kubeconfig}, Log: warn}
+	stop = func() { host.Close(); os.Remove(kubeconfig) }
+	var commands [][]string
+	for _, p := range paths {
+		commands = append(commands, []string{p})
+	}
+	found, err := host.Discover(ctx, commands...)
+	if err != nil {
+		fmt.Fprintf(warn, "restoregraph: warning: %v\n", err)
+	}
+	reg = &plugin.Registry{}
+	return reg, stop, host.Register(reg, found, f.disable...)
+}
+
+// writeKubeconfig writes cfg as a kubeconfig file, for plugin processes.
+func writeKubeconfig(cfg *rest.Config) (string, error) {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["target"] = &clientcmdapi.Cluster{Server: cfg.Host, InsecureSkipTLSVerify: cfg.Insecure,
+		CertificateAuthority: cfg.CAFile, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["restoregraph"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, TokenFile: cfg.BearerTokenFile,
+		ClientCertificate: cfg.CertFile, ClientCertificateData: cfg.CertData, ClientKey: cfg.KeyFile, ClientKeyData: cfg.KeyData,
+		Username: cfg.Username, Password: cfg.Password}
+	kc.Contexts["target"] = &clientcmdapi.Context{Cluster: "target", AuthInfo: "restoregraph"}
+	kc.CurrentContext = "target"
+	f, err := os.CreateTemp("", "restoregraph-kubeconfig-*")
+	if err != nil {
+		return "", err
+	}
+	f.Close()
+	return f.Name(), clientcmd.WriteToFile(*kc, f.Name())
+}
+
+func (f *restoreFlags) restoreOptions(ctx context.Context, cfg *rest.Config, warn io.Writer) (restore.Options, error) {
 	opts := restore.Options{
 		StrictVersions: f.strict, PreserveNodePorts: f.preserveNodePorts, DisablePlugins: f.disable, Name: f.restoreName,
 		BackupName: backupName(f.backup),
