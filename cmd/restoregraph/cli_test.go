@@ -357,7 +357,9 @@ func TestRestoreWithVeleroPlugins(t *testing.T) {
 
 	p := rg(t, "plan", "--backup", shopBackup, "--embedded", "--plugins", dir, "-o", "json")
 	require.Equal(t, 0, p.code, p.stderr)
-	var plan struct{ Plugins []struct{ Name, Version string } }
+	var plan struct {
+		Plugins []struct{ Name, Version string }
+	}
 	require.NoError(t, json.Unmarshal([]byte(p.stdout), &plan))
 	versions := map[string]string{}
 	for _, pl := range plan.Plugins {
