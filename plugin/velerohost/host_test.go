@@ -71,7 +71,7 @@ func TestDiscover(t *testing.T) {
 	assert.Equal(t, map[string]string{
 		"example.io/relabel": KindRestoreItemAction, "example.io/needs-settings": KindRestoreItemActionV2,
 		"example.io/skip-secrets": KindRestoreItemAction, "example.io/fail-on-flags": KindRestoreItemAction,
-		"example.io/crash-once": KindRestoreItemAction,
+		"example.io/crash-once": KindRestoreItemAction, "example.io/annotate-all": KindRestoreItemAction,
 	}, kinds)
 	for _, p := range plugins {
 		if p.Name == "example.io/needs-settings" {

@@ -126,3 +126,24 @@ func (crashOnce) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.Rest
 	}
 	return velero.NewRestoreItemActionExecuteOutput(u), nil
 }
+
+// annotateAll (v1) annotates every object it restores: the cost of a plugin on every
+// object, for the benchmarks.
+type annotateAll struct{}
+
+func newAnnotateAll(logrus.FieldLogger) (any, error) { return annotateAll{}, nil }
+
+func (annotateAll) AppliesTo() (velero.ResourceSelector, error) {
+	return velero.ResourceSelector{IncludedResources: []string{"*"}}, nil
+}
+
+func (annotateAll) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.RestoreItemActionExecuteOutput, error) {
+	u := &unstructured.Unstructured{Object: in.Item.UnstructuredContent()}
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann["example.io/seen"] = "yes"
+	u.SetAnnotations(ann)
+	return velero.NewRestoreItemActionExecuteOutput(u), nil
+}

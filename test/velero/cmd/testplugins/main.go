@@ -13,5 +13,6 @@ func main() {
 		RegisterRestoreItemAction("example.io/skip-secrets", newSkipSecrets).
 		RegisterRestoreItemAction("example.io/fail-on-flags", newFailOnFlags).
 		RegisterRestoreItemAction("example.io/crash-once", newCrashOnce).
+		RegisterRestoreItemAction("example.io/annotate-all", newAnnotateAll).
 		Serve()
 }
