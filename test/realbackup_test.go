@@ -525,3 +525,25 @@ func assertNoDanglingOwners(t *testing.T, tgt restore.Target, b *archive.Backup,
 		}
 	}
 }
+
+// TestVeleroPluginsIntoTheRealServer restores through Velero plugin executables, built
+// with Velero's own framework, from the command line into the real API server.
+func TestVeleroPluginsIntoTheRealServer(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "testplugins")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/testplugins")
+	build.Dir = "velero"
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, string(out))
+	code, text := cli(t, "restore", "--backup", "../testdata/backups/shop-k8s-1.37.tar.gz", "--kubeconfig", cluster.Kubeconfig,
+		"--plugin", bin, "--disable-plugin", "example.io/crash-once", "--namespace-mappings", "shop:plugins-shop", "-o", "json")
+	require.Equal(t, 0, code, text)
+	tgt := restoreTarget(t, cfg())
+	settings, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("plugins-shop").
+		Get(context.Background(), "settings", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "velero-plugin", settings.GetLabels()["restored-by"], "the v1 plugin's change")
+	assert.Equal(t, "yes", settings.GetAnnotations()["example.io/seen"])
+	procs, _ := exec.Command("pgrep", "-f", bin).Output()
+	assert.Empty(t, strings.TrimSpace(string(procs)), "no plugin process left")
+}
