@@ -15,6 +15,9 @@ HOST         := plugin/velerohost
 VELERO_VERSION := $(shell sed -n 's/^\tgithub.com\/vmware-tanzu\/velero \(v[0-9.]*\)$$/\1/p' test/velero/go.mod)
 VELERO_BIN   ?= $(HOME)/.cache/restoregraph/velero-$(VELERO_VERSION)
 export RESTOREGRAPH_VELERO_BIN := $(VELERO_BIN)
+# The other DAG walkers and the chart library are in a module of their own too.
+PEERS        := bench/peers
+BENCH_OUT    ?= docs/bench
 FUZZTIME  ?= 15s
 BENCHTIME ?= 1x
 BENCH     ?= .
@@ -29,6 +32,7 @@ test: lint unit plugins integration
 unit:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	cd $(CLI) && $(GO) test -race -count=1 -timeout 20m ./...
+	cd $(PEERS) && $(GO) test -race -count=1 ./...
 
 ## lint: gofmt and go vet
 lint:
@@ -38,6 +42,7 @@ lint:
 	cd $(CLI) && $(GO) vet ./...
 	cd test && $(GO) vet ./...
 	cd $(HOST) && $(GO) vet ./...
+	cd $(PEERS) && $(GO) vet ./...
 	cd test/velero && $(GO) vet ./...
 
 fmt:
@@ -77,9 +82,14 @@ $(KUBE_BIN)/.built:
 	cd test && $(GO) build -o $(KUBE_BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
 	@touch $@
 
-## bench: every benchmark once per size (BENCH=regexp BENCHTIME=5x to narrow or repeat)
+## bench: every benchmark once per size (BENCH=regexp BENCHTIME=5x to narrow or repeat), then
+## the strategy and overhead tables and chart into BENCH_OUT (docs/bench)
 bench:
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem -timeout 60m $(PKGS)
+	@mkdir -p out
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem -timeout 60m $(PKGS) > out/bench.txt || { cat out/bench.txt; exit 1; }
+	cd $(PEERS) && $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -timeout 60m . > ../../out/bench-peers.txt || { cat ../../out/bench-peers.txt; exit 1; }
+	cat out/bench.txt out/bench-peers.txt
+	cat out/bench.txt out/bench-peers.txt | (cd $(PEERS) && $(GO) run ./cmd/benchreport -out ../../$(BENCH_OUT))
 
 ## fuzz: each fuzz target for FUZZTIME
 fuzz:
