@@ -62,7 +62,7 @@ $(VELERO_BIN)/.built:
 integration: etcd $(KUBE_BIN)/.built
 	cd test && $(GO) test -race -count=1 -timeout 20m ./...
 
-## bench-integration: 5,000 objects into the real server three ways, and a 10,000-object backup, one run each
+## bench-integration: two workloads of 5,000 objects into the real server three ways, unthrottled, and a 10,000-object backup, one run each
 bench-integration: etcd $(KUBE_BIN)/.built
 	cd test && $(GO) test -run '^$$' -bench 'Integration(Restore|Backup)' -benchtime 1x -timeout 30m ./...
 
