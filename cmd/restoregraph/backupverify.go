@@ -122,22 +122,12 @@ through the restore item actions (fields the server adds are not compared). Exit
 			if output != "text" && output != "json" {
 				return badInput("-o must be text or json, not %q", output)
 			}
-			b, err := readBackup(rf.backup)
+			s, err := rf.open(cmd, t)
 			if err != nil {
 				return err
 			}
-			tgt, cfg, stop, err := t.restoreTarget()
-			if err != nil {
-				return err
-			}
-			defer stop()
-			ctx, cancel := signalContext()
-			defer cancel()
-			opts, stopPlugins, err := rf.options(ctx, cfg, cmd.ErrOrStderr())
-			defer stopPlugins()
-			if err != nil {
-				return err
-			}
+			defer s.close()
+			b, tgt, ctx, opts := s.backup, s.target, s.ctx, s.opts
 			rep, err := restore.Verify(ctx, tgt, b, opts)
 			if err != nil {
 				return &exitError{code: exitBadInput, err: err}

@@ -54,22 +54,12 @@ func newPlanCmd() *cobra.Command {
 			if output != "text" && output != "json" && output != "dot" {
 				return badInput("-o must be text, json or dot, not %q", output)
 			}
-			b, err := readBackup(rf.backup)
+			s, err := rf.open(cmd, t)
 			if err != nil {
 				return err
 			}
-			tgt, cfg, stop, err := t.restoreTarget()
-			if err != nil {
-				return err
-			}
-			defer stop()
-			ctx, cancel := signalContext()
-			defer cancel()
-			opts, stopPlugins, err := rf.options(ctx, cfg, cmd.ErrOrStderr())
-			defer stopPlugins()
-			if err != nil {
-				return err
-			}
+			defer s.close()
+			b, tgt, ctx, opts := s.backup, s.target, s.ctx, s.opts
 			p, err := restore.PlanRestore(ctx, tgt, b, opts)
 			if err != nil {
 				return &exitError{code: exitBadInput, err: err}
@@ -180,22 +170,12 @@ func newRestoreCmd() *cobra.Command {
 			if policy != restore.Adopt && policy != restore.Update && policy != restore.Fail {
 				return badInput("--existing must be adopt, update or fail, not %q", existing)
 			}
-			b, err := readBackup(rf.backup)
+			s, err := rf.open(cmd, t)
 			if err != nil {
 				return err
 			}
-			tgt, cfg, stop, err := t.restoreTarget()
-			if err != nil {
-				return err
-			}
-			defer stop()
-			ctx, cancel := signalContext()
-			defer cancel()
-			opts, stopPlugins, err := rf.options(ctx, cfg, cmd.ErrOrStderr())
-			defer stopPlugins()
-			if err != nil {
-				return err
-			}
+			defer s.close()
+			b, tgt, ctx, opts := s.backup, s.target, s.ctx, s.opts
 			opts.Workers, opts.ItemTimeout, opts.Existing = workers, itemTimeout, policy
 			if waitHealthy {
 				opts.HealthTimeout = waitTimeout

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -19,6 +20,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/restoregraph/restoregraph/admission"
+	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/plugin"
 	"github.com/restoregraph/restoregraph/plugin/builtin"
@@ -96,6 +98,43 @@ func (f *restoreFlags) add(fs *pflag.FlagSet) {
 // options turns the flags into restore.Options. cfg reaches the target, for its
 // ConfigMap of version priorities; warnings about skipped priority lines go to warn.
 // The caller calls stop when done: it ends the plugin processes.
+// session is what plan, restore and verify open alike: the backup, the target, the
+// options the flags make, and a context that an interrupt cancels.
+type session struct {
+	backup *archive.Backup
+	target restore.Target
+	ctx    context.Context
+	opts   restore.Options
+	close  func()
+}
+
+// open reads the backup, connects to the target and starts the plugins; the session's
+// close undoes all three.
+func (f *restoreFlags) open(cmd *cobra.Command, t *target) (*session, error) {
+	b, err := readBackup(f.backup)
+	if err != nil {
+		return nil, err
+	}
+	tgt, cfg, stopTarget, err := t.restoreTarget()
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	ctx, cancel := signalContext()
+	opts, stopPlugins, err := f.options(ctx, cfg, cmd.ErrOrStderr())
+	s := &session{backup: b, target: tgt, ctx: ctx, opts: opts, close: func() {
+		stopPlugins()
+		cancel()
+		stopTarget()
+		b.Close()
+	}}
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
 func (f *restoreFlags) options(ctx context.Context, cfg *rest.Config, warn io.Writer) (opts restore.Options, stop func(), err error) {
 	stop = func() {}
 	opts, err = f.restoreOptions(ctx, cfg, warn)
