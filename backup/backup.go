@@ -269,17 +269,22 @@ func (b *builder) listPreferred(ctx context.Context, r resource) error {
 			if _, err := b.res.Manifest.Add(manifest.FromObject(obj, r.gr.Resource)); err != nil {
 				return fmt.Errorf("backup: %s %s/%s: %w", gvr, obj.GetNamespace(), obj.GetName(), err)
 			}
-			data, err := json.Marshal(obj.Object)
-			if err != nil {
-				return err
-			}
-			b.bodies[objectKey{r.gr, obj.GetNamespace(), obj.GetName()}] = body{entryOf(obj, r.gr.Resource), data}
-			return nil
+			return b.store(r.gr, obj)
 		})
 		if err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// store holds obj's body for the tarball.
+func (b *builder) store(gr schema.GroupResource, obj *unstructured.Unstructured) error {
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		return err
+	}
+	b.bodies[objectKey{gr, obj.GetNamespace(), obj.GetName()}] = body{entryOf(obj, gr.Resource), data}
 	return nil
 }
 
@@ -297,12 +302,7 @@ func (b *builder) reread(ctx context.Context, resources []resource) error {
 				if !b.kept(r.gr, obj.GetNamespace(), obj.GetName()) {
 					return nil
 				}
-				data, err := json.Marshal(obj.Object)
-				if err != nil {
-					return err
-				}
-				b.bodies[objectKey{r.gr, obj.GetNamespace(), obj.GetName()}] = body{entryOf(obj, r.gr.Resource), data}
-				return nil
+				return b.store(r.gr, obj)
 			})
 			if err != nil {
 				return err
