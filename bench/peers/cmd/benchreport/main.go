@@ -14,6 +14,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -36,10 +37,17 @@ type result struct {
 
 var line = regexp.MustCompile(`^Benchmark(\w+)/(\S+?)(-\d+)?\s+\d+\s+(.*)$`)
 
+// parse reads go test -bench output, keyed by the last element of the package and the
+// benchmark, "strategy.Strategies" for example: two packages may name a benchmark alike.
 func parse(r io.Reader) (map[string][]result, error) {
 	out := map[string][]result{}
+	pkg := ""
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
+		if p, ok := strings.CutPrefix(sc.Text(), "pkg: "); ok {
+			pkg = path.Base(strings.TrimSpace(p))
+			continue
+		}
 		m := line.FindStringSubmatch(sc.Text())
 		if m == nil {
 			continue
@@ -53,7 +61,8 @@ func parse(r io.Reader) (map[string][]result, error) {
 			}
 			res.metrics[f[i+1]] = v
 		}
-		out[m[1]] = append(out[m[1]], res)
+		key := pkg + "." + m[1]
+		out[key] = append(out[key], res)
 	}
 	return out, sc.Err()
 }
@@ -142,8 +151,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if len(results["Strategies"]) == 0 && len(results["Overhead"]) == 0 {
-		log.Fatal("benchreport: no BenchmarkStrategies or BenchmarkOverhead lines on standard input")
+	if len(results["strategy.Strategies"]) == 0 && len(results["peers.Overhead"]) == 0 {
+		// make bench BENCH=Decode, for example: nothing to report, nothing overwritten.
+		fmt.Fprintln(os.Stderr, "benchreport: no BenchmarkStrategies of bench/strategy or BenchmarkOverhead of bench/peers on standard input; nothing written")
+		return
 	}
 	stamp := fmt.Sprintf("%s, %s", time.Now().Format("2006-01-02"), *machine)
 	if err := os.MkdirAll(*out, 0o755); err != nil {
@@ -159,13 +170,13 @@ func main() {
 			log.Fatal(err)
 		}
 	}
-	if rs := results["Strategies"]; len(rs) > 0 {
+	if rs := results["strategy.Strategies"]; len(rs) > 0 {
 		write("strategies.md", func(w io.Writer) { strategiesTable(w, rs, stamp) })
 		if err := chart(filepath.Join(*out, "strategies.png"), rs, stamp); err != nil {
 			log.Fatal(err)
 		}
 	}
-	if rs := results["Overhead"]; len(rs) > 0 {
+	if rs := results["peers.Overhead"]; len(rs) > 0 {
 		write("overhead.md", func(w io.Writer) { overheadTable(w, rs, stamp) })
 	}
 }
