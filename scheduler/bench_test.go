@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-
 )
 
 // appDAG makes n nodes where each node depends on up to two of the 50 nodes before it,
