@@ -53,14 +53,21 @@ func entries(t *testing.T, data []byte) []string {
 	}
 }
 
-func TestBackupRestoreVerify(t *testing.T) {
-	ctx := context.Background()
+// restoredShop restores the real application backup of testdata into an embedded
+// server, and returns the restore's report and the server as a backup's source.
+func restoredShop(t *testing.T) (*restore.Report, Source) {
 	shop, err := archive.ReadFile("../testdata/backups/shop-k8s-1.37.tar.gz", archive.Options{})
 	require.NoError(t, err)
 	_, first, src := server(t)
-	rep, err := restore.Run(ctx, first, shop, restore.Options{})
+	rep, err := restore.Run(context.Background(), first, shop, restore.Options{})
 	require.NoError(t, err)
 	require.True(t, rep.OK())
+	return rep, src
+}
+
+func TestBackupRestoreVerify(t *testing.T) {
+	ctx := context.Background()
+	rep, src := restoredShop(t)
 
 	var buf bytes.Buffer
 	res, err := Run(ctx, src, &buf, Options{Filter: filter.Spec{IncludeNamespaces: []string{"shop"}}, PageSize: 4, SpillDir: t.TempDir()})
@@ -137,12 +144,7 @@ func TestUnknownResource(t *testing.T) {
 // one that writes elsewhere.
 func TestBackupAdmittedAsAReader(t *testing.T) {
 	ctx := context.Background()
-	shop, err := archive.ReadFile("../testdata/backups/shop-k8s-1.37.tar.gz", archive.Options{})
-	require.NoError(t, err)
-	_, first, src := server(t)
-	rep, err := restore.Run(ctx, first, shop, restore.Options{})
-	require.NoError(t, err)
-	require.True(t, rep.OK())
+	_, src := restoredShop(t)
 
 	var adm admission.Local
 	writing, err := adm.Admit(ctx, admission.Operation{ID: "restore-elsewhere", Kind: "restore",
