@@ -31,6 +31,9 @@ const (
 	ControllerManaged = "restoregraph.dev/controller-managed"
 )
 
+// rootCAConfigMap is the ConfigMap the root CA publisher writes in every namespace.
+const rootCAConfigMap = "kube-root-ca.crt"
+
 // Labels the Kubernetes controllers put on what they manage.
 const (
 	endpointSliceManagedBy = "endpointslice.kubernetes.io/managed-by"
@@ -81,6 +84,13 @@ func controllerManaged(backup Backup, it *manifest.Item) string {
 		if by := it.Labels.Get(endpointSliceManagedBy); strings.HasSuffix(by, ".k8s.io") {
 			return "left to the target's controller " + by
 		}
+	case schema.GroupResource{Resource: "configmaps"}:
+		// The root CA publisher writes the target's CA into every namespace and
+		// rewrites it when it differs: the source's CA restored would be wrong until
+		// then, and the restore's copy rewritten under it.
+		if it.Name == rootCAConfigMap {
+			return "left to the target's controller root-ca-cert-publisher: it holds the target's CA"
+		}
 	case schema.GroupResource{Resource: "endpoints"}:
 		if by := it.Labels.Get(endpointsManagedBy); by != "" {
 			return "left to the target's controller " + by
@@ -121,7 +131,7 @@ func namespaceDefault(it *manifest.Item) bool {
 		return false
 	case it.Group == "" && it.Resource == "serviceaccounts" && it.Name == "default":
 		return true
-	case it.Group == "" && it.Resource == "configmaps" && it.Name == "kube-root-ca.crt":
+	case it.Group == "" && it.Resource == "configmaps" && it.Name == rootCAConfigMap:
 		return true
 	}
 	return false

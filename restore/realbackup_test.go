@@ -65,7 +65,7 @@ func TestRealBackupRestoresWhole(t *testing.T) {
 		case o.Kind == "Event":
 			assert.Equal(t, Skipped, o.Status, name)
 			assert.Equal(t, NonRestorable, o.SkippedBy, name)
-		case o.Kind == "EndpointSlice" || o.Kind == "Endpoints":
+		case o.Kind == "EndpointSlice" || o.Kind == "Endpoints" || name == "configmaps/kube-root-ca.crt":
 			assert.Equal(t, Skipped, o.Status, name)
 			assert.Equal(t, ControllerManaged, o.SkippedBy, name)
 		default:
@@ -101,7 +101,7 @@ func TestRealBackupRestoresWhole(t *testing.T) {
 	}
 	assert.Positive(t, folded)
 	assert.Equal(t, folded, excluded[NonRestorable])
-	assert.Equal(t, 6, excluded[ControllerManaged], "3 Endpoints and 3 EndpointSlices")
+	assert.Equal(t, 7, excluded[ControllerManaged], "3 Endpoints, 3 EndpointSlices and kube-root-ca.crt")
 }
 
 // Each built-in action matters on a real backup, and each can be switched off by name:
@@ -201,7 +201,8 @@ func TestHealthIsWaitedForAtTheEndOnly(t *testing.T) {
 }
 
 // What every namespace already has is adopted, whatever the Existing policy, and says
-// nothing: the target's controllers made it.
+// nothing: the target's controllers made it. kube-root-ca.crt is not restored at all:
+// it holds the source's CA, and the target's publisher writes the target's.
 func TestNamespaceDefaultsAreAdoptedQuietly(t *testing.T) {
 	b := shop(t)
 	ctx := context.Background()
@@ -223,15 +224,23 @@ func TestNamespaceDefaultsAreAdoptedQuietly(t *testing.T) {
 	rep, err := Run(ctx, prepared(), b, opts)
 	require.NoError(t, err)
 	res := byName(rep)
-	for _, name := range []string{"serviceaccounts/default", "configmaps/kube-root-ca.crt"} {
-		assert.Equal(t, Adopted, res[name].Status, name)
-		assert.Empty(t, res[name].Warnings, name)
-		assert.Empty(t, res[name].Reason, name)
-	}
+	assert.Equal(t, Adopted, res["serviceaccounts/default"].Status)
+	assert.Empty(t, res["serviceaccounts/default"].Warnings)
+	assert.Empty(t, res["serviceaccounts/default"].Reason)
+	assert.Equal(t, Skipped, res["configmaps/kube-root-ca.crt"].Status, "the source's CA is not restored")
+	assert.Contains(t, res["configmaps/kube-root-ca.crt"].Reason, "root-ca-cert-publisher")
 	assert.Equal(t, Restored, res["serviceaccounts/app"].Status)
 
-	opts.DisablePlugins = []string{NamespaceDefaults}
+	// With the controller-managed rule off, it is one of the namespace's defaults.
+	opts.DisablePlugins = []string{ControllerManaged}
 	rep, err = Run(ctx, prepared(), b, opts)
 	require.NoError(t, err)
-	assert.Equal(t, Failed, byName(rep)["serviceaccounts/default"].Status, "with the rule off, Fail applies")
+	assert.Equal(t, Adopted, byName(rep)["configmaps/kube-root-ca.crt"].Status)
+
+	opts.DisablePlugins = []string{ControllerManaged, NamespaceDefaults}
+	rep, err = Run(ctx, prepared(), b, opts)
+	require.NoError(t, err)
+	res = byName(rep)
+	assert.Equal(t, Failed, res["serviceaccounts/default"].Status, "with the rule off, Fail applies")
+	assert.Equal(t, Failed, res["configmaps/kube-root-ca.crt"].Status)
 }

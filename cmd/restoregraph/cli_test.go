@@ -302,7 +302,7 @@ func TestRestoreRealBackup(t *testing.T) {
 	r := rg(t, "restore", "--backup", shopBackup, "--embedded")
 	assert.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	assert.Contains(t, r.stdout, "7 objects left to the target by restoregraph.dev/non-restorable")
-	assert.Contains(t, r.stdout, "6 objects left to the target by restoregraph.dev/controller-managed")
+	assert.Contains(t, r.stdout, "7 objects left to the target by restoregraph.dev/controller-managed")
 	assert.Contains(t, r.stdout, "40 objects in")
 
 	r = rg(t, "restore", "--backup", shopBackup, "--embedded", "--disable-plugin", "restoregraph.dev/job")
