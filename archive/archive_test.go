@@ -8,7 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -222,40 +222,151 @@ func TestHostileInput(t *testing.T) {
 	}
 }
 
-func TestSpillDirKeepsBodiesInside(t *testing.T) {
+func TestSpillFileKeepsBodiesInside(t *testing.T) {
 	parent := t.TempDir()
 	spill := filepath.Join(parent, "spill")
 	require.NoError(t, os.Mkdir(spill, 0o755))
-	b, err := Read(bytes.NewReader(writeSample(t, Format11)), Options{SpillDir: spill})
+	// One byte of memory: every body after the first goes to the spill file.
+	b, err := Read(bytes.NewReader(writeSample(t, Format11)), Options{SpillDir: spill, MemoryBytes: 1})
 	require.NoError(t, err)
-	defer b.Close()
 
+	for _, it := range b.Manifest().Items() {
+		obj, err := b.Object(it, it.Version)
+		require.NoError(t, err, "%s", it)
+		assert.Equal(t, it.UID, obj.GetUID())
+	}
 	dep, _ := b.Manifest().ByUID("dep-1")
 	obj, err := b.Object(dep, "v1beta2")
 	require.NoError(t, err)
 	assert.Equal(t, "apps/v1beta2", obj.GetAPIVersion())
 
-	var outside []string
-	filepath.WalkDir(parent, func(p string, d fs.DirEntry, err error) error {
-		if rel, _ := filepath.Rel(spill, p); !d.IsDir() && (rel == ".." || len(rel) > 2 && rel[:3] == "../") {
-			outside = append(outside, p)
-		}
-		return nil
-	})
-	assert.Empty(t, outside, "nothing is written outside the spill directory")
-	var files []string
-	filepath.WalkDir(spill, func(p string, d fs.DirEntry, err error) error {
-		if !d.IsDir() {
-			rel, _ := filepath.Rel(spill, p)
-			files = append(files, rel)
-		}
-		return nil
-	})
-	sort.Strings(files)
-	assert.Contains(t, files, "resources/deployments.apps/v1beta2/namespaces/shop/web.json")
+	files := func(dir string) (out []string) {
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				out = append(out, p)
+			}
+			return nil
+		})
+		return out
+	}
+	require.Len(t, files(parent), 1, "one spill file, and nothing outside the spill directory")
+	assert.Equal(t, spill, filepath.Dir(files(parent)[0]))
+	require.NoError(t, b.Close())
+	assert.Empty(t, files(parent), "Close removes the spill file")
 
 	_, err = Read(bytes.NewReader(writeSample(t, Format11)), Options{SpillDir: filepath.Join(parent, "missing")})
 	assert.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+// withManifest writes the sample again with its manifest first, as backup does, and
+// extra entries after the objects.
+func withManifest(t *testing.T, extra ...entry) string {
+	t.Helper()
+	b, err := Read(bytes.NewReader(writeSample(t, Format11)), Options{})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, Format11)
+	require.NoError(t, err)
+	require.NoError(t, w.AddManifest(b.Manifest()))
+	for _, it := range b.Manifest().Items() {
+		for _, v := range []string{"v1", "v1beta2"} {
+			obj, err := b.Object(it, v)
+			if err != nil {
+				continue
+			}
+			require.NoError(t, w.Add(obj, it.Resource, v == it.Version))
+		}
+	}
+	for _, e := range extra {
+		require.NoError(t, w.file(e.name, []byte(e.body)))
+	}
+	require.NoError(t, w.Close())
+	path := filepath.Join(t.TempDir(), "b.tar.gz")
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+	return path
+}
+
+// A backup that carries its manifest is planned from it: ReadFile returns before the
+// bodies, and reads them as they are asked for.
+func TestCarriedManifestDefersBodies(t *testing.T) {
+	path := withManifest(t)
+	b, err := ReadFile(path, Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	assert.NotNil(t, b.rest, "no body read yet")
+	assert.Empty(t, b.bodies)
+	b.mu.Lock()
+	require.NoError(t, b.readRest(&bodyKey{gr: schema.GroupResource{Resource: "namespaces"}, version: "v1", name: "shop"}))
+	assert.NotNil(t, b.rest, "reading stops at the body asked for")
+	b.mu.Unlock()
+	assert.Equal(t, 3, b.Manifest().Len())
+
+	// Workers of a restore ask at once.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for _, it := range b.Manifest().Items() {
+				_, err := b.Body(it.GroupResource(), it.Version, it.Namespace, it.Name)
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	cm, ok := b.Manifest().ByUID("cm-1")
+	require.True(t, ok)
+	obj, err := b.Object(cm, cm.Version)
+	require.NoError(t, err)
+	assert.Equal(t, "web-config", obj.GetName())
+	dep, _ := b.Manifest().ByUID("dep-1")
+	obj, err = b.Object(dep, "v1beta2")
+	require.NoError(t, err, "another version, read on the way")
+	assert.Equal(t, "apps/v1beta2", obj.GetAPIVersion())
+	_, err = b.Body(deployments, "v2", "shop", "web")
+	assert.ErrorIs(t, err, ErrNotFound, "a body the backup does not hold, after reading it all")
+	assert.Nil(t, b.rest)
+	assert.Empty(t, b.Warnings())
+
+	// Read gives the same, reading everything at once.
+	all, err := Read(bytes.NewReader(must(os.ReadFile(path))), Options{})
+	require.NoError(t, err)
+	assert.Nil(t, all.rest)
+	for _, it := range all.Manifest().Items() {
+		want, err := all.Body(it.GroupResource(), it.Version, it.Namespace, it.Name)
+		require.NoError(t, err)
+		got, err := b.Body(it.GroupResource(), it.Version, it.Namespace, it.Name)
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// What is wrong after the manifest is found when the bodies are read: the body asked
+// for fails, naming why, and every later one too.
+func TestCarriedManifestBadEntryLater(t *testing.T) {
+	path := withManifest(t, entry{name: "resources/pods/v1/namespaces/shop/../../../../../escape.json", body: podJSON},
+		entry{name: "resources/pods/v1/namespaces/shop/after.json", body: podJSON})
+	b, err := ReadFile(path, Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	_, err = b.Body(schema.GroupResource{Resource: "pods"}, "v1", "shop", "after")
+	var ee *EntryError
+	require.ErrorAs(t, err, &ee, "the bad entry is met on the way")
+	assert.ErrorIs(t, err, ErrUnsafeEntry)
+	assert.Contains(t, ee.Path, "escape.json")
+	assert.ErrorIs(t, b.ReadRest(), ErrUnsafeEntry, "and it stays the answer")
+
+	path = withManifest(t, entry{name: "resources/pods/namespaces/shop/extra.json", body: podJSON})
+	b, err = ReadFile(path, Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	require.NoError(t, b.ReadRest())
+	assert.Equal(t, []string{"1 body(ies) in the backup belong to no object of its manifest"}, b.Warnings())
 }
 
 func TestWriterRefuses(t *testing.T) {

@@ -19,7 +19,15 @@
 // other special types are refused with an *EntryError wrapping ErrUnsafeEntry; the size
 // of each entry, the total uncompressed size and the number of entries are capped
 // (Options) with a *LimitError; a file that is not a Kubernetes object in JSON gives an
-// *EntryError naming its path in the tarball. Read writes nothing to disk unless
-// Options.SpillDir is set, and then only inside that directory (through os.Root, which
-// refuses any path that would leave it).
+// *EntryError naming its path in the tarball.
+//
+// Bodies are kept in memory up to Options.MemoryBytes, the rest in one spill file in
+// Options.SpillDir (the system's temporary directory by default), which Close removes;
+// Read writes nowhere else. Without a manifest, every body is read for its metadata,
+// with inflating on a goroutine of its own and the second copy Velero writes of each
+// preferred body kept once. A backup that carries its manifest before the bodies (as
+// restoregraph's backup writes it) is described by the manifest: ReadFile returns as
+// soon as it has it, and bodies are read from the file when first asked for, so that a
+// plan reads no body at all. Such bodies are not checked until they are decoded; an
+// entry that breaks the rules after the manifest fails the Body call that meets it.
 package archive

@@ -5,7 +5,6 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,11 +14,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
+	"github.com/restoregraph/restoregraph/internal/readahead"
 	"github.com/restoregraph/restoregraph/manifest"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Options bound what Read accepts and say where object bodies are kept.
@@ -28,8 +28,11 @@ type Options struct {
 	MaxEntryBytes int64 // one entry, uncompressed; default 32 MiB (etcd's limit is 1.5 MiB)
 	MaxTotalBytes int64 // all entries, uncompressed; default 16 GiB
 	MaxEntries    int64 // default 10 million
-	// SpillDir, when set, keeps object bodies in files below this directory instead of
-	// in memory. It must exist; Read writes nowhere else.
+	// MemoryBytes bounds the object bodies kept in memory; the rest go to one spill
+	// file, which Close removes. Default 64 MiB.
+	MemoryBytes int64
+	// SpillDir is where the spill file is made; default os.TempDir(). It must exist;
+	// Read writes nowhere else.
 	SpillDir string
 }
 
@@ -43,6 +46,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = 10_000_000
 	}
+	if o.MemoryBytes <= 0 {
+		o.MemoryBytes = 64 << 20
+	}
 	return o
 }
 
@@ -50,13 +56,20 @@ func (o Options) withDefaults() Options {
 // Kubernetes priority first, and which one the source cluster preferred.
 type Resource = manifest.Resource
 
-// Backup is a read backup: its manifest, its versions and its object bodies.
+// Backup is a read backup: its manifest, its versions and its object bodies. Its
+// methods are safe for concurrent use.
 type Backup struct {
 	format   string
 	manifest *manifest.Manifest
-	bodies   map[bodyKey]body
-	root     *os.Root
+
+	mu       sync.RWMutex
 	warnings []string
+	bodies   map[bodyKey]bodyRef
+	store    bodyStore
+	// rest are the entries not read yet: a backup that carries its manifest reads its
+	// bodies only when they are asked for. nil once every entry has been read.
+	rest    *entries
+	restErr error // why the rest could not be read
 }
 
 type bodyKey struct {
@@ -64,142 +77,257 @@ type bodyKey struct {
 	version, namespace, name string
 }
 
-// body is an object's JSON, in memory or (spilled) at path below the spill directory.
-type body struct {
-	data []byte
-	path string
-	dir  string // the version directory it was read from; "" for the 1.0 path
-}
-
-// objectMeta is the part of an object the manifest records.
-type objectMeta struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name            string            `json:"name"`
-		Namespace       string            `json:"namespace"`
-		UID             types.UID         `json:"uid"`
-		Labels          map[string]string `json:"labels"`
-		Annotations     map[string]string `json:"annotations"`
-		OwnerReferences []struct {
-			UID types.UID `json:"uid"`
-		} `json:"ownerReferences"`
-	} `json:"metadata"`
-}
-
-// ReadFile reads the backup tarball at path.
+// ReadFile reads the backup tarball at path. When the backup carries its manifest
+// before the bodies (as restoregraph's backup writes it), ReadFile returns once it has
+// the manifest, and reads bodies from the file as they are asked for, in the file's
+// order; Close releases the file. Otherwise it reads every entry, as Read does.
 func ReadFile(path string, opts Options) (*Backup, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return Read(f, opts)
+	b, err := read(f, f, opts)
+	if err != nil || b.rest == nil {
+		f.Close()
+	}
+	if b != nil && b.rest != nil {
+		b.rest.closer = f
+	}
+	return b, err
 }
 
-// Read reads a backup tarball, gzip-compressed (as Velero writes it) or not.
-func Read(r io.Reader, opts Options) (*Backup, error) {
+// Read reads a backup tarball, gzip-compressed (as Velero writes it) or not, to its
+// end. Close releases the spill file, if one was needed.
+func Read(r io.Reader, opts Options) (*Backup, error) { return read(r, nil, opts) }
+
+// read reads r; lazy, when not nil, lets the bodies wait when a manifest leads.
+func read(r io.Reader, lazy io.Closer, opts Options) (*Backup, error) {
 	opts = opts.withDefaults()
-	b := &Backup{bodies: map[bodyKey]body{}}
+	b := &Backup{bodies: map[bodyKey]bodyRef{}, store: bodyStore{dir: opts.SpillDir, budget: int(opts.MemoryBytes)}}
 	if opts.SpillDir != "" {
-		root, err := os.OpenRoot(opts.SpillDir)
-		if err != nil {
+		if _, err := os.Stat(opts.SpillDir); err != nil {
 			return nil, fmt.Errorf("archive: spill directory: %w", err)
 		}
-		b.root = root
 	}
-	if err := b.read(r, opts); err != nil {
+	if err := b.read(r, opts, lazy != nil); err != nil {
 		b.Close()
 		return nil, err
 	}
 	return b, nil
 }
 
-// Close releases the spill directory, if any. The files in it stay: the directory is
-// the caller's.
+// Close releases the tarball (when bodies were still to be read from it) and removes
+// the spill file, if any.
 func (b *Backup) Close() error {
-	if b.root == nil {
-		return nil
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rest != nil {
+		b.rest.close()
+		b.rest = nil
+		b.restErr = errors.New("the backup was closed")
 	}
-	return b.root.Close()
+	return b.store.close()
 }
 
-type rawItem struct {
-	loc  location
-	meta objectMeta
-	path string
+// entries reads a tarball entry by entry, enforcing the limits.
+type entries struct {
+	opts   Options
+	ahead  *readahead.Reader // inflating on its own goroutine; nil for a plain tarball
+	tr     *tar.Reader
+	closer io.Closer // the file, when ReadFile opened it
+
+	total, count int64
+	buf, prev    []byte // this entry's bytes and the previous one's, swapped
+	// The previous body, for the second copy of an object (Velero writes the
+	// preferred version twice, one after the other): the same bytes are kept once.
+	prevObj  objKey
+	prevRef  bodyRef
+	prevMeta *objectMeta
 }
 
-func (b *Backup) read(r io.Reader, opts Options) error {
+func newEntries(r io.Reader, opts Options) (*entries, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
+	e := &entries{opts: opts}
 	var src io.Reader = br
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return &EntryError{Path: "(gzip header)", Err: err}
+			return nil, &EntryError{Path: "(gzip header)", Err: err}
 		}
-		defer zr.Close()
-		src = zr
+		// Inflate on a second goroutine so that decompression and parsing overlap.
+		e.ahead = readahead.New(zr, 256<<10, 8)
+		src = e.ahead
 	}
-	tr := tar.NewReader(src)
-	var (
-		total, entries int64
-		items          []rawItem
-		seen           = map[location]string{}
-	)
+	e.tr = tar.NewReader(src)
+	return e, nil
+}
+
+func (e *entries) close() {
+	if e.ahead != nil {
+		e.ahead.Close()
+	}
+	if e.closer != nil {
+		e.closer.Close()
+	}
+}
+
+// next returns the next regular file's cleaned name and bytes (valid until the call
+// after the next), or io.EOF.
+func (e *entries) next() (hdr *tar.Header, name string, data []byte, err error) {
 	for {
-		hdr, err := tr.Next()
+		hdr, err = e.tr.Next()
 		if err == io.EOF {
-			break
+			return nil, "", nil, io.EOF
 		}
 		if err != nil {
-			return &EntryError{Path: "(tar stream)", Err: err}
+			return nil, "", nil, &EntryError{Path: "(tar stream)", Err: err}
 		}
-		name, err := entryName(hdr)
+		name, err = entryName(hdr)
 		if err != nil {
-			return &EntryError{Path: hdr.Name, Err: err}
+			return nil, "", nil, &EntryError{Path: hdr.Name, Err: err}
 		}
-		if entries++; entries > opts.MaxEntries {
-			return &LimitError{Path: hdr.Name, Limit: "entries", Max: opts.MaxEntries}
+		if e.count++; e.count > e.opts.MaxEntries {
+			return nil, "", nil, &LimitError{Path: hdr.Name, Limit: "entries", Max: e.opts.MaxEntries}
 		}
 		if hdr.Typeflag == tar.TypeDir {
 			continue
 		}
-		if hdr.Size > opts.MaxEntryBytes {
-			return &LimitError{Path: hdr.Name, Limit: "entry size", Max: opts.MaxEntryBytes}
+		if hdr.Size > e.opts.MaxEntryBytes {
+			return nil, "", nil, &LimitError{Path: hdr.Name, Limit: "entry size", Max: e.opts.MaxEntryBytes}
 		}
-		if total += hdr.Size; total > opts.MaxTotalBytes {
-			return &LimitError{Path: hdr.Name, Limit: "total size", Max: opts.MaxTotalBytes}
+		if e.total += hdr.Size; e.total > e.opts.MaxTotalBytes {
+			return nil, "", nil, &LimitError{Path: hdr.Name, Limit: "total size", Max: e.opts.MaxTotalBytes}
 		}
-		data, err := io.ReadAll(io.LimitReader(tr, opts.MaxEntryBytes+1))
+		e.buf, e.prev = e.prev, e.buf
+		if int64(cap(e.buf)) < hdr.Size {
+			e.buf = make([]byte, hdr.Size, max(hdr.Size, 64<<10))
+		}
+		e.buf = e.buf[:hdr.Size]
+		if _, err := io.ReadFull(e.tr, e.buf); err != nil {
+			return nil, "", nil, &EntryError{Path: hdr.Name, Err: err}
+		}
+		return hdr, name, e.buf, nil
+	}
+}
+
+// same reports whether data is the previous entry's body again, for the same object.
+func (e *entries) same(k objKey, data []byte) bool {
+	return e.prevMeta != nil && e.prevObj == k && bytes.Equal(e.prev, data)
+}
+
+// candidate is one copy of an object, for choosing the copy that describes it.
+type candidate struct {
+	meta *objectMeta
+	loc  location
+}
+
+// rank says which copy of an object describes it: the preferred version's, then the
+// one at the 1.0 path, then any other.
+func (c candidate) rank() int {
+	switch {
+	case c.loc.preferred():
+		return 2
+	case c.loc.dir == "":
+		return 1
+	}
+	return 0
+}
+
+// reading is what reading a backup without a manifest gathers for index.
+type reading struct {
+	meta      *metaReader
+	chosen    map[objKey]candidate
+	versions  map[schema.GroupResource]map[string]bool
+	preferred map[schema.GroupResource]string
+}
+
+func (b *Backup) read(r io.Reader, opts Options, lazy bool) error {
+	e, err := newEntries(r, opts)
+	if err != nil {
+		return err
+	}
+	rd := &reading{meta: newMetaReader(), chosen: map[objKey]candidate{},
+		versions: map[schema.GroupResource]map[string]bool{}, preferred: map[schema.GroupResource]string{}}
+	items := false
+	for {
+		hdr, name, data, err := e.next()
+		if err == io.EOF {
+			break
+		}
 		if err != nil {
-			return &EntryError{Path: hdr.Name, Err: err}
+			e.close()
+			return err
 		}
 		switch {
 		case name == metadataVersion:
 			b.format = strings.TrimSpace(string(data))
-		case name == ManifestPath && len(items) == 0:
+		case name == ManifestPath && !items:
 			m, err := manifest.Decode(bytes.NewReader(data))
 			if err != nil {
+				e.close()
 				return &EntryError{Path: hdr.Name, Err: err}
 			}
 			b.manifest = m
+			if err := b.checkFormat(); err != nil {
+				e.close()
+				return err
+			}
+			b.rest = e
+			if lazy {
+				return nil
+			}
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return b.readRest(nil)
 		case name == ManifestPath:
 			b.warnings = append(b.warnings, "skipped "+name+": it comes after the bodies; the manifest is built from them")
 		case strings.HasPrefix(name, resourcesDir+"/"):
-			it, err := b.readItem(name, data, seen)
-			if err != nil {
+			items = true
+			if err := b.readItem(e, rd, name, data); err != nil {
+				e.close()
 				return &EntryError{Path: hdr.Name, Err: err}
 			}
-			items = append(items, it)
 		default:
 			b.warnings = append(b.warnings, fmt.Sprintf("skipped %s: not part of the backup layout", name))
 		}
 	}
+	e.close()
 	if err := b.checkFormat(); err != nil {
 		return err
 	}
-	return b.index(items)
+	return b.index(rd)
+}
+
+// readRest reads the entries after a carried manifest, until the body of want is read
+// (nil: to the end). b.mu is held.
+func (b *Backup) readRest(want *bodyKey) error {
+	for b.rest != nil {
+		if want != nil {
+			if _, ok := b.bodies[*want]; ok {
+				return nil
+			}
+		}
+		hdr, name, data, err := b.rest.next()
+		if err == nil && strings.HasPrefix(name, resourcesDir+"/") {
+			if err = b.keepBody(b.rest, name, data); err != nil {
+				err = &EntryError{Path: hdr.Name, Err: err}
+			}
+		} else if err == nil {
+			b.warnings = append(b.warnings, fmt.Sprintf("skipped %s: not part of the backup layout", name))
+		}
+		if err == io.EOF {
+			b.rest.close()
+			b.rest = nil
+			b.checkManifest()
+			return nil
+		}
+		if err != nil {
+			b.rest.close()
+			b.rest, b.restErr = nil, err
+			return err
+		}
+	}
+	return b.restErr
 }
 
 // entryName validates a header and returns its cleaned name.
@@ -222,64 +350,129 @@ func entryName(hdr *tar.Header) (string, error) {
 	return name, nil
 }
 
-func (b *Backup) readItem(name string, data []byte, seen map[location]string) (rawItem, error) {
-	loc, err := parseItemPath(name)
-	if err != nil {
-		return rawItem{}, err
-	}
-	if prev, dup := seen[loc]; dup {
-		return rawItem{}, fmt.Errorf("duplicate of %s", prev)
-	}
-	seen[loc] = name
-	if b.manifest != nil {
-		return b.keepBody(name, loc, loc.version(), data)
-	}
-	var meta objectMeta
-	if err := json.Unmarshal(data, &meta); err != nil {
-		return rawItem{}, fmt.Errorf("not a Kubernetes object in JSON: %w", err)
-	}
-	gv, err := schema.ParseGroupVersion(meta.APIVersion)
+var errDuplicate = errors.New("the same object at the same version is already in the backup")
+
+// place says whether a body for key, found at loc, is kept: a versioned copy replaces
+// an unversioned one of the same version, an unversioned copy never replaces a
+// versioned one, and two copies of one kind at one version are an error.
+func (b *Backup) place(key bodyKey, loc location) (keep bool, err error) {
+	prev, exists := b.bodies[key]
 	switch {
-	case err != nil || meta.APIVersion == "":
-		return rawItem{}, fmt.Errorf("apiVersion %q is not group/version", meta.APIVersion)
-	case meta.Kind == "":
-		return rawItem{}, errors.New("kind is empty")
-	case gv.Group != loc.gr.Group:
-		return rawItem{}, fmt.Errorf("apiVersion %s is not of group %q named by the path", meta.APIVersion, loc.gr.Group)
-	case loc.dir != "" && gv.Version != loc.version():
-		return rawItem{}, fmt.Errorf("apiVersion %s does not match version directory %s", meta.APIVersion, loc.dir)
-	case meta.Metadata.Name != loc.name:
-		return rawItem{}, fmt.Errorf("metadata.name %q does not match the file name", meta.Metadata.Name)
-	case meta.Metadata.Namespace != loc.namespace:
-		return rawItem{}, fmt.Errorf("metadata.namespace %q does not match the path", meta.Metadata.Namespace)
+	case !exists:
+		return true, nil
+	case prev.unversioned == (loc.dir == ""):
+		return false, errDuplicate
 	}
-	it, err := b.keepBody(name, loc, gv.Version, data)
-	it.meta = meta
-	return it, err
+	return loc.dir != "", nil
 }
 
-// keepBody keeps an object's JSON, in memory or spilled, under its group-resource,
-// version, namespace and name. A copy at the unversioned (format 1.0) path is keyed
-// without a version until index decides which version it is.
-func (b *Backup) keepBody(name string, loc location, version string, data []byte) (rawItem, error) {
-	key := bodyKey{loc.gr, version, loc.namespace, loc.name}
-	if loc.dir == "" {
-		key.version = ""
+// readItem reads an object's entry when the backup carries no manifest: its metadata
+// (checked against its path) describes it.
+func (b *Backup) readItem(e *entries, rd *reading, name string, data []byte) error {
+	loc, err := parseItemPath(name)
+	if err != nil {
+		return err
 	}
-	bd := body{dir: loc.dir}
-	if b.root != nil {
-		if err := b.root.MkdirAll(path.Dir(name), 0o755); err != nil {
-			return rawItem{}, err
-		}
-		if err := b.root.WriteFile(name, data, 0o644); err != nil {
-			return rawItem{}, err
-		}
-		bd.path = name
+	k := objKey{loc.gr, loc.namespace, loc.name}
+	var meta *objectMeta
+	shared := e.same(k, data)
+	if shared {
+		meta = e.prevMeta
 	} else {
-		bd.data = data
+		m, err := rd.meta.read(data)
+		if err != nil {
+			return err
+		}
+		meta = &m
+		if err := checkMeta(loc, meta); err != nil {
+			return err
+		}
 	}
-	b.bodies[key] = bd
-	return rawItem{loc: loc, path: name}, nil
+	version := versionOf(meta.apiVersion)
+	if loc.dir != "" && version != loc.version() {
+		return fmt.Errorf("apiVersion %s does not match version directory %s", meta.apiVersion, loc.dir)
+	}
+	key := bodyKey{loc.gr, version, loc.namespace, loc.name}
+	keep, err := b.place(key, loc)
+	if err != nil {
+		return err
+	}
+	if keep {
+		ref := e.prevRef
+		if !shared {
+			if ref, err = b.store.add(data); err != nil {
+				return err
+			}
+			e.prevObj, e.prevRef, e.prevMeta = k, ref, meta
+		}
+		ref.unversioned = loc.dir == ""
+		b.bodies[key] = ref
+		if rd.versions[loc.gr] == nil {
+			rd.versions[loc.gr] = map[string]bool{}
+		}
+		rd.versions[loc.gr][version] = true
+	}
+	if loc.preferred() {
+		rd.preferred[loc.gr] = version
+	}
+	c := candidate{meta: meta, loc: loc}
+	if prev, ok := rd.chosen[k]; !ok || c.rank() > prev.rank() {
+		rd.chosen[k] = c
+	}
+	return nil
+}
+
+func versionOf(apiVersion string) string {
+	gv, _ := schema.ParseGroupVersion(apiVersion)
+	return gv.Version
+}
+
+// checkMeta checks an object's metadata against the path it was found at.
+func checkMeta(loc location, meta *objectMeta) error {
+	gv, err := schema.ParseGroupVersion(meta.apiVersion)
+	switch {
+	case err != nil || meta.apiVersion == "":
+		return fmt.Errorf("apiVersion %q is not group/version", meta.apiVersion)
+	case meta.kind == "":
+		return errors.New("kind is empty")
+	case gv.Group != loc.gr.Group:
+		return fmt.Errorf("apiVersion %s is not of group %q named by the path", meta.apiVersion, loc.gr.Group)
+	case meta.name != loc.name:
+		return fmt.Errorf("metadata.name %q does not match the file name", meta.name)
+	case meta.namespace != loc.namespace:
+		return fmt.Errorf("metadata.namespace %q does not match the path", meta.namespace)
+	}
+	return nil
+}
+
+// keepBody keeps an object's body when the backup carries its manifest: the manifest
+// describes the object, and a copy at the unversioned (1.0) path is at the version the
+// manifest records for it. b.mu is held.
+func (b *Backup) keepBody(e *entries, name string, data []byte) error {
+	loc, err := parseItemPath(name)
+	if err != nil {
+		return err
+	}
+	version := loc.version()
+	if loc.dir == "" {
+		version = b.manifestVersion(loc)
+	}
+	key := bodyKey{loc.gr, version, loc.namespace, loc.name}
+	keep, err := b.place(key, loc)
+	if !keep || err != nil {
+		return err
+	}
+	k := objKey{loc.gr, loc.namespace, loc.name}
+	ref := e.prevRef
+	if !e.same(k, data) {
+		if ref, err = b.store.add(data); err != nil {
+			return err
+		}
+		e.prevObj, e.prevRef, e.prevMeta = k, ref, &objectMeta{}
+	}
+	ref.unversioned = loc.dir == ""
+	b.bodies[key] = ref
+	return nil
 }
 
 func (b *Backup) checkFormat() error {
@@ -302,85 +495,28 @@ func (b *Backup) checkFormat() error {
 	return nil
 }
 
-// index builds the manifest and the version table once every entry has been read. Each
-// object enters the manifest once, at the source's preferred version.
-func (b *Backup) index(items []rawItem) error {
-	chosen := map[objKey]rawItem{}
-	rank := func(it rawItem) int { // which copy of an object describes it
-		switch {
-		case it.loc.preferred():
-			return 2
-		case it.loc.dir == "":
-			return 1
-		}
-		return 0
-	}
-	versions := map[schema.GroupResource]map[string]bool{}
-	preferred := map[schema.GroupResource]string{}
-	for _, it := range items {
-		k := objKey{it.loc.gr, it.loc.namespace, it.loc.name}
-		if prev, ok := chosen[k]; !ok || rank(it) > rank(prev) {
-			chosen[k] = it
-		}
-		if versions[it.loc.gr] == nil {
-			versions[it.loc.gr] = map[string]bool{}
-		}
-		if it.loc.dir != "" {
-			versions[it.loc.gr][it.loc.version()] = true
-			if it.loc.preferred() {
-				preferred[it.loc.gr] = it.loc.version()
-			}
-		}
-	}
-	// Unversioned copies: dropped where a versioned copy holds the same object, else
-	// keyed by their own apiVersion (format 1.0 and objects written only at the 1.0 path),
-	// or by the manifest's version for the object when the backup carries one.
-	for _, it := range items {
-		if it.loc.dir != "" {
-			continue
-		}
-		old := bodyKey{it.loc.gr, "", it.loc.namespace, it.loc.name}
-		bd := b.bodies[old]
-		delete(b.bodies, old)
-		gv, _ := schema.ParseGroupVersion(it.meta.APIVersion)
-		if b.manifest != nil {
-			gv.Version = b.manifestVersion(it.loc)
-		}
-		key := bodyKey{it.loc.gr, gv.Version, it.loc.namespace, it.loc.name}
-		if _, ok := b.bodies[key]; !ok {
-			b.bodies[key] = bd
-			versions[it.loc.gr][gv.Version] = true
-		}
-	}
-	if b.manifest != nil {
-		b.checkManifest(chosen)
-		return nil
-	}
-	keys := make([]objKey, 0, len(chosen))
-	for k := range chosen {
+// index builds the manifest once every entry of a backup without one has been read.
+// Each object enters the manifest once, described by its preferred copy.
+func (b *Backup) index(rd *reading) error {
+	keys := make([]objKey, 0, len(rd.chosen))
+	for k := range rd.chosen {
 		keys = append(keys, k)
 	}
 	b.manifest = manifest.New(len(keys))
-	for gr, vs := range versions {
+	for gr, vs := range rd.versions {
 		// With no preferred directory (format 1.0), the highest version is preferred.
-		b.manifest.SetVersions(gr, slices.Collect(maps.Keys(vs)), preferred[gr])
+		b.manifest.SetVersions(gr, slices.Collect(maps.Keys(vs)), rd.preferred[gr])
 	}
 	for _, k := range keys {
-		it := chosen[k]
-		gv, _ := schema.ParseGroupVersion(it.meta.APIVersion)
-		m := it.meta.Metadata
-		var owners []types.UID
-		for _, o := range m.OwnerReferences {
-			owners = append(owners, o.UID)
-		}
+		c := rd.chosen[k]
+		gv, _ := schema.ParseGroupVersion(c.meta.apiVersion)
 		item := &manifest.Item{
-			Group: gv.Group, Version: gv.Version, Kind: it.meta.Kind, Resource: it.loc.gr.Resource,
-			Namespace: m.Namespace, Name: m.Name, UID: m.UID,
-			Labels: manifest.PairsFromMap(m.Labels), Annotations: manifest.PairsFromMap(m.Annotations),
-			OwnerUIDs: owners,
+			Group: gv.Group, Version: gv.Version, Kind: c.meta.kind, Resource: c.loc.gr.Resource,
+			Namespace: c.meta.namespace, Name: c.meta.name, UID: c.meta.uid,
+			Labels: c.meta.labels, Annotations: c.meta.annotations, OwnerUIDs: c.meta.owners,
 		}
 		if _, err := b.manifest.Add(item); err != nil {
-			return &EntryError{Path: it.path, Err: err}
+			return &EntryError{Path: itemPath(c.loc), Err: err}
 		}
 	}
 	return nil
@@ -393,8 +529,21 @@ func (b *Backup) Format() string { return b.format }
 // preferred version.
 func (b *Backup) Manifest() *manifest.Manifest { return b.manifest }
 
-// Warnings returns what Read skipped or assumed, in the order met.
-func (b *Backup) Warnings() []string { return b.warnings }
+// Warnings returns what Read skipped or assumed, in the order met. For a backup whose
+// bodies are read as they are asked for, ReadRest reads them all first.
+func (b *Backup) Warnings() []string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return slices.Clone(b.warnings)
+}
+
+// ReadRest reads the bodies not read yet, to the end of the tarball, and returns what
+// stopped it, if anything did.
+func (b *Backup) ReadRest() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.readRest(nil)
+}
 
 // Resources returns every group-resource in the backup, ordered by group then
 // resource. The manifest holds them; this is Manifest().Resources().
@@ -417,14 +566,26 @@ func (b *Backup) Dir(gr schema.GroupResource, version string) string {
 
 // Body returns the JSON of the object gr namespace/name at version.
 func (b *Backup) Body(gr schema.GroupResource, version, namespace, name string) ([]byte, error) {
-	bd, ok := b.bodies[bodyKey{gr, version, namespace, name}]
-	if !ok {
-		return nil, fmt.Errorf("%s %s/%s at version %s: %w", gr, namespace, name, version, ErrNotFound)
+	key := bodyKey{gr, version, namespace, name}
+	b.mu.RLock()
+	ref, ok := b.bodies[key]
+	pending := b.rest != nil
+	if ok {
+		defer b.mu.RUnlock()
+		return b.store.get(ref)
 	}
-	if bd.path == "" {
-		return bd.data, nil
+	b.mu.RUnlock()
+	if pending {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if err := b.readRest(&key); err != nil {
+			return nil, fmt.Errorf("%s %s/%s at version %s: the backup could not be read to it: %w", gr, namespace, name, version, err)
+		}
+		if ref, ok = b.bodies[key]; ok {
+			return b.store.get(ref)
+		}
 	}
-	return b.root.ReadFile(bd.path)
+	return nil, fmt.Errorf("%s %s/%s at version %s: %w", gr, namespace, name, version, ErrNotFound)
 }
 
 // Object returns item's object at version, decoded.
@@ -462,14 +623,17 @@ func (b *Backup) manifestVersion(loc location) string {
 
 // checkManifest warns of what the carried manifest and the bodies disagree on: an
 // object with no body, a body with no object. Restoring an object without its body fails
-// that object, naming it.
-func (b *Backup) checkManifest(bodies map[objKey]rawItem) {
-	missing, extra := 0, 0
-	inManifest := map[objKey]bool{}
+// that object, naming it. b.mu is held.
+func (b *Backup) checkManifest() {
+	bodies := make(map[objKey]bool, len(b.bodies))
+	for k := range b.bodies {
+		bodies[objKey{k.gr, k.namespace, k.name}] = true
+	}
+	missing, inManifest := 0, 0
 	note := func(it *manifest.Item) {
-		k := objKey{it.GroupResource(), it.Namespace, it.Name}
-		inManifest[k] = true
-		if _, ok := bodies[k]; !ok {
+		if bodies[objKey{it.GroupResource(), it.Namespace, it.Name}] {
+			inManifest++
+		} else {
 			missing++
 		}
 	}
@@ -481,15 +645,10 @@ func (b *Backup) checkManifest(bodies map[objKey]rawItem) {
 			note(it)
 		}
 	}
-	for k := range bodies {
-		if !inManifest[k] {
-			extra++
-		}
-	}
 	if missing > 0 {
 		b.warnings = append(b.warnings, fmt.Sprintf("the manifest names %d object(s) with no body in the backup", missing))
 	}
-	if extra > 0 {
+	if extra := len(bodies) - inManifest; extra > 0 {
 		b.warnings = append(b.warnings, fmt.Sprintf("%d body(ies) in the backup belong to no object of its manifest", extra))
 	}
 }

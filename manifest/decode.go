@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/restoregraph/restoregraph/internal/readahead"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -27,7 +28,7 @@ func Decode(r io.Reader) (*Manifest, error) {
 			return nil, &DecodeError{Path: "(gzip header)", Err: err}
 		}
 		// Inflate on a second goroutine so that decompression and parsing overlap.
-		ra := newReadAhead(zr, 256<<10, 4)
+		ra := readahead.New(zr, 256<<10, 4)
 		defer ra.Close()
 		src = ra
 	}

@@ -1,14 +1,16 @@
-package manifest
+// Package readahead overlaps producing bytes with consuming them: a Reader reads its
+// source on a goroutine of its own, a few blocks ahead of the consumer.
+package readahead
 
 import (
 	"io"
 	"sync"
 )
 
-// readAhead reads r on its own goroutine, up to depth blocks ahead of the consumer, so
+// Reader reads r on its own goroutine, up to depth blocks ahead of the consumer, so
 // that producing the bytes (inflating gzip) and consuming them (parsing) run at once.
 // Close must be called; it stops the goroutine and waits for it.
-type readAhead struct {
+type Reader struct {
 	blocks chan []byte
 	free   chan []byte
 	stop   chan struct{}
@@ -19,8 +21,9 @@ type readAhead struct {
 	once   sync.Once
 }
 
-func newReadAhead(r io.Reader, blockSize, depth int) *readAhead {
-	ra := &readAhead{
+// New starts reading r in blocks of blockSize bytes, at most depth blocks ahead.
+func New(r io.Reader, blockSize, depth int) *Reader {
+	ra := &Reader{
 		blocks: make(chan []byte, depth),
 		free:   make(chan []byte, depth+1),
 		stop:   make(chan struct{}),
@@ -33,7 +36,7 @@ func newReadAhead(r io.Reader, blockSize, depth int) *readAhead {
 	return ra
 }
 
-func (ra *readAhead) produce(r io.Reader) {
+func (ra *Reader) produce(r io.Reader) {
 	defer close(ra.done)
 	defer close(ra.blocks)
 	for {
@@ -61,7 +64,7 @@ func (ra *readAhead) produce(r io.Reader) {
 	}
 }
 
-func (ra *readAhead) Read(p []byte) (int, error) {
+func (ra *Reader) Read(p []byte) (int, error) {
 	for len(ra.cur) == 0 {
 		if ra.buf != nil {
 			ra.free <- ra.buf[:cap(ra.buf)]
@@ -78,7 +81,8 @@ func (ra *readAhead) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (ra *readAhead) Close() {
+// Close stops the reading goroutine and waits for it to end.
+func (ra *Reader) Close() {
 	ra.once.Do(func() { close(ra.stop) })
 	<-ra.done
 }

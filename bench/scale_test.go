@@ -1,0 +1,194 @@
+package bench
+
+import (
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/bench/workload"
+	"github.com/restoregraph/restoregraph/memcluster"
+	"github.com/restoregraph/restoregraph/restore"
+)
+
+// scaleSizes are the backups the scale benchmarks read: 100k and a million objects.
+var scaleSizes = []int{100_000, 1_000_000}
+
+// appsTarball returns the path of a generated backup of n application objects (with
+// its manifest first when carried), made once and kept in the user's cache directory:
+// a million objects take a minute to write.
+func appsTarball(b *testing.B, n int, carried bool) string {
+	b.Helper()
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir = filepath.Join(dir, "restoregraph", "bench")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	kind := "plain"
+	if carried {
+		kind = "manifest"
+	}
+	path := filepath.Join(dir, fmt.Sprintf("apps-%d-%s-v1.tar.gz", n, kind))
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	tmp, err := os.CreateTemp(dir, "writing-*")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.Remove(tmp.Name())
+	if carried {
+		src, err := archive.ReadFile(appsTarball(b, n, false), archive.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = workload.WithManifest(tmp, src)
+		src.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+	} else if _, err := workload.WriteApps(tmp, n, 1); err != nil {
+		b.Fatal(err)
+	}
+	if err := tmp.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// inflate decompresses the file at path to nowhere, in this process.
+func inflate(b *testing.B, path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, zr); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func timed(f func()) time.Duration {
+	start := time.Now()
+	f()
+	return time.Since(start)
+}
+
+// retainedMiB is the heap that stays in use while keep is alive, after a collection.
+func retainedMiB(before runtime.MemStats, keep any) float64 {
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(keep)
+	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / (1 << 20)
+}
+
+// BenchmarkRead reads a Velero tarball without a manifest (every body is read for its
+// metadata) of 100k and a million objects, and in the same iteration decompresses the
+// same file twice: with Go's compress/gzip to nowhere, and with gzip -dc (the gunzip
+// command) when there is one. ns/op is the read alone; read/gunzip and read/gzip-dc
+// are its ratios to them, and retained-MiB the heap the read backup keeps.
+func BenchmarkRead(b *testing.B) {
+	gzipCmd, _ := exec.LookPath("gzip")
+	for _, n := range scaleSizes {
+		b.Run(fmt.Sprintf("objects=%d", n), func(b *testing.B) {
+			path := appsTarball(b, n, false)
+			var read, gunzip, gzipDC time.Duration
+			var retained float64
+			for b.Loop() {
+				b.StopTimer()
+				gunzip += timed(func() { inflate(b, path) })
+				if gzipCmd != "" {
+					gzipDC += timed(func() {
+						if err := exec.Command(gzipCmd, "-dc", path).Run(); err != nil {
+							b.Fatal(err)
+						}
+					})
+				}
+				runtime.GC()
+				var before runtime.MemStats
+				runtime.ReadMemStats(&before)
+				var backup *archive.Backup
+				b.StartTimer()
+				read += timed(func() {
+					var err error
+					if backup, err = archive.ReadFile(path, archive.Options{}); err != nil {
+						b.Fatal(err)
+					}
+				})
+				b.StopTimer()
+				if backup.Manifest().Len() < n {
+					b.Fatalf("%d objects read of %d", backup.Manifest().Len(), n)
+				}
+				retained = retainedMiB(before, backup)
+				backup.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(read.Seconds()/gunzip.Seconds(), "read/gunzip")
+			if gzipCmd != "" {
+				b.ReportMetric(read.Seconds()/gzipDC.Seconds(), "read/gzip-dc")
+			}
+			b.ReportMetric(retained, "retained-MiB")
+		})
+	}
+}
+
+// BenchmarkPlanFromManifest plans the restore of a backup that carries its manifest,
+// against the embedded API server: the manifest is read, the bodies never are.
+func BenchmarkPlanFromManifest(b *testing.B) {
+	s, err := memcluster.StartServer(memcluster.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	tgt, err := restore.NewTarget(s.Config())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range scaleSizes {
+		b.Run(fmt.Sprintf("objects=%d", n), func(b *testing.B) {
+			path := appsTarball(b, n, true)
+			var retained float64
+			for b.Loop() {
+				b.StopTimer()
+				runtime.GC()
+				var before runtime.MemStats
+				runtime.ReadMemStats(&before)
+				b.StartTimer()
+				backup, err := archive.ReadFile(path, archive.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				plan, err := restore.PlanRestore(context.Background(), tgt, backup, restore.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if len(plan.Objects) < n {
+					b.Fatalf("%d objects planned of %d", len(plan.Objects), n)
+				}
+				retained = retainedMiB(before, plan)
+				backup.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(retained, "retained-MiB")
+		})
+	}
+}
