@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -61,25 +62,36 @@ func itemPath(l location) string {
 }
 
 // parseItemPath reads a path below resources/. ok is false for paths that are not items
-// (directories listed as files do not occur: only regular files reach here).
+// (directories listed as files do not occur: only regular files reach here). The
+// strings it returns are substrings of p.
 func parseItemPath(p string) (location, error) {
-	parts := strings.Split(p, "/")
-	if len(parts) < 4 || parts[0] != resourcesDir {
+	const want = "want resources/<resource>[.<group>]/[<version>/]{cluster|namespaces/<namespace>}/<name>.json"
+	rest, ok := strings.CutPrefix(p, resourcesDir+"/")
+	grDir, rest, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 {
 		return location{}, fmt.Errorf("not an item path")
 	}
-	l := location{gr: parseGroupResource(parts[1])}
-	rest := parts[2:]
-	if rest[0] != clusterDir && rest[0] != namespacesDir {
-		l.dir, rest = rest[0], rest[1:]
+	l := location{gr: parseGroupResource(grDir)}
+	first, after, _ := strings.Cut(rest, "/")
+	if first != clusterDir && first != namespacesDir {
+		l.dir, rest = first, after
+		first, after, _ = strings.Cut(rest, "/")
 	}
-	switch {
-	case len(rest) == 2 && rest[0] == clusterDir:
-	case len(rest) == 3 && rest[0] == namespacesDir && rest[1] != "":
-		l.namespace = rest[1]
+	var file string
+	switch first {
+	case clusterDir:
+		file = after
+	case namespacesDir:
+		l.namespace, file, _ = strings.Cut(after, "/")
+		if l.namespace == "" {
+			return location{}, errors.New(want)
+		}
 	default:
-		return location{}, fmt.Errorf("want resources/<resource>[.<group>]/[<version>/]{cluster|namespaces/<namespace>}/<name>.json")
+		return location{}, errors.New(want)
 	}
-	file := rest[len(rest)-1]
+	if file == "" || strings.Contains(file, "/") {
+		return location{}, errors.New(want)
+	}
 	if !strings.HasSuffix(file, jsonSuffix) || len(file) == len(jsonSuffix) {
 		return location{}, fmt.Errorf("item file name must be <name>.json")
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/restoregraph/restoregraph/manifest"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -29,15 +30,14 @@ type objectMeta struct {
 // ones that repeat across objects (apiVersion, kind, namespace, label keys) are shared,
 // so that a million objects are a few thousand allocations rather than tens of millions.
 type metaReader struct {
-	dec      *jsontext.Decoder
-	src      bytes.Reader
-	scratch  []byte
-	strSlab  []byte
-	interned map[string]string
+	dec     *jsontext.Decoder
+	src     bytes.Reader
+	scratch []byte
+	*strs
 }
 
-func newMetaReader() *metaReader {
-	r := &metaReader{interned: map[string]string{}}
+func newMetaReader(s *strs) *metaReader {
+	r := &metaReader{strs: s}
 	r.dec = jsontext.NewDecoder(&r.src)
 	return r
 }
@@ -197,31 +197,53 @@ func (r *metaReader) common() (string, error) {
 	return r.intern(b), err
 }
 
-func (r *metaReader) intern(b []byte) string {
-	if s, ok := r.interned[string(b)]; ok { // no allocation for the lookup
-		return s
+// strs copies the strings a backup keeps out of the buffers they were read from: the
+// ones that repeat (groups, resources, namespaces, label keys) once, the others into
+// append-only slabs.
+type strs struct {
+	slab     []byte
+	interned map[string]string
+}
+
+func newStrs() *strs { return &strs{interned: map[string]string{}} }
+
+func (s *strs) intern(b []byte) string {
+	if v, ok := s.interned[string(b)]; ok { // no allocation for the lookup
+		return v
 	}
-	s := r.slabString(b)
-	if len(r.interned) < 1<<16 {
-		r.interned[s] = s
+	v := s.slabString(b)
+	if len(s.interned) < 1<<16 {
+		s.interned[v] = v
 	}
-	return s
+	return v
 }
 
 // slabString copies b into the current string slab and returns a string over the copy.
 // The slab is append-only: bytes once written are never changed, so strings over them
 // stay immutable as Go requires.
-func (r *metaReader) slabString(b []byte) string {
+func (s *strs) slabString(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
 	if len(b) > 1024 {
 		return string(b)
 	}
-	if len(r.strSlab)+len(b) > cap(r.strSlab) {
-		r.strSlab = make([]byte, 0, 64<<10)
+	if len(s.slab)+len(b) > cap(s.slab) {
+		s.slab = make([]byte, 0, 64<<10)
 	}
-	start := len(r.strSlab)
-	r.strSlab = append(r.strSlab, b...)
-	return unsafe.String(&r.strSlab[start], len(b))
+	start := len(s.slab)
+	s.slab = append(s.slab, b...)
+	return unsafe.String(&s.slab[start], len(b))
+}
+
+// own returns loc with its strings copied out of the entry's name, which is then free
+// to go.
+func (s *strs) own(loc location) location {
+	in := func(v string) string { return s.intern(unsafe.Slice(unsafe.StringData(v), len(v))) }
+	return location{
+		gr:        schema.GroupResource{Group: in(loc.gr.Group), Resource: in(loc.gr.Resource)},
+		dir:       in(loc.dir),
+		namespace: in(loc.namespace),
+		name:      s.slabString(unsafe.Slice(unsafe.StringData(loc.name), len(loc.name))),
+	}
 }

@@ -70,6 +70,7 @@ type Backup struct {
 	// bodies only when they are asked for. nil once every entry has been read.
 	rest    *entries
 	restErr error // why the rest could not be read
+	strs    *strs
 }
 
 type bodyKey struct {
@@ -103,13 +104,16 @@ func Read(r io.Reader, opts Options) (*Backup, error) { return read(r, nil, opts
 // read reads r; lazy, when not nil, lets the bodies wait when a manifest leads.
 func read(r io.Reader, lazy io.Closer, opts Options) (*Backup, error) {
 	opts = opts.withDefaults()
-	b := &Backup{bodies: map[bodyKey]bodyRef{}, store: bodyStore{dir: opts.SpillDir, budget: int(opts.MemoryBytes)}}
+	b := &Backup{bodies: map[bodyKey]bodyRef{}, strs: newStrs(), store: bodyStore{dir: opts.SpillDir, budget: int(opts.MemoryBytes)}}
 	if opts.SpillDir != "" {
 		if _, err := os.Stat(opts.SpillDir); err != nil {
 			return nil, fmt.Errorf("archive: spill directory: %w", err)
 		}
 	}
-	if err := b.read(r, opts, lazy != nil); err != nil {
+	b.store.reuse = true
+	err := b.read(r, opts, lazy != nil)
+	b.store.reuse, b.store.spare = false, nil // from now on, callers hold bodies
+	if err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -215,19 +219,20 @@ func (e *entries) same(k objKey, data []byte) bool {
 	return e.prevMeta != nil && e.prevObj == k && bytes.Equal(e.prev, data)
 }
 
-// candidate is one copy of an object, for choosing the copy that describes it.
+// candidate is one copy of an object, for choosing the copy that describes it: its
+// metadata and the version directory it was found in.
 type candidate struct {
 	meta *objectMeta
-	loc  location
+	dir  string
 }
 
 // rank says which copy of an object describes it: the preferred version's, then the
 // one at the 1.0 path, then any other.
 func (c candidate) rank() int {
 	switch {
-	case c.loc.preferred():
+	case strings.HasSuffix(c.dir, preferredSuffix):
 		return 2
-	case c.loc.dir == "":
+	case c.dir == "":
 		return 1
 	}
 	return 0
@@ -246,7 +251,7 @@ func (b *Backup) read(r io.Reader, opts Options, lazy bool) error {
 	if err != nil {
 		return err
 	}
-	rd := &reading{meta: newMetaReader(), chosen: map[objKey]candidate{},
+	rd := &reading{meta: newMetaReader(b.strs), chosen: map[objKey]candidate{},
 		versions: map[schema.GroupResource]map[string]bool{}, preferred: map[schema.GroupResource]string{}}
 	items := false
 	for {
@@ -373,6 +378,7 @@ func (b *Backup) readItem(e *entries, rd *reading, name string, data []byte) err
 	if err != nil {
 		return err
 	}
+	loc = b.strs.own(loc)
 	k := objKey{loc.gr, loc.namespace, loc.name}
 	var meta *objectMeta
 	shared := e.same(k, data)
@@ -415,7 +421,7 @@ func (b *Backup) readItem(e *entries, rd *reading, name string, data []byte) err
 	if loc.preferred() {
 		rd.preferred[loc.gr] = version
 	}
-	c := candidate{meta: meta, loc: loc}
+	c := candidate{meta: meta, dir: loc.dir}
 	if prev, ok := rd.chosen[k]; !ok || c.rank() > prev.rank() {
 		rd.chosen[k] = c
 	}
@@ -453,6 +459,7 @@ func (b *Backup) keepBody(e *entries, name string, data []byte) error {
 	if err != nil {
 		return err
 	}
+	loc = b.strs.own(loc)
 	version := loc.version()
 	if loc.dir == "" {
 		version = b.manifestVersion(loc)
@@ -498,25 +505,21 @@ func (b *Backup) checkFormat() error {
 // index builds the manifest once every entry of a backup without one has been read.
 // Each object enters the manifest once, described by its preferred copy.
 func (b *Backup) index(rd *reading) error {
-	keys := make([]objKey, 0, len(rd.chosen))
-	for k := range rd.chosen {
-		keys = append(keys, k)
-	}
-	b.manifest = manifest.New(len(keys))
+	b.manifest = manifest.New(len(rd.chosen))
 	for gr, vs := range rd.versions {
 		// With no preferred directory (format 1.0), the highest version is preferred.
 		b.manifest.SetVersions(gr, slices.Collect(maps.Keys(vs)), rd.preferred[gr])
 	}
-	for _, k := range keys {
-		c := rd.chosen[k]
+	items := make([]manifest.Item, 0, len(rd.chosen)) // one allocation for them all
+	for k, c := range rd.chosen {
 		gv, _ := schema.ParseGroupVersion(c.meta.apiVersion)
-		item := &manifest.Item{
-			Group: gv.Group, Version: gv.Version, Kind: c.meta.kind, Resource: c.loc.gr.Resource,
+		items = append(items, manifest.Item{
+			Group: gv.Group, Version: gv.Version, Kind: c.meta.kind, Resource: k.gr.Resource,
 			Namespace: c.meta.namespace, Name: c.meta.name, UID: c.meta.uid,
 			Labels: c.meta.labels, Annotations: c.meta.annotations, OwnerUIDs: c.meta.owners,
-		}
-		if _, err := b.manifest.Add(item); err != nil {
-			return &EntryError{Path: itemPath(c.loc), Err: err}
+		})
+		if _, err := b.manifest.Add(&items[len(items)-1]); err != nil {
+			return &EntryError{Path: itemPath(location{gr: k.gr, dir: c.dir, namespace: k.namespace, name: k.name}), Err: err}
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package archive
 import (
 	"fmt"
 	"os"
+	"slices"
 )
 
 // bodyRef is where the store keeps one body.
@@ -14,30 +15,53 @@ type bodyRef struct {
 	unversioned bool
 }
 
-// bodyStore keeps object bodies one after another: in memory up to a budget, then in
-// one spill file whose offsets the references name. Bodies are only appended; a body
-// once returned is never overwritten, so callers may keep the slices they are given.
+// bodyStore keeps object bodies one after another: in memory up to a budget, in
+// chunks, then in one spill file whose offsets the references name. Bodies are only
+// appended; a body once returned is never overwritten, so callers may keep the slices
+// they are given.
 type bodyStore struct {
 	dir     string // where the spill file is made
 	budget  int
 	file    *os.File // nil until the budget is exceeded
 	fileLen int64
-	mem     []byte // the bodies after fileLen
+	chunks  [][]byte // the bodies after fileLen; a body never straddles two
+	starts  []int64  // the offset of each chunk's first byte
+	memLen  int
+	// reuse lets flush keep the chunks for the next bodies: true while Read reads, as
+	// nobody holds a body yet.
+	reuse bool
+	spare [][]byte
 }
 
+const chunkSize = 4 << 20
+
 func (s *bodyStore) add(data []byte) (bodyRef, error) {
-	if len(s.mem)+len(data) > s.budget && len(s.mem) > 0 {
+	if s.memLen+len(data) > s.budget && s.memLen > 0 {
 		if err := s.flush(); err != nil {
 			return bodyRef{}, err
 		}
 	}
-	ref := bodyRef{off: s.fileLen + int64(len(s.mem)), n: int32(len(data))}
-	s.mem = append(s.mem, data...)
+	last := len(s.chunks) - 1
+	if last < 0 || cap(s.chunks[last])-len(s.chunks[last]) < len(data) {
+		var c []byte
+		if n := len(s.spare); n > 0 && cap(s.spare[n-1]) >= len(data) {
+			c, s.spare = s.spare[n-1][:0], s.spare[:n-1]
+		} else {
+			c = make([]byte, 0, max(chunkSize, len(data)))
+		}
+		s.chunks = append(s.chunks, c)
+		s.starts = append(s.starts, s.fileLen+int64(s.memLen))
+		last++
+	}
+	c := s.chunks[last]
+	ref := bodyRef{off: s.starts[last] + int64(len(c)), n: int32(len(data))}
+	s.chunks[last] = append(c, data...)
+	s.memLen += len(data)
 	return ref, nil
 }
 
-// flush moves the bodies in memory to the spill file, and starts a new buffer: slices
-// of the old one may still be held by callers.
+// flush moves the bodies in memory to the spill file. The chunks are let go unless
+// reuse says nobody can hold a slice of them.
 func (s *bodyStore) flush() error {
 	if s.file == nil {
 		f, err := os.CreateTemp(s.dir, "restoregraph-bodies-*")
@@ -46,18 +70,24 @@ func (s *bodyStore) flush() error {
 		}
 		s.file = f
 	}
-	if _, err := s.file.Write(s.mem); err != nil {
-		return fmt.Errorf("archive: spill file: %w", err)
+	for _, c := range s.chunks {
+		if _, err := s.file.Write(c); err != nil {
+			return fmt.Errorf("archive: spill file: %w", err)
+		}
 	}
-	s.fileLen += int64(len(s.mem))
-	s.mem = make([]byte, 0, min(s.budget, 4<<20))
+	s.fileLen += int64(s.memLen)
+	if s.reuse {
+		s.spare = append(s.spare, s.chunks...)
+	}
+	s.chunks, s.starts, s.memLen = nil, nil, 0
 	return nil
 }
 
 func (s *bodyStore) get(ref bodyRef) ([]byte, error) {
 	if ref.off >= s.fileLen {
-		start := ref.off - s.fileLen
-		return s.mem[start : start+int64(ref.n) : start+int64(ref.n)], nil
+		i, _ := slices.BinarySearch(s.starts, ref.off+1)
+		c, start := s.chunks[i-1], ref.off-s.starts[i-1]
+		return c[start : start+int64(ref.n) : start+int64(ref.n)], nil
 	}
 	buf := make([]byte, ref.n)
 	if _, err := s.file.ReadAt(buf, ref.off); err != nil {
