@@ -540,6 +540,14 @@ func (b *Backup) Warnings() []string {
 	return slices.Clone(b.warnings)
 }
 
+// Pending reports whether entries of the tarball are still unread: bodies that will be
+// read when first asked for.
+func (b *Backup) Pending() bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.rest != nil
+}
+
 // ReadRest reads the bodies not read yet, to the end of the tarball, and returns what
 // stopped it, if anything did.
 func (b *Backup) ReadRest() error {

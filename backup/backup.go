@@ -389,7 +389,7 @@ type spillHead struct {
 }
 
 // write writes the tarball: the version, the manifest, the preferred bodies of what was
-// kept, then the other versions from the spill file.
+// kept (the CRDs' first), then the other versions from the spill file.
 func (b *builder) write(spill *os.File, w io.Writer) error {
 	aw, err := archive.NewWriter(w, archive.Format11)
 	if err != nil {
@@ -398,7 +398,12 @@ func (b *builder) write(spill *os.File, w io.Writer) error {
 	if err := aw.AddManifest(b.res.Manifest); err != nil {
 		return err
 	}
-	for _, it := range b.res.Manifest.Items() {
+	// CRDs first: a reader that plans from the manifest reads their bodies, and no
+	// other, and reads the tarball in order.
+	isCRD := func(it *manifest.Item) bool { return it.GroupResource() == manifest.CRDGroupResource }
+	all := b.res.Manifest.Items()
+	items := slices.Concat(filterItems(all, isCRD), filterItems(all, func(it *manifest.Item) bool { return !isCRD(it) }))
+	for _, it := range items {
 		for _, c := range slices.Concat([]*manifest.Item{it}, b.res.Manifest.Aliases(it.UID)) {
 			bd, ok := b.bodies[objectKey{c.GroupResource(), c.Namespace, c.Name}]
 			if !ok {
@@ -439,4 +444,14 @@ func (b *builder) write(spill *os.File, w io.Writer) error {
 		b.res.Copies++
 	}
 	return aw.Close()
+}
+
+func filterItems(items []*manifest.Item, keep func(*manifest.Item) bool) []*manifest.Item {
+	var out []*manifest.Item
+	for _, it := range items {
+		if keep(it) {
+			out = append(out, it)
+		}
+	}
+	return out
 }

@@ -6,12 +6,15 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/restoregraph/restoregraph/admission"
 	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/bench/workload"
 	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/memcluster"
@@ -116,6 +119,55 @@ func TestBackupRestoreVerify(t *testing.T) {
 	v, err = restore.Verify(ctx, second, b, restore.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, 1, v.Summary[restore.Missing])
+}
+
+// A backup is planned from its manifest: the CRDs' bodies come first, and planning
+// reads them and nothing after.
+func TestPlanReadsOnlyTheCRDs(t *testing.T) {
+	ctx := context.Background()
+	var fleet bytes.Buffer
+	require.NoError(t, workload.CAPI(workload.CAPIOptions{Clusters: 1, Seed: 1}).Write(&fleet))
+	in, err := archive.Read(bytes.NewReader(fleet.Bytes()), archive.Options{})
+	require.NoError(t, err)
+	_, first, src := server(t)
+	rep, err := restore.Run(ctx, first, in, restore.Options{})
+	require.NoError(t, err)
+	require.True(t, rep.OK())
+
+	path := filepath.Join(t.TempDir(), "fleet.tar.gz")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	_, err = Run(ctx, src, f, Options{SpillDir: t.TempDir()})
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	names := entries(t, must(os.ReadFile(path)))
+	crds := 0
+	for _, n := range names[2:] {
+		if !strings.HasPrefix(n, "resources/customresourcedefinitions.apiextensions.k8s.io/") {
+			break
+		}
+		crds++
+	}
+	assert.Positive(t, crds, "the CRDs right after the manifest")
+
+	b, err := archive.ReadFile(path, archive.Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	_, second, _ := server(t)
+	plan, err := restore.PlanRestore(ctx, second, b, restore.Options{})
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, len(plan.Objects), in.Manifest().Len())
+	for _, v := range plan.Versions {
+		assert.NotEqual(t, "NotServed", v.Rule, "%s.%s: the backup's CRDs serve it", v.Resource, v.Group)
+	}
+	assert.True(t, b.Pending(), "no body but the CRDs' was read")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 // A resource whose list fails makes the backup incomplete, by name; the rest is written.
