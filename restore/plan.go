@@ -282,23 +282,34 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 		p.Warnings = append(p.Warnings, w.String())
 	}
 	levels := g.Levels()
+	p.Objects = make([]PlannedObject, 0, g.Len())
+	deps := make([]Dependency, 0, 4096) // one backing array for many objects' dependencies
 	for _, n := range g.Order() {
 		if n.Item == nil {
 			continue
 		}
 		it := p.item(n.ID())
-		po := PlannedObject{ObjectRef: refOf(it, versionOf(vplan, it), opts.NamespaceMappings), Level: levels[n.ID()], DependsOn: []Dependency{}}
-		for _, c := range slices.Concat(m.Aliases(it.UID), []*manifest.Item{n.Item}) {
+		po := PlannedObject{ObjectRef: refOf(it, versionOf(vplan, it), opts.NamespaceMappings), Level: levels[n.ID()]}
+		for _, c := range m.Aliases(it.UID) {
 			if c != it {
 				po.Folded = append(po.Folded, c.GroupResource().String())
 			}
 		}
+		if n.Item != it {
+			po.Folded = append(po.Folded, n.Item.GroupResource().String())
+		}
 		if ex, ok := p.excluded[n.Item]; ok {
 			po.Excluded, po.ExcludedBy = ex.reason, ex.by
 		}
-		for _, pred := range itemPredecessors(g, n.ID()) {
-			po.DependsOn = append(po.DependsOn, Dependency{UID: pred.item.UID, Reason: g.KindString(pred.kinds)})
+		preds := itemPredecessors(g, n.ID())
+		if cap(deps)-len(deps) < len(preds) {
+			deps = make([]Dependency, 0, max(4096, len(preds)))
 		}
+		start := len(deps)
+		for _, pred := range preds {
+			deps = append(deps, Dependency{UID: pred.item.UID, Reason: g.KindString(pred.kinds)})
+		}
+		po.DependsOn = deps[start:len(deps):len(deps)]
 		p.Objects = append(p.Objects, po)
 	}
 	path, _ := g.CriticalPath(nil)

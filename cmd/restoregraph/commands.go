@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/restoregraph/restoregraph/manifest"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	"github.com/restoregraph/restoregraph/restore"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func readBackup(path string) (*archive.Backup, error) {
@@ -86,7 +88,9 @@ func newPlanCmd() *cobra.Command {
 	return cmd
 }
 
-func printPlan(w io.Writer, p *restore.Plan) {
+func printPlan(out io.Writer, p *restore.Plan) {
+	w := bufio.NewWriterSize(out, 256<<10) // a line per object: a million lines, not a million writes
+	defer w.Flush()
 	fmt.Fprintf(w, "%d objects, %d resource types\n\nVersions:\n", len(p.Objects), len(p.Versions))
 	for _, v := range p.Versions {
 		gr := v.Resource
@@ -96,14 +100,21 @@ func printPlan(w io.Writer, p *restore.Plan) {
 		fmt.Fprintf(w, "  %-50s %-10s %s\n", gr, v.Version, v.Explanation)
 	}
 	fmt.Fprintf(w, "\nOrder (level: object <- dependencies):\n")
-	name := map[string]string{}
-	for _, o := range p.Objects {
-		name[string(o.UID)] = o.Kind + " " + qualified(o.Namespace, o.Name)
+	at := make(map[types.UID]int, len(p.Objects))
+	for i, o := range p.Objects {
+		at[o.UID] = i
+	}
+	name := func(uid types.UID) string {
+		i, ok := at[uid]
+		if !ok {
+			return ""
+		}
+		return p.Objects[i].Kind + " " + qualified(p.Objects[i].Namespace, p.Objects[i].Name)
 	}
 	for _, o := range p.Objects {
 		var deps []string
 		for _, d := range o.DependsOn {
-			deps = append(deps, fmt.Sprintf("%s (%s)", name[string(d.UID)], d.Reason))
+			deps = append(deps, fmt.Sprintf("%s (%s)", name(d.UID), d.Reason))
 		}
 		fmt.Fprintf(w, "  %3d: %s %s", o.Level, o.Kind, qualified(o.Namespace, o.Name))
 		if len(deps) > 0 {
@@ -128,7 +139,7 @@ func printPlan(w io.Writer, p *restore.Plan) {
 	}
 	var cp []string
 	for _, u := range p.CriticalPath {
-		cp = append(cp, name[string(u)])
+		cp = append(cp, name(u))
 	}
 	fmt.Fprintf(w, "\nCritical path: %s\n", strings.Join(cp, " -> "))
 	for _, c := range p.Cycles {
