@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/restoregraph/restoregraph/internal/strslab"
 	"github.com/restoregraph/restoregraph/manifest"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -197,44 +198,13 @@ func (r *metaReader) common() (string, error) {
 	return r.intern(b), err
 }
 
-// strs copies the strings a backup keeps out of the buffers they were read from: the
-// ones that repeat (groups, resources, namespaces, label keys) once, the others into
-// append-only slabs.
-type strs struct {
-	slab     []byte
-	interned map[string]string
-}
+// strs copies the strings a backup keeps out of the buffers they were read from.
+type strs struct{ *strslab.Strings }
 
-func newStrs() *strs { return &strs{interned: map[string]string{}} }
+func newStrs() *strs { return &strs{strslab.New(1 << 16)} }
 
-func (s *strs) intern(b []byte) string {
-	if v, ok := s.interned[string(b)]; ok { // no allocation for the lookup
-		return v
-	}
-	v := s.slabString(b)
-	if len(s.interned) < 1<<16 {
-		s.interned[v] = v
-	}
-	return v
-}
-
-// slabString copies b into the current string slab and returns a string over the copy.
-// The slab is append-only: bytes once written are never changed, so strings over them
-// stay immutable as Go requires.
-func (s *strs) slabString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	if len(b) > 1024 {
-		return string(b)
-	}
-	if len(s.slab)+len(b) > cap(s.slab) {
-		s.slab = make([]byte, 0, 64<<10)
-	}
-	start := len(s.slab)
-	s.slab = append(s.slab, b...)
-	return unsafe.String(&s.slab[start], len(b))
-}
+func (s *strs) intern(b []byte) string     { return s.Intern(b) }
+func (s *strs) slabString(b []byte) string { return s.Copy(b) }
 
 // own returns loc with its strings copied out of the entry's name, which is then free
 // to go.

@@ -10,10 +10,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/restoregraph/restoregraph/internal/readahead"
+	"github.com/restoregraph/restoregraph/internal/strslab"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -32,7 +32,7 @@ func Decode(r io.Reader) (*Manifest, error) {
 		defer ra.Close()
 		src = ra
 	}
-	d := &decoder{dec: jsontext.NewDecoder(src), m: New(0), interned: make(map[string]string)}
+	d := &decoder{dec: jsontext.NewDecoder(src), m: New(0), strs: strslab.New(1 << 20)}
 	if err := d.document(); err != nil {
 		return nil, err
 	}
@@ -51,14 +51,13 @@ type decoder struct {
 	m    *Manifest
 	path []step // where the decoder is, turned into a JSON pointer only for errors
 
-	interned map[string]string
+	strs     *strslab.Strings
 	scratch  []byte
 	pairs    []Pair
 	uids     []types.UID
 	items    []Item
 	pairSlab []Pair
 	uidSlab  []types.UID
-	strSlab  []byte
 }
 
 // step is one level of the current position: an object member or an array index.
@@ -89,16 +88,7 @@ func (d *decoder) fail(err error) error {
 
 func (d *decoder) pop() { d.path = d.path[:len(d.path)-1] }
 
-func (d *decoder) intern(b []byte) string {
-	if s, ok := d.interned[string(b)]; ok { // no allocation for the lookup
-		return s
-	}
-	s := d.slabString(b)
-	if len(d.interned) < 1<<20 {
-		d.interned[s] = s
-	}
-	return s
-}
+func (d *decoder) intern(b []byte) string { return d.strs.Intern(b) }
 
 // rawString reads a JSON string and returns its unquoted bytes, valid until the next read.
 func (d *decoder) rawString() ([]byte, error) {
@@ -138,23 +128,7 @@ func (d *decoder) common() (string, error) {
 	return d.intern(b), nil
 }
 
-// slabString copies b into the current string slab and returns a string over the copy.
-// The slab is append-only: bytes once written are never changed, so strings over them
-// stay immutable as Go requires.
-func (d *decoder) slabString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	if len(b) > 1024 {
-		return string(b)
-	}
-	if len(d.strSlab)+len(b) > cap(d.strSlab) {
-		d.strSlab = make([]byte, 0, 64<<10)
-	}
-	start := len(d.strSlab)
-	d.strSlab = append(d.strSlab, b...)
-	return unsafe.String(&d.strSlab[start], len(b))
-}
+func (d *decoder) slabString(b []byte) string { return d.strs.Copy(b) }
 
 func (d *decoder) expect(want jsontext.Kind) error {
 	tok, err := d.dec.ReadToken()
