@@ -339,6 +339,25 @@ func TestCarriedManifestDefersBodies(t *testing.T) {
 	}
 }
 
+// A copy that is not kept is never mistaken for the body last stored.
+func TestCopyNotKeptIsNotShared(t *testing.T) {
+	v1 := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"api","namespace":"shop","uid":"dep-2"}}`
+	v2 := `{"apiVersion":"apps/v2","kind":"Deployment","metadata":{"name":"api","namespace":"shop","uid":"dep-2"}}`
+	path := withManifest(t,
+		entry{name: "resources/deployments.apps/v1/namespaces/shop/api.json", body: v1},
+		entry{name: "resources/deployments.apps/namespaces/shop/api.json", body: v2}, // v1 is held: not kept
+		entry{name: "resources/deployments.apps/v2/namespaces/shop/api.json", body: v2})
+	b, err := ReadFile(path, Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	got, err := b.Body(deployments, "v2", "shop", "api")
+	require.NoError(t, err)
+	assert.JSONEq(t, v2, string(got))
+	got, err = b.Body(deployments, "v1", "shop", "api")
+	require.NoError(t, err)
+	assert.JSONEq(t, v1, string(got))
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)

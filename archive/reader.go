@@ -142,11 +142,13 @@ type entries struct {
 
 	total, count int64
 	buf, prev    []byte // this entry's bytes and the previous one's, swapped
-	// The previous body, for the second copy of an object (Velero writes the
+	// The last body stored, for the second copy of an object (Velero writes the
 	// preferred version twice, one after the other): the same bytes are kept once.
-	prevObj  objKey
-	prevRef  bodyRef
-	prevMeta *objectMeta
+	// prevKept says the previous entry's bytes are that body's; kept, this entry's.
+	prevObj        objKey
+	prevRef        bodyRef
+	prevMeta       *objectMeta
+	prevKept, kept bool
 }
 
 func newEntries(r io.Reader, opts Options) (*entries, error) {
@@ -203,6 +205,7 @@ func (e *entries) next() (hdr *tar.Header, name string, data []byte, err error) 
 			return nil, "", nil, &LimitError{Path: hdr.Name, Limit: "total size", Max: e.opts.MaxTotalBytes}
 		}
 		e.buf, e.prev = e.prev, e.buf
+		e.prevKept, e.kept = e.kept, false
 		if int64(cap(e.buf)) < hdr.Size {
 			e.buf = make([]byte, hdr.Size, max(hdr.Size, 64<<10))
 		}
@@ -214,9 +217,15 @@ func (e *entries) next() (hdr *tar.Header, name string, data []byte, err error) 
 	}
 }
 
-// same reports whether data is the previous entry's body again, for the same object.
+// same reports whether data is the previous entry's body again, for the same object,
+// and the previous entry is the body last stored.
 func (e *entries) same(k objKey, data []byte) bool {
-	return e.prevMeta != nil && e.prevObj == k && bytes.Equal(e.prev, data)
+	return e.prevKept && e.prevObj == k && bytes.Equal(e.prev, data)
+}
+
+// stored records that this entry's bytes are the body at ref.
+func (e *entries) stored(k objKey, ref bodyRef, meta *objectMeta) {
+	e.prevObj, e.prevRef, e.prevMeta, e.kept = k, ref, meta, true
 }
 
 // candidate is one copy of an object, for choosing the copy that describes it: its
@@ -381,7 +390,7 @@ func (b *Backup) readItem(e *entries, rd *reading, name string, data []byte) err
 	loc = b.strs.own(loc)
 	k := objKey{loc.gr, loc.namespace, loc.name}
 	var meta *objectMeta
-	shared := e.same(k, data)
+	shared := e.same(k, data) && e.prevMeta != nil
 	if shared {
 		meta = e.prevMeta
 	} else {
@@ -403,13 +412,14 @@ func (b *Backup) readItem(e *entries, rd *reading, name string, data []byte) err
 	if err != nil {
 		return err
 	}
+	e.kept = shared
 	if keep {
 		ref := e.prevRef
 		if !shared {
 			if ref, err = b.store.add(data); err != nil {
 				return err
 			}
-			e.prevObj, e.prevRef, e.prevMeta = k, ref, meta
+			e.stored(k, ref, meta)
 		}
 		ref.unversioned = loc.dir == ""
 		b.bodies[key] = ref
@@ -471,11 +481,13 @@ func (b *Backup) keepBody(e *entries, name string, data []byte) error {
 	}
 	k := objKey{loc.gr, loc.namespace, loc.name}
 	ref := e.prevRef
-	if !e.same(k, data) {
+	if e.same(k, data) {
+		e.kept = true
+	} else {
 		if ref, err = b.store.add(data); err != nil {
 			return err
 		}
-		e.prevObj, e.prevRef, e.prevMeta = k, ref, &objectMeta{}
+		e.stored(k, ref, nil)
 	}
 	ref.unversioned = loc.dir == ""
 	b.bodies[key] = ref
