@@ -89,6 +89,7 @@ func (d *capiDemo) run(out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer b.Close() // its spill file, if it needed one
 	fmt.Fprintf(out, "Backup: %s, %d objects of %d resource types, %d Cluster API workload clusters\n",
 		backupPath, b.Manifest().Len(), len(b.Resources()), d.clusters)
 
