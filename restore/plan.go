@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 
@@ -148,6 +149,25 @@ type PlannedPlugin struct {
 	AppliesTo ria.ResourceSelector `json:"appliesTo"`
 }
 
+// restored iterates the objects the restore makes, by node: every item the plan does
+// not leave to the target.
+func (p *Plan) restored() iter.Seq2[int64, *manifest.Item] {
+	return func(yield func(int64, *manifest.Item) bool) {
+		for id := range int64(p.graph.Len()) {
+			it := p.item(id)
+			if it == nil {
+				continue
+			}
+			if _, out := p.excluded[p.graph.NodeAt(id).Item]; out {
+				continue
+			}
+			if !yield(id, it) {
+				return
+			}
+		}
+	}
+}
+
 // operation is what the restore touches, for admission: every object it makes, named as
 // in the target (after the filter, the plan's exclusions and the namespace mappings). It
 // writes them, but for the Namespaces when the Existing policy is Adopt: those it needs
@@ -155,14 +175,7 @@ type PlannedPlugin struct {
 // different objects in it run together.
 func (p *Plan) operation(name string, existing Existing) admission.Operation {
 	var ids, reads []manifest.ID
-	for id := range int64(p.graph.Len()) {
-		it := p.item(id)
-		if it == nil {
-			continue
-		}
-		if _, out := p.excluded[p.graph.NodeAt(id).Item]; out {
-			continue
-		}
+	for _, it := range p.restored() {
 		ns, n := refOf(it, "", p.mappings).InTarget()
 		id := manifest.ID{Group: it.Group, Resource: it.Resource, Namespace: ns, Name: n}
 		if isNamespace(it) && existing == Adopt {

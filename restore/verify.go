@@ -76,14 +76,7 @@ func Verify(ctx context.Context, target Target, backup Backup, opts Options) (*V
 	out := make([]*VerifiedObject, p.graph.Len())
 	var g errgroup.Group
 	g.SetLimit(opts.Workers)
-	for id := range int64(p.graph.Len()) {
-		it := p.item(id)
-		if it == nil {
-			continue
-		}
-		if _, excluded := p.excluded[p.graph.NodeAt(id).Item]; excluded {
-			continue
-		}
+	for id := range p.restored() {
 		g.Go(func() error {
 			v, err := r.verifyOne(ctx, id)
 			out[id] = v
