@@ -34,10 +34,10 @@ type metaReader struct {
 	dec     *jsontext.Decoder
 	src     bytes.Reader
 	scratch []byte
-	*strs
+	strs    *strslab.Strings
 }
 
-func newMetaReader(s *strs) *metaReader {
+func newMetaReader(s *strslab.Strings) *metaReader {
 	r := &metaReader{strs: s}
 	r.dec = jsontext.NewDecoder(&r.src)
 	return r
@@ -135,7 +135,7 @@ func (r *metaReader) pairs() (manifest.Pairs, error) {
 	}
 	var p manifest.Pairs
 	err := r.object(func(name []byte) error {
-		key := r.intern(name)
+		key := r.strs.Intern(name)
 		v, err := r.str()
 		p = append(p, manifest.Pair{Key: key, Value: v})
 		return err
@@ -190,30 +190,22 @@ func (r *metaReader) rawString() ([]byte, error) {
 
 func (r *metaReader) str() (string, error) {
 	b, err := r.rawString()
-	return r.slabString(b), err
+	return r.strs.Copy(b), err
 }
 
 func (r *metaReader) common() (string, error) {
 	b, err := r.rawString()
-	return r.intern(b), err
+	return r.strs.Intern(b), err
 }
-
-// strs copies the strings a backup keeps out of the buffers they were read from.
-type strs struct{ *strslab.Strings }
-
-func newStrs() *strs { return &strs{strslab.New(1 << 16)} }
-
-func (s *strs) intern(b []byte) string     { return s.Intern(b) }
-func (s *strs) slabString(b []byte) string { return s.Copy(b) }
 
 // own returns loc with its strings copied out of the entry's name, which is then free
 // to go.
-func (s *strs) own(loc location) location {
-	in := func(v string) string { return s.intern(unsafe.Slice(unsafe.StringData(v), len(v))) }
+func own(s *strslab.Strings, loc location) location {
+	in := func(v string) string { return s.Intern(unsafe.Slice(unsafe.StringData(v), len(v))) }
 	return location{
 		gr:        schema.GroupResource{Group: in(loc.gr.Group), Resource: in(loc.gr.Resource)},
 		dir:       in(loc.dir),
 		namespace: in(loc.namespace),
-		name:      s.slabString(unsafe.Slice(unsafe.StringData(loc.name), len(loc.name))),
+		name:      s.Copy(unsafe.Slice(unsafe.StringData(loc.name), len(loc.name))),
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/restoregraph/restoregraph/internal/readahead"
+	"github.com/restoregraph/restoregraph/internal/strslab"
 	"github.com/restoregraph/restoregraph/manifest"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -69,8 +70,8 @@ type Backup struct {
 	// rest are the entries not read yet: a backup that carries its manifest reads its
 	// bodies only when they are asked for. nil once every entry has been read.
 	rest    *entries
-	restErr error // why the rest could not be read
-	strs    *strs
+	restErr error            // why the rest could not be read
+	strs    *strslab.Strings // the strings of the body index
 }
 
 type bodyKey struct {
@@ -88,11 +89,8 @@ func ReadFile(path string, opts Options) (*Backup, error) {
 		return nil, err
 	}
 	b, err := read(f, f, opts)
-	if err != nil || b.rest == nil {
+	if err != nil || !b.Pending() {
 		f.Close()
-	}
-	if b != nil && b.rest != nil {
-		b.rest.closer = f
 	}
 	return b, err
 }
@@ -101,17 +99,18 @@ func ReadFile(path string, opts Options) (*Backup, error) {
 // end. Close releases the spill file, if one was needed.
 func Read(r io.Reader, opts Options) (*Backup, error) { return read(r, nil, opts) }
 
-// read reads r; lazy, when not nil, lets the bodies wait when a manifest leads.
-func read(r io.Reader, lazy io.Closer, opts Options) (*Backup, error) {
+// read reads r. With closer, the bodies wait when a manifest leads, and the entries
+// left to read close it when they end; without, r is read to its end.
+func read(r io.Reader, closer io.Closer, opts Options) (*Backup, error) {
 	opts = opts.withDefaults()
-	b := &Backup{bodies: map[bodyKey]bodyRef{}, strs: newStrs(), store: bodyStore{dir: opts.SpillDir, budget: int(opts.MemoryBytes)}}
+	b := &Backup{bodies: map[bodyKey]bodyRef{}, strs: strslab.New(1 << 16), store: bodyStore{dir: opts.SpillDir, budget: int(opts.MemoryBytes)}}
 	if opts.SpillDir != "" {
 		if _, err := os.Stat(opts.SpillDir); err != nil {
 			return nil, fmt.Errorf("archive: spill directory: %w", err)
 		}
 	}
 	b.store.reuse = true
-	err := b.read(r, opts, lazy != nil)
+	err := b.read(r, opts, closer)
 	b.store.reuse, b.store.spare = false, nil // from now on, callers hold bodies
 	if err != nil {
 		b.Close()
@@ -255,7 +254,7 @@ type reading struct {
 	preferred map[schema.GroupResource]string
 }
 
-func (b *Backup) read(r io.Reader, opts Options, lazy bool) error {
+func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 	e, err := newEntries(r, opts)
 	if err != nil {
 		return err
@@ -287,7 +286,8 @@ func (b *Backup) read(r io.Reader, opts Options, lazy bool) error {
 				return err
 			}
 			b.rest = e
-			if lazy {
+			if closer != nil {
+				e.closer = closer
 				return nil
 			}
 			b.mu.Lock()
@@ -387,7 +387,7 @@ func (b *Backup) readItem(e *entries, rd *reading, name string, data []byte) err
 	if err != nil {
 		return err
 	}
-	loc = b.strs.own(loc)
+	loc = own(b.strs, loc)
 	k := objKey{loc.gr, loc.namespace, loc.name}
 	var meta *objectMeta
 	shared := e.same(k, data) && e.prevMeta != nil
@@ -469,7 +469,7 @@ func (b *Backup) keepBody(e *entries, name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	loc = b.strs.own(loc)
+	loc = own(b.strs, loc)
 	version := loc.version()
 	if loc.dir == "" {
 		version = b.manifestVersion(loc)
