@@ -101,6 +101,14 @@ func (m *Manifest) Items() []*Item {
 	return m.items
 }
 
+// Index returns the position of it in Items(), found by binary search, and whether it
+// is there.
+func (m *Manifest) Index(it *Item) (int, bool) {
+	items := m.Items()
+	i, ok := slices.BinarySearchFunc(items, it, compareItems)
+	return i, ok && items[i] == it
+}
+
 // All iterates the items in canonical order.
 func (m *Manifest) All() iter.Seq[*Item] {
 	return slices.Values(m.Items())

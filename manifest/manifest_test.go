@@ -93,6 +93,14 @@ func TestCanonicalOrderAndGroups(t *testing.T) {
 			got = append(got, string(it.UID))
 		}
 		assert.Equal(t, want, got, "seed %d", seed)
+		for i, it := range m.Items() {
+			pos, ok := m.Index(it)
+			assert.True(t, ok)
+			assert.Equal(t, i, pos, "Index of %s", it)
+		}
+		stranger := *m.Items()[2] // the same identity, not the manifest's item
+		_, ok := m.Index(&stranger)
+		assert.False(t, ok, "an item the manifest does not hold has no index")
 
 		var groups []string
 		for g := range m.Groups() {

@@ -102,7 +102,7 @@ func (r *run) additionalItems(ctx context.Context, o *Object, a *plugin.Action, 
 	var ids []int64
 	for _, ai := range out.AdditionalItems {
 		id := manifest.ID{Group: ai.Group, Resource: ai.Resource, Namespace: ai.Namespace, Name: ai.Name}
-		node, ok := r.byID[id]
+		node, ok := r.nodeOf(id)
 		switch {
 		case ok && r.plan.excluded[r.plan.graph.NodeAt(node).Item].by != "":
 			ex := r.plan.excluded[r.plan.graph.NodeAt(node).Item]

@@ -211,8 +211,12 @@ func (p *Plan) DOT() ([]byte, error) { return p.graph.DOT("restore") }
 func PlanRestore(ctx context.Context, target Target, backup Backup, opts Options) (*Plan, error) {
 	opts = opts.withDefaults()
 	p, err := plan(ctx, backup, target.Discovery, opts)
-	if err != nil || opts.Admitter == nil {
+	if err != nil {
 		return p, err
+	}
+	p.listObjects(backup.Manifest())
+	if opts.Admitter == nil {
+		return p, nil
 	}
 	if p.Conflicts, err = opts.Admitter.Conflicts(ctx, p.operation(opts.Name, opts.Existing)); err != nil {
 		return nil, err
@@ -220,7 +224,7 @@ func PlanRestore(ctx context.Context, target Target, backup Backup, opts Options
 	return p, nil
 }
 
-// plan chooses versions and builds the graph. Version conflicts in strict mode and
+// plan chooses versions and builds the graph; the objects are listed by PlanRestore. Version conflicts in strict mode and
 // discovery failures are errors; cycles and malformed annotations are warnings, and the
 // plan covers everything they do not block.
 func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts Options) (*Plan, error) {
@@ -294,6 +298,25 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 	for _, w := range g.Warnings() {
 		p.Warnings = append(p.Warnings, w.String())
 	}
+	path, _ := g.CriticalPath(nil)
+	for _, n := range path {
+		if n.Item != nil {
+			p.CriticalPath = append(p.CriticalPath, n.Item.UID)
+		}
+	}
+	p.Warnings = append(p.Warnings, unprobedKinds(m, opts.Readiness)...)
+	for _, gr := range slices.SortedFunc(maps.Keys(opts.Priorities), manifest.CompareGroupResources) {
+		if _, held := m.Resource(gr); !held {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("version priorities name %s, which the backup does not hold", gr))
+		}
+	}
+	return p, nil
+}
+
+// listObjects fills Objects: every object in restore order, with its level, what it
+// depends on and why. A restore runs without it; only a plan shown to a person needs it.
+func (p *Plan) listObjects(m *manifest.Manifest) {
+	g, vplan := p.graph, p.versions
 	levels := g.Levels()
 	p.Objects = make([]PlannedObject, 0, g.Len())
 	deps := make([]Dependency, 0, 4096) // one backing array for many objects' dependencies
@@ -302,7 +325,7 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 			continue
 		}
 		it := p.item(n.ID())
-		po := PlannedObject{ObjectRef: refOf(it, versionOf(vplan, it), opts.NamespaceMappings), Level: levels[n.ID()]}
+		po := PlannedObject{ObjectRef: refOf(it, versionOf(vplan, it), p.mappings), Level: levels[n.ID()]}
 		for _, c := range m.Aliases(it.UID) {
 			if c != it {
 				po.Folded = append(po.Folded, c.GroupResource().String())
@@ -325,19 +348,6 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 		po.DependsOn = deps[start:len(deps):len(deps)]
 		p.Objects = append(p.Objects, po)
 	}
-	path, _ := g.CriticalPath(nil)
-	for _, n := range path {
-		if n.Item != nil {
-			p.CriticalPath = append(p.CriticalPath, n.Item.UID)
-		}
-	}
-	p.Warnings = append(p.Warnings, unprobedKinds(m, opts.Readiness)...)
-	for _, gr := range slices.SortedFunc(maps.Keys(opts.Priorities), manifest.CompareGroupResources) {
-		if _, held := m.Resource(gr); !held {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("version priorities name %s, which the backup does not hold", gr))
-		}
-	}
-	return p, nil
 }
 
 func nonNil(s []string) []string {

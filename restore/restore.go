@@ -27,7 +27,6 @@ type run struct {
 	waiter  *readiness.Waiter
 	actions []*plugin.Action
 	request *ria.Restore
-	byID    map[manifest.ID]int64
 
 	mu        sync.Mutex
 	newUIDs   map[types.UID]types.UID // source UID -> UID in the target
@@ -81,19 +80,10 @@ func newRun(ctx context.Context, target Target, backup Backup, opts Options) (*r
 		waiter:  &readiness.Waiter{Client: target.Dynamic, Registry: opts.Readiness, Clock: opts.Clock},
 		request: &ria.Restore{Name: opts.Name, Backup: opts.BackupName},
 		newUIDs: map[types.UID]types.UID{}, results: make([]ObjectResult, p.graph.Len()),
-		byID: map[manifest.ID]int64{},
 	}
 	r.steps = r.defaultSteps()
 	if opts.Steps != nil {
 		r.steps = opts.Steps(r.steps)
-	}
-	for id := range int64(p.graph.Len()) {
-		if it := p.graph.NodeAt(id).Item; it != nil {
-			r.byID[it.ID()] = id
-			for _, c := range backup.Manifest().Aliases(it.UID) {
-				r.byID[c.ID()] = id
-			}
-		}
 	}
 	r.actions = p.actions
 	if opts.Journal != nil {
@@ -105,9 +95,12 @@ func newRun(ctx context.Context, target Target, backup Backup, opts Options) (*r
 	return r, nil
 }
 
-// report merges the scheduler's results with what each node recorded.
+// report merges the scheduler's results with what each node recorded. The report's
+// objects are the run's results, compacted in place (barriers have none): a million
+// objects' results are not held twice.
 func (r *run) report(srep *scheduler.Report, started time.Time, p *Plan) *Report {
 	rep := &Report{Summary: map[Status]int{}, Warnings: p.Warnings, Started: started, Finished: r.opts.Clock.Now()}
+	objects := r.results[:0]
 	for id, sr := range srep.Results {
 		it := p.item(int64(id))
 		if it == nil {
@@ -140,9 +133,22 @@ func (r *run) report(srep *scheduler.Report, started time.Time, p *Plan) *Report
 			res.Status, res.Reason = Cancelled, sr.Err.Error()
 		}
 		rep.Summary[res.Status]++
-		rep.Objects = append(rep.Objects, res)
+		objects = append(objects, res)
 	}
+	rep.Objects, r.results = objects, nil
 	return rep
+}
+
+// nodeOf returns the node that restores the object id names, under whichever
+// group-resource the backup recorded it: the graph's node i is the manifest's item i.
+func (r *run) nodeOf(id manifest.ID) (int64, bool) {
+	m := r.backup.Manifest()
+	it, ok := m.Get(id)
+	if !ok {
+		return 0, false
+	}
+	i, ok := m.Index(it)
+	return int64(i), ok
 }
 
 func (r *run) newUID(source types.UID) (types.UID, bool) {
