@@ -294,7 +294,7 @@ func TestCarriedManifestDefersBodies(t *testing.T) {
 	require.NoError(t, err)
 	defer b.Close()
 	assert.NotNil(t, b.rest, "no body read yet")
-	assert.Zero(t, b.bodies.len())
+	assert.Zero(t, b.bodies.Len())
 	b.mu.Lock()
 	require.NoError(t, b.readRest(&bodyKey{gr: schema.GroupResource{Resource: "namespaces"}, version: "v1", name: "shop"}))
 	assert.NotNil(t, b.rest, "reading stops at the body asked for")

@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/restoregraph/restoregraph/internal/readahead"
+	"github.com/restoregraph/restoregraph/internal/scoped"
 	"github.com/restoregraph/restoregraph/internal/strslab"
 	"github.com/restoregraph/restoregraph/manifest"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -65,7 +66,7 @@ type Backup struct {
 
 	mu       sync.RWMutex
 	warnings []string
-	bodies   bodyIndex
+	bodies   *scoped.Map[bodyDir, bodyRef] // by directory and name
 	store    bodyStore
 	// rest are the entries not read yet: a backup that carries its manifest reads its
 	// bodies only when they are asked for. nil once every entry has been read.
@@ -78,6 +79,14 @@ type bodyKey struct {
 	gr                       schema.GroupResource
 	version, namespace, name string
 }
+
+// bodyDir is the directory of a body: its key but the name.
+type bodyDir struct {
+	gr                 schema.GroupResource
+	version, namespace string
+}
+
+func (k bodyKey) dir() bodyDir { return bodyDir{k.gr, k.version, k.namespace} }
 
 // ReadFile reads the backup tarball at path. When the backup carries its manifest
 // before the bodies (as restoregraph's backup writes it), ReadFile returns once it has
@@ -103,7 +112,7 @@ func Read(r io.Reader, opts Options) (*Backup, error) { return read(r, nil, opts
 // left to read close it when they end; without, r is read to its end.
 func read(r io.Reader, closer io.Closer, opts Options) (*Backup, error) {
 	opts = opts.withDefaults()
-	b := &Backup{bodies: newBodyIndex(), strs: strslab.New(1 << 16), store: bodyStore{dir: opts.SpillDir, budget: int(opts.MemoryBytes)}}
+	b := &Backup{bodies: scoped.New[bodyDir, bodyRef](0), strs: strslab.New(1 << 16), store: bodyStore{dir: opts.SpillDir, budget: int(opts.MemoryBytes)}}
 	if opts.SpillDir != "" {
 		if _, err := os.Stat(opts.SpillDir); err != nil {
 			return nil, fmt.Errorf("archive: spill directory: %w", err)
@@ -317,7 +326,7 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 func (b *Backup) readRest(want *bodyKey) error {
 	for b.rest != nil {
 		if want != nil {
-			if _, ok := b.bodies.get(*want); ok {
+			if _, ok := b.bodies.Get(want.dir(), want.name); ok {
 				return nil
 			}
 		}
@@ -370,7 +379,7 @@ var errDuplicate = errors.New("the same object at the same version is already in
 // an unversioned one of the same version, an unversioned copy never replaces a
 // versioned one, and two copies of one kind at one version are an error.
 func (b *Backup) place(key bodyKey, loc location) (keep bool, err error) {
-	prev, exists := b.bodies.get(key)
+	prev, exists := b.bodies.Get(key.dir(), key.name)
 	switch {
 	case !exists:
 		return true, nil
@@ -422,7 +431,7 @@ func (b *Backup) readItem(e *entries, rd *reading, name string, data []byte) err
 			e.stored(k, ref, meta)
 		}
 		ref.unversioned = loc.dir == ""
-		b.bodies.set(key, ref)
+		b.bodies.Set(key.dir(), key.name, ref)
 		if rd.versions[loc.gr] == nil {
 			rd.versions[loc.gr] = map[string]bool{}
 		}
@@ -490,7 +499,7 @@ func (b *Backup) keepBody(e *entries, name string, data []byte) error {
 		e.stored(k, ref, nil)
 	}
 	ref.unversioned = loc.dir == ""
-	b.bodies.set(key, ref)
+	b.bodies.Set(key.dir(), key.name, ref)
 	return nil
 }
 
@@ -591,7 +600,7 @@ func (b *Backup) Dir(gr schema.GroupResource, version string) string {
 func (b *Backup) Body(gr schema.GroupResource, version, namespace, name string) ([]byte, error) {
 	key := bodyKey{gr, version, namespace, name}
 	b.mu.RLock()
-	ref, ok := b.bodies.get(key)
+	ref, ok := b.bodies.Get(key.dir(), key.name)
 	pending := b.rest != nil
 	if ok {
 		defer b.mu.RUnlock()
@@ -604,7 +613,7 @@ func (b *Backup) Body(gr schema.GroupResource, version, namespace, name string) 
 		if err := b.readRest(&key); err != nil {
 			return nil, fmt.Errorf("%s %s/%s at version %s: the backup could not be read to it: %w", gr, namespace, name, version, err)
 		}
-		if ref, ok = b.bodies.get(key); ok {
+		if ref, ok = b.bodies.Get(key.dir(), key.name); ok {
 			return b.store.get(ref)
 		}
 	}
@@ -648,9 +657,9 @@ func (b *Backup) manifestVersion(loc location) string {
 // object with no body, a body with no object. Restoring an object without its body fails
 // that object, naming it. b.mu is held.
 func (b *Backup) checkManifest() {
-	bodies := make(map[objKey]bool, b.bodies.len())
-	for k := range b.bodies.keys() {
-		bodies[objKey{k.gr, k.namespace, k.name}] = true
+	bodies := make(map[objKey]bool, b.bodies.Len())
+	for k := range b.bodies.All() {
+		bodies[objKey{k.Scope.gr, k.Scope.namespace, k.Name}] = true
 	}
 	missing, inManifest := 0, 0
 	note := func(it *manifest.Item) {

@@ -47,8 +47,8 @@ func (m *Manifest) fold(prev, item *Item) error {
 			return fmt.Errorf("%w: uid %s of %s is taken by %s", ErrItemAlreadyExists, item.UID, item, a)
 		}
 	}
-	if id := item.ID(); m.byID[id] != nil {
-		return fmt.Errorf("%w: %s (uid %s) is already recorded with uid %s", ErrItemAlreadyExists, id, item.UID, m.byID[id].UID)
+	if id := item.ID(); m.get(id) != nil {
+		return fmt.Errorf("%w: %s (uid %s) is already recorded with uid %s", ErrItemAlreadyExists, id, item.UID, m.get(id).UID)
 	}
 	if m.aliases == nil {
 		m.aliases = map[types.UID][]*Item{}
@@ -67,13 +67,13 @@ func (m *Manifest) fold(prev, item *Item) error {
 		m.replaced[prev] = item // applied to the items slice on its next read
 		m.byUID[item.UID] = item
 		for _, a := range m.aliases[item.UID] {
-			m.byID[a.ID()] = item
+			m.setID(a.ID(), item)
 		}
 		m.sorted = false
 	}
 	m.aliases[item.UID] = append(m.aliases[item.UID], alias)
-	m.byID[primary.ID()] = primary
-	m.byID[alias.ID()] = primary
+	m.setID(primary.ID(), primary)
+	m.setID(alias.ID(), primary)
 	m.children, m.set = nil, nil
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/restoregraph/restoregraph/internal/scoped"
 )
 
 // FormatVersion is the version of the manifest.json format that Encode writes.
@@ -19,7 +21,7 @@ const FormatVersion = "1"
 type Manifest struct {
 	items    []*Item
 	byUID    map[types.UID]*Item
-	byID     map[ID]*Item
+	byID     scoped.Map[idScope, *Item]         // by group, resource, namespace and name
 	versions map[schema.GroupResource]*Resource // what SetVersions recorded
 	aliases  map[types.UID][]*Item              // the other copies of objects served twice
 	replaced map[*Item]*Item                    // items to swap for their preferred copy
@@ -35,7 +37,7 @@ func New(n int) *Manifest {
 	return &Manifest{
 		items: make([]*Item, 0, n),
 		byUID: make(map[types.UID]*Item, n),
-		byID:  make(map[ID]*Item, n),
+		byID:  *scoped.New[idScope, *Item](n),
 	}
 }
 
@@ -53,18 +55,17 @@ func (m *Manifest) Add(item *Item) (bool, error) {
 	}
 	if m.byUID == nil {
 		m.byUID = make(map[types.UID]*Item)
-		m.byID = make(map[ID]*Item)
 	}
 	if prev, ok := m.byUID[item.UID]; ok {
 		return false, m.fold(prev, item)
 	}
 	id := item.ID()
-	if prev, ok := m.byID[id]; ok {
+	if prev, ok := m.byID.Get(id.scope(), id.Name); ok {
 		return false, fmt.Errorf("%w: %s (uid %s) is already recorded with uid %s", ErrItemAlreadyExists, id, item.UID, prev.UID)
 	}
 	m.items = append(m.items, item)
 	m.byUID[item.UID] = item
-	m.byID[id] = item
+	m.setID(id, item)
 	// No lock: Add never runs concurrently with anything else (see the package doc).
 	m.sorted = len(m.items) == 1 || (m.sorted && compareItems(m.items[len(m.items)-2], item) < 0)
 	m.children, m.set = nil, nil
@@ -83,9 +84,22 @@ func (m *Manifest) ByUID(uid types.UID) (*Item, bool) {
 
 // Get returns the item with the given identity.
 func (m *Manifest) Get(id ID) (*Item, bool) {
-	it, ok := m.byID[id]
+	it, ok := m.byID.Get(id.scope(), id.Name)
 	return it, ok
 }
+
+// get is Get without the flag: nil when there is no such item.
+func (m *Manifest) get(id ID) *Item {
+	it, _ := m.byID.Get(id.scope(), id.Name)
+	return it
+}
+
+func (m *Manifest) setID(id ID, it *Item) { m.byID.Set(id.scope(), id.Name, it) }
+
+// idScope is an identity but its name: what many items share.
+type idScope struct{ group, resource, namespace string }
+
+func (id ID) scope() idScope { return idScope{id.Group, id.Resource, id.Namespace} }
 
 // Items returns every item in canonical order: group, version, namespace, resource,
 // name. The slice is shared; callers must not modify it or its items. The position of
