@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/restoregraph/restoregraph/bench/clirun"
+	"github.com/restoregraph/restoregraph/memcluster"
+)
+
+var (
+	cliOnce sync.Once
+	cliPath string
+	cliErr  error
+)
+
+// cliBinary builds the restoregraph command once per test binary.
+func cliBinary(b *testing.B) string {
+	b.Helper()
+	cliOnce.Do(func() { cliPath, cliErr = clirun.Build(filepath.Join("..", "cmd", "restoregraph")) })
+	if cliErr != nil {
+		b.Fatal(cliErr)
+	}
+	return cliPath
+}
+
+// runCLI runs the CLI with args.
+func runCLI(b *testing.B, args ...string) clirun.Run {
+	b.Helper()
+	r, err := clirun.Start(cliBinary(b), args...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+// kubeconfigFor writes a kubeconfig for the memcluster s into dir.
+func kubeconfigFor(b *testing.B, s *memcluster.Server, dir string) string {
+	b.Helper()
+	path := filepath.Join(dir, "kubeconfig")
+	const kubeconfig = `apiVersion: v1
+kind: Config
+clusters: [{name: mem, cluster: {server: %q}}]
+users: [{name: mem, user: {}}]
+contexts: [{name: mem, context: {cluster: mem, user: mem}}]
+current-context: mem
+`
+	if err := os.WriteFile(path, fmt.Appendf(nil, kubeconfig, s.Config().Host), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// BenchmarkCLIPlan runs `restoregraph plan --embedded -o text` on the generated backups
+// of 100k and a million objects, with and without a carried manifest, and reports the
+// command's wall time, objects per second and peak resident memory (the whole process:
+// reading, planning, printing).
+func BenchmarkCLIPlan(b *testing.B) {
+	for _, n := range scaleSizes {
+		for _, carried := range []bool{false, true} {
+			name := fmt.Sprintf("objects=%d/manifest=%t", n, carried)
+			b.Run(name, func(b *testing.B) {
+				path := appsTarball(b, n, carried)
+				cliBinary(b)
+				var last clirun.Run
+				for b.Loop() {
+					last = runCLI(b, "plan", "--backup", path, "--embedded", "-o", "text")
+				}
+				if lines := bytes.Count(last.Stdout, []byte("\n")); lines < n {
+					b.Fatalf("the plan printed %d lines for %d objects", lines, n)
+				}
+				last.Report(b, n)
+			})
+		}
+	}
+}
+
+// BenchmarkCLIRestore runs `restoregraph restore` of the generated backups of 100k and a
+// million objects into a memcluster served from this process (so that the CLI's own
+// memory is measured apart from the target's), unthrottled, and reports the command's
+// wall time, objects per second and peak resident memory. Admission is the in-process
+// one: memcluster does not speak the protobuf the cluster admitter's typed client sends.
+func BenchmarkCLIRestore(b *testing.B) {
+	for _, n := range scaleSizes {
+		b.Run(fmt.Sprintf("objects=%d", n), func(b *testing.B) {
+			path := appsTarball(b, n, false)
+			cliBinary(b) // built outside the timed loop
+			var last clirun.Run
+			for b.Loop() {
+				b.StopTimer()
+				// A /12 range, as large clusters use: one Service per ten objects.
+				s, err := memcluster.StartServer(memcluster.Options{ServiceCIDR: "10.96.0.0/12"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				kubeconfig := kubeconfigFor(b, s, b.TempDir())
+				b.StartTimer()
+				last = runCLI(b, "restore", "--backup", path, "--kubeconfig", kubeconfig,
+					"--client-qps", "1e9", "--client-burst", "1000000000", "--admission", "local")
+				b.StopTimer()
+				s.Close()
+				b.StartTimer()
+			}
+			last.Report(b, n)
+		})
+	}
+}
