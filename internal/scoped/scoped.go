@@ -33,7 +33,10 @@ func (m *Map[S, V]) Len() int { return len(m.values) }
 
 // Get returns the value of (scope, name).
 func (m *Map[S, V]) Get(scope S, name string) (V, bool) {
-	n, ok := m.nums[scope]
+	n, ok := m.lastNum, len(m.scopes) > 0 && scope == m.last
+	if !ok {
+		n, ok = m.nums[scope]
+	}
 	if !ok {
 		var zero V
 		return zero, false
