@@ -62,9 +62,9 @@ $(VELERO_BIN)/.built:
 integration: etcd $(KUBE_BIN)/.built
 	cd test && $(GO) test -race -count=1 -timeout 20m ./...
 
-## bench-integration: two workloads of 5,000 objects into the real server three ways, unthrottled, a 10,000-object backup, and the CLI restoring 100,000 objects, one run each
+## bench-integration: two workloads of 5,000 objects into the real server three ways, unthrottled, a 10,000-object backup, the CLI restoring 100,000 objects, and 10,000 Services created, one run each
 bench-integration: etcd $(KUBE_BIN)/.built
-	cd test && $(GO) test -run '^$$' -bench 'Integration(Restore|Backup|CLIRestore)' -benchtime 1x -timeout 30m ./...
+	cd test && $(GO) test -run '^$$' -bench 'Integration(Restore|Backup|CLIRestore|Services)' -benchtime 1x -timeout 30m ./...
 
 ## etcd: Debian's etcd-server, installed when missing
 etcd:

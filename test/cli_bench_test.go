@@ -2,10 +2,17 @@ package test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/restoregraph/restoregraph/bench/clirun"
 	"github.com/restoregraph/restoregraph/bench/workload"
@@ -57,4 +64,58 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 		b.StartTimer()
 	}
 	last.Report(b, n)
+}
+
+// BenchmarkIntegrationServices creates 10,000 Services, 1,000 at a time with 16 clients,
+// in a real API server of its own, and reports the rate of the first thousand and of the
+// last: how the server's Service creation slows as Services accumulate, which bounds any
+// restore of a backup that holds many of them.
+func BenchmarkIntegrationServices(b *testing.B) {
+	var first, last float64
+	for b.Loop() {
+		b.StopTimer()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		c, err := harness.StartWith(ctx, b.TempDir(), harness.Binaries{}, harness.Options{ServiceCIDR: "10.96.0.0/16"})
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg := rest.CopyConfig(c.Config)
+		cfg.QPS, cfg.Burst = -1, 0
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx = context.Background()
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "svc"}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		for batch := range 10 {
+			start := time.Now()
+			var g errgroup.Group
+			g.SetLimit(16)
+			for i := range 1000 {
+				g.Go(func() error {
+					svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%05d", batch*1000+i)},
+						Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+					_, err := cs.CoreV1().Services("svc").Create(ctx, svc, metav1.CreateOptions{})
+					return err
+				})
+			}
+			if err := g.Wait(); err != nil {
+				b.Fatal(err)
+			}
+			rate := 1000 / time.Since(start).Seconds()
+			if batch == 0 {
+				first = rate
+			}
+			last = rate
+		}
+		b.StopTimer()
+		c.Stop()
+		b.StartTimer()
+	}
+	b.ReportMetric(first, "first-1000-services/s")
+	b.ReportMetric(last, "last-1000-services/s")
 }
