@@ -46,13 +46,7 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 	var last clirun.Run
 	for b.Loop() {
 		b.StopTimer()
-		// A Service range for the backup's 10,000 Services: one per ten objects.
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		c, err := harness.StartWith(ctx, b.TempDir(), harness.Binaries{}, harness.Options{ServiceCIDR: "10.96.0.0/16"})
-		cancel()
-		if err != nil {
-			b.Fatal(err)
-		}
+		c := serviceCluster(b)
 		b.StartTimer()
 		last, err = clirun.Start(bin, "restore", "--backup", backup, "--kubeconfig", c.Kubeconfig,
 			"--client-qps", "1e9", "--client-burst", "1000000000")
@@ -66,6 +60,19 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 	last.Report(b, n)
 }
 
+// serviceCluster starts a control plane of its own with a Service range for 10,000
+// Services and more (a /16), untimed; the caller stops it.
+func serviceCluster(b *testing.B) *harness.Cluster {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := harness.StartWith(ctx, b.TempDir(), harness.Binaries{}, harness.Options{ServiceCIDR: "10.96.0.0/16"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
 // BenchmarkIntegrationServices creates 10,000 Services, 1,000 at a time with 16 clients,
 // in a real API server of its own, and reports the rate of the first thousand and of the
 // last: how the server's Service creation slows as Services accumulate, which bounds any
@@ -74,19 +81,14 @@ func BenchmarkIntegrationServices(b *testing.B) {
 	var first, last float64
 	for b.Loop() {
 		b.StopTimer()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		c, err := harness.StartWith(ctx, b.TempDir(), harness.Binaries{}, harness.Options{ServiceCIDR: "10.96.0.0/16"})
-		cancel()
-		if err != nil {
-			b.Fatal(err)
-		}
+		c := serviceCluster(b)
 		cfg := rest.CopyConfig(c.Config)
 		cfg.QPS, cfg.Burst = -1, 0
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
-		ctx = context.Background()
+		ctx := context.Background()
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "svc"}}, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
