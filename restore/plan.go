@@ -224,9 +224,9 @@ func PlanRestore(ctx context.Context, target Target, backup Backup, opts Options
 	return p, nil
 }
 
-// plan chooses versions and builds the graph; the objects are listed by PlanRestore. Version conflicts in strict mode and
-// discovery failures are errors; cycles and malformed annotations are warnings, and the
-// plan covers everything they do not block.
+// plan chooses versions and builds the graph; PlanRestore lists the objects. Version
+// conflicts in strict mode and discovery failures are errors; cycles and malformed
+// annotations are warnings, and the plan covers everything they do not block.
 func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts Options) (*Plan, error) {
 	disc = &onceDiscovery{d: disc}
 	var f *filter.Filter
