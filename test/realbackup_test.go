@@ -3,7 +3,6 @@ package test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/backup"
+	"github.com/restoregraph/restoregraph/bench/clirun"
 	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/restore"
 	"github.com/restoregraph/restoregraph/test/harness"
@@ -440,17 +440,7 @@ func TestRestoreARealApplicationBackup(t *testing.T) {
 
 // cliBinary builds the restoregraph command once for the tests that run it.
 var cliBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "restoregraph-cli")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "restoregraph")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = "../cmd/restoregraph"
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the CLI: %v\n%s", err, out)
-	}
-	return bin, nil
+	return clirun.Build(filepath.Join("..", "cmd", "restoregraph"))
 })
 
 // cli runs the restoregraph command and returns its exit code and output.
