@@ -155,7 +155,7 @@ type entries struct {
 	// prevKept says the previous entry's bytes are that body's; kept, this entry's.
 	prevObj        objKey
 	prevRef        bodyRef
-	prevMeta       *objectMeta
+	prevItem       *manifest.Item
 	prevKept, kept bool
 }
 
@@ -232,14 +232,14 @@ func (e *entries) same(k objKey, data []byte) bool {
 }
 
 // stored records that this entry's bytes are the body at ref.
-func (e *entries) stored(k objKey, ref bodyRef, meta *objectMeta) {
-	e.prevObj, e.prevRef, e.prevMeta, e.kept = k, ref, meta, true
+func (e *entries) stored(k objKey, ref bodyRef, it *manifest.Item) {
+	e.prevObj, e.prevRef, e.prevItem, e.kept = k, ref, it, true
 }
 
-// candidate is one copy of an object, for choosing the copy that describes it: its
-// metadata and the version directory it was found in.
+// candidate is one copy of an object, for choosing the copy that describes it: the
+// manifest item its metadata makes and the version directory it was found in.
 type candidate struct {
-	meta *objectMeta
+	item *manifest.Item
 	dir  string
 }
 
@@ -259,6 +259,7 @@ func (c candidate) rank() int {
 type reading struct {
 	meta      *metaReader
 	chosen    map[objKey]candidate
+	items     []manifest.Item // the current chunk of the candidates' items
 	versions  map[schema.GroupResource]map[string]bool
 	preferred map[schema.GroupResource]string
 }
@@ -398,23 +399,23 @@ func (b *Backup) readItem(e *entries, rd *reading, name string, data []byte) err
 	}
 	loc = own(b.strs, loc)
 	k := objKey{loc.gr, loc.namespace, loc.name}
-	var meta *objectMeta
-	shared := e.same(k, data) && e.prevMeta != nil
+	var it *manifest.Item
+	shared := e.same(k, data) && e.prevItem != nil
 	if shared {
-		meta = e.prevMeta
+		it = e.prevItem
 	} else {
-		m, err := rd.meta.read(data)
+		meta, err := rd.meta.read(data)
 		if err != nil {
 			return err
 		}
-		meta = &m
-		if err := checkMeta(loc, meta); err != nil {
+		if err := checkMeta(loc, &meta); err != nil {
 			return err
 		}
+		it = rd.item(k.gr, &meta)
 	}
-	version := versionOf(meta.apiVersion)
+	version := it.Version
 	if loc.dir != "" && version != loc.version() {
-		return fmt.Errorf("apiVersion %s does not match version directory %s", meta.apiVersion, loc.dir)
+		return fmt.Errorf("apiVersion %s does not match version directory %s", it.GroupVersionKind().GroupVersion(), loc.dir)
 	}
 	key := bodyKey{loc.gr, version, loc.namespace, loc.name}
 	keep, err := b.place(key, loc)
@@ -428,7 +429,7 @@ func (b *Backup) readItem(e *entries, rd *reading, name string, data []byte) err
 			if ref, err = b.store.add(data); err != nil {
 				return err
 			}
-			e.stored(k, ref, meta)
+			e.stored(k, ref, it)
 		}
 		ref.unversioned = loc.dir == ""
 		b.bodies.Set(key.dir(), key.name, ref)
@@ -440,16 +441,11 @@ func (b *Backup) readItem(e *entries, rd *reading, name string, data []byte) err
 	if loc.preferred() {
 		rd.preferred[loc.gr] = version
 	}
-	c := candidate{meta: meta, dir: loc.dir}
+	c := candidate{item: it, dir: loc.dir}
 	if prev, ok := rd.chosen[k]; !ok || c.rank() > prev.rank() {
 		rd.chosen[k] = c
 	}
 	return nil
-}
-
-func versionOf(apiVersion string) string {
-	gv, _ := schema.ParseGroupVersion(apiVersion)
-	return gv.Version
 }
 
 // checkMeta checks an object's metadata against the path it was found at.
@@ -531,19 +527,28 @@ func (b *Backup) index(rd *reading) error {
 		// With no preferred directory (format 1.0), the highest version is preferred.
 		b.manifest.SetVersions(gr, slices.Collect(maps.Keys(vs)), rd.preferred[gr])
 	}
-	items := make([]manifest.Item, 0, len(rd.chosen)) // one allocation for them all
 	for k, c := range rd.chosen {
-		gv, _ := schema.ParseGroupVersion(c.meta.apiVersion)
-		items = append(items, manifest.Item{
-			Group: gv.Group, Version: gv.Version, Kind: c.meta.kind, Resource: k.gr.Resource,
-			Namespace: c.meta.namespace, Name: c.meta.name, UID: c.meta.uid,
-			Labels: c.meta.labels, Annotations: c.meta.annotations, OwnerUIDs: c.meta.owners,
-		})
-		if _, err := b.manifest.Add(&items[len(items)-1]); err != nil {
+		if _, err := b.manifest.Add(c.item); err != nil {
 			return &EntryError{Path: itemPath(location{gr: k.gr, dir: c.dir, namespace: k.namespace, name: k.name}), Err: err}
 		}
 	}
 	return nil
+}
+
+// item makes the manifest item of an object of gr with metadata meta. Items are made in
+// chunks, so that a million of them are a few hundred allocations; an item whose copy
+// is not chosen stays in its chunk unused.
+func (rd *reading) item(gr schema.GroupResource, meta *objectMeta) *manifest.Item {
+	if len(rd.items) == cap(rd.items) {
+		rd.items = make([]manifest.Item, 0, 4096)
+	}
+	gv, _ := schema.ParseGroupVersion(meta.apiVersion)
+	rd.items = append(rd.items, manifest.Item{
+		Group: gv.Group, Version: gv.Version, Kind: meta.kind, Resource: gr.Resource,
+		Namespace: meta.namespace, Name: meta.name, UID: meta.uid,
+		Labels: meta.labels, Annotations: meta.annotations, OwnerUIDs: meta.owners,
+	})
+	return &rd.items[len(rd.items)-1]
 }
 
 // Format returns the backup's format version: Format10 or Format11.
