@@ -181,8 +181,8 @@ func BenchmarkPlanFromManifest(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StopTimer()
-				if len(plan.Objects) < n {
-					b.Fatalf("%d objects planned of %d", len(plan.Objects), n)
+				if plan.Len() < n {
+					b.Fatalf("%d objects planned of %d", plan.Len(), n)
 				}
 				retained = retainedMiB(before, plan)
 				backup.Close()

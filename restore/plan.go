@@ -120,7 +120,6 @@ type PlannedCycle struct {
 // Plan is what a restore would do, computed without writing anything.
 type Plan struct {
 	Versions     []VersionChoice `json:"versions"`
-	Objects      []PlannedObject `json:"objects"`
 	CriticalPath []types.UID     `json:"criticalPath"`
 	Cycles       []PlannedCycle  `json:"cycles"`
 	Blocked      []types.UID     `json:"blocked"`
@@ -133,6 +132,8 @@ type Plan struct {
 	Conflicts []admission.Conflict `json:"conflicts,omitempty"`
 
 	graph    *graph.Graph
+	manifest *manifest.Manifest
+	objects  int // the graph's nodes that are objects, not barriers
 	versions *versionselect.Plan
 	// through is the copy a folded object is restored as, where it is not the manifest's
 	// own (the target does not serve that group-resource, but serves another copy's).
@@ -174,17 +175,21 @@ func (p *Plan) restored() iter.Seq2[int64, *manifest.Item] {
 // to exist and never changes when they do, so two restores into one namespace that make
 // different objects in it run together.
 func (p *Plan) operation(name string, existing Existing) admission.Operation {
-	var ids, reads []manifest.ID
-	for _, it := range p.restored() {
-		ns, n := refOf(it, "", p.mappings).InTarget()
-		id := manifest.ID{Group: it.Group, Resource: it.Resource, Namespace: ns, Name: n}
-		if isNamespace(it) && existing == Adopt {
-			reads = append(reads, id)
-		} else {
-			ids = append(ids, id)
+	// A Namespace that is adopted, not made, is read; everything else is written.
+	ids := func(read bool) iter.Seq[manifest.ID] {
+		return func(yield func(manifest.ID) bool) {
+			for _, it := range p.restored() {
+				if (isNamespace(it) && existing == Adopt) != read {
+					continue
+				}
+				ns, n := refOf(it, "", p.mappings).InTarget()
+				if !yield(manifest.ID{Group: it.Group, Resource: it.Resource, Namespace: ns, Name: n}) {
+					return
+				}
+			}
 		}
 	}
-	return admission.Operation{ID: name, Kind: "restore", Writes: manifest.NewSet(ids...), Reads: manifest.NewSet(reads...)}
+	return admission.Operation{ID: name, Kind: "restore", Writes: manifest.CollectSet(ids(false)), Reads: manifest.CollectSet(ids(true))}
 }
 
 // item returns what node id restores: its item, or the copy it is restored through;
@@ -214,7 +219,6 @@ func PlanRestore(ctx context.Context, target Target, backup Backup, opts Options
 	if err != nil {
 		return p, err
 	}
-	p.listObjects(backup.Manifest())
 	if opts.Admitter == nil {
 		return p, nil
 	}
@@ -224,7 +228,7 @@ func PlanRestore(ctx context.Context, target Target, backup Backup, opts Options
 	return p, nil
 }
 
-// plan chooses versions and builds the graph; PlanRestore lists the objects. Version
+// plan chooses versions and builds the graph. Version
 // conflicts in strict mode and discovery failures are errors; cycles and malformed
 // annotations are warnings, and the plan covers everything they do not block.
 func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts Options) (*Plan, error) {
@@ -243,7 +247,7 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 	if err != nil {
 		return nil, err // strict mode: no common version
 	}
-	p := &Plan{versions: vplan, Objects: []PlannedObject{}, CriticalPath: []types.UID{}, Cycles: []PlannedCycle{}, Blocked: []types.UID{}, Warnings: []string{}}
+	p := &Plan{versions: vplan, CriticalPath: []types.UID{}, Cycles: []PlannedCycle{}, Blocked: []types.UID{}, Warnings: []string{}}
 	if discWarning != nil {
 		p.Warnings = append(p.Warnings, discWarning.Error())
 	}
@@ -273,7 +277,12 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 	}
 	p.excluded = exclude(backup, opts, f)
 	g, gerr := graph.New(m, graph.Options{Rules: opts.Rules})
-	p.graph = g
+	p.graph, p.manifest = g, m
+	for id := range int64(g.Len()) {
+		if g.NodeAt(id).Item != nil {
+			p.objects++
+		}
+	}
 	var ce *graph.CycleError
 	for _, e := range unjoin(gerr) {
 		if errors.As(e, &ce) {
@@ -313,41 +322,85 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 	return p, nil
 }
 
-// listObjects fills Objects: every object in restore order, with its level, what it
-// depends on and why. A restore runs without it; only a plan shown to a person needs it.
-func (p *Plan) listObjects(m *manifest.Manifest) {
-	g, vplan := p.graph, p.versions
-	levels := g.Levels()
-	p.Objects = make([]PlannedObject, 0, g.Len())
-	deps := make([]Dependency, 0, 4096) // one backing array for many objects' dependencies
-	for _, n := range g.Order() {
-		if n.Item == nil {
-			continue
-		}
-		it := p.item(n.ID())
-		po := PlannedObject{ObjectRef: refOf(it, versionOf(vplan, it), p.mappings), Level: levels[n.ID()]}
-		for _, c := range m.Aliases(it.UID) {
-			if c != it {
-				po.Folded = append(po.Folded, c.GroupResource().String())
+// Len returns the number of objects the plan lists: every object of the backup,
+// those it leaves to the target included.
+func (p *Plan) Len() int { return p.objects }
+
+// Objects iterates the plan's objects in restore order, with each one's level, what it
+// depends on and why. Each is computed as it is yielded, so that a plan of a million
+// objects does not hold a million of them; slices.Collect lists them.
+func (p *Plan) Objects() iter.Seq[PlannedObject] {
+	return func(yield func(PlannedObject) bool) {
+		g := p.graph
+		levels := g.Levels()
+		for _, n := range g.Order() {
+			if n.Item != nil && !yield(p.object(n, levels[n.ID()])) {
+				return
 			}
 		}
-		if n.Item != it {
-			po.Folded = append(po.Folded, n.Item.GroupResource().String())
-		}
-		if ex, ok := p.excluded[n.Item]; ok {
-			po.Excluded, po.ExcludedBy = ex.reason, ex.by
-		}
-		preds := itemPredecessors(g, n.ID())
-		if cap(deps)-len(deps) < len(preds) {
-			deps = make([]Dependency, 0, max(4096, len(preds)))
-		}
-		start := len(deps)
-		for _, pred := range preds {
-			deps = append(deps, Dependency{UID: pred.item.UID, Reason: g.KindString(pred.kinds)})
-		}
-		po.DependsOn = deps[start:len(deps):len(deps)]
-		p.Objects = append(p.Objects, po)
 	}
+}
+
+// object describes node n, at level.
+func (p *Plan) object(n *graph.Node, level int) PlannedObject {
+	it := p.item(n.ID())
+	po := PlannedObject{ObjectRef: refOf(it, versionOf(p.versions, it), p.mappings), Level: level}
+	for _, c := range p.manifest.Aliases(it.UID) {
+		if c != it {
+			po.Folded = append(po.Folded, c.GroupResource().String())
+		}
+	}
+	if n.Item != it {
+		po.Folded = append(po.Folded, n.Item.GroupResource().String())
+	}
+	if ex, ok := p.excluded[n.Item]; ok {
+		po.Excluded, po.ExcludedBy = ex.reason, ex.by
+	}
+	preds := itemPredecessors(p.graph, n.ID())
+	po.DependsOn = make([]Dependency, len(preds))
+	for i, pred := range preds {
+		po.DependsOn[i] = Dependency{UID: pred.item.UID, Reason: p.graph.KindString(pred.kinds)}
+	}
+	return po
+}
+
+// Object returns the plan's object whose UID in the backup is uid.
+func (p *Plan) Object(uid types.UID) (ObjectRef, bool) {
+	it, ok := p.manifest.ByUID(uid)
+	if !ok {
+		return ObjectRef{}, false
+	}
+	if t, ok := p.through[uid]; ok {
+		it = t
+	}
+	return refOf(it, versionOf(p.versions, it), p.mappings), true
+}
+
+// MarshalJSON writes the plan with its objects, listed as Objects yields them.
+func (p *Plan) MarshalJSON() ([]byte, error) {
+	type fields Plan // the fields without this method
+	return json.Marshal(struct {
+		*fields
+		Objects objectList `json:"objects"`
+	}{(*fields)(p), objectList{p}})
+}
+
+// objectList is a plan's objects as a JSON array, encoded one at a time.
+type objectList struct{ p *Plan }
+
+func (l objectList) MarshalJSON() ([]byte, error) {
+	out := []byte{'['}
+	for o := range l.p.Objects() {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		b, err := json.Marshal(o)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b...)
+	}
+	return append(out, ']'), nil
 }
 
 func nonNil(s []string) []string {

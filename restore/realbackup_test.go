@@ -89,7 +89,7 @@ func TestRealBackupRestoresWhole(t *testing.T) {
 	p, err := PlanRestore(context.Background(), tgt, b, Options{})
 	require.NoError(t, err)
 	folded, excluded := 0, map[string]int{}
-	for _, o := range p.Objects {
+	for o := range p.Objects() {
 		if o.Kind == "Event" {
 			assert.Equal(t, "events.k8s.io", o.Group, "kept under the newer group")
 			assert.Equal(t, []string{"events"}, o.Folded)

@@ -3,6 +3,7 @@ package restore
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"sync/atomic"
@@ -79,7 +80,7 @@ func assertOrder(t *testing.T, rep *Report, p *Plan) {
 	for _, o := range rep.Objects {
 		byUID[o.UID] = o
 	}
-	for _, po := range p.Objects {
+	for po := range p.Objects() {
 		o := byUID[po.UID]
 		for _, d := range po.DependsOn {
 			dep := byUID[d.UID]
@@ -369,7 +370,16 @@ func TestPlanWritesNothing(t *testing.T) {
 	_, cfg := cluster(t, memcluster.Options{})
 	p, err := PlanRestore(context.Background(), cfg, b, Options{})
 	require.NoError(t, err)
-	assert.Len(t, p.Objects, b.Manifest().Len())
+	assert.Equal(t, b.Manifest().Len(), p.Len())
+	objects := slices.Collect(p.Objects())
+	assert.Len(t, objects, p.Len(), "Objects yields Len objects")
+	for _, o := range objects {
+		ref, ok := p.Object(o.UID)
+		require.True(t, ok, "%s %s", o.Kind, o.Name)
+		assert.Equal(t, o.ObjectRef, ref, "Object finds what Objects lists")
+	}
+	_, ok := p.Object("not-in-the-backup")
+	assert.False(t, ok)
 	assert.NotEmpty(t, p.CriticalPath)
 	var crd *VersionChoice
 	for i, v := range p.Versions {
@@ -386,9 +396,16 @@ func TestPlanWritesNothing(t *testing.T) {
 	for _, field := range []string{`"sourceVersions"`, `"targetVersions"`, `"dependsOn"`, `"reason"`, `"cycles"`, `"warnings"`} {
 		assert.Contains(t, string(js), field)
 	}
+	var decoded struct {
+		Objects      []PlannedObject `json:"objects"`
+		CriticalPath []types.UID     `json:"criticalPath"`
+	}
+	require.NoError(t, json.Unmarshal(js, &decoded))
+	assert.Equal(t, objects, decoded.Objects, "the JSON lists the objects, in order")
+	assert.Equal(t, p.CriticalPath, decoded.CriticalPath)
 	v, err := Verify(context.Background(), cfg, b, Options{})
 	require.NoError(t, err)
-	assert.Equal(t, len(p.Objects), v.Summary[Missing], "a plan creates nothing")
+	assert.Equal(t, p.Len(), v.Summary[Missing], "a plan creates nothing")
 }
 
 // labelStep is a step of the caller's own, run between two default steps.
@@ -433,7 +450,7 @@ func TestCallersStepsAndRules(t *testing.T) {
 	p, err := PlanRestore(context.Background(), cfg, b, opts)
 	require.NoError(t, err)
 	reasons := map[string]bool{}
-	for _, o := range p.Objects {
+	for o := range p.Objects() {
 		for _, d := range o.DependsOn {
 			reasons[d.Reason] = true
 		}

@@ -91,7 +91,7 @@ func newPlanCmd() *cobra.Command {
 func printPlan(out io.Writer, p *restore.Plan) {
 	w := bufio.NewWriterSize(out, 256<<10) // a line per object: a million lines, not a million writes
 	defer w.Flush()
-	fmt.Fprintf(w, "%d objects, %d resource types\n\nVersions:\n", len(p.Objects), len(p.Versions))
+	fmt.Fprintf(w, "%d objects, %d resource types\n\nVersions:\n", p.Len(), len(p.Versions))
 	for _, v := range p.Versions {
 		gr := v.Resource
 		if v.Group != "" {
@@ -100,18 +100,14 @@ func printPlan(out io.Writer, p *restore.Plan) {
 		fmt.Fprintf(w, "  %-50s %-10s %s\n", gr, v.Version, v.Explanation)
 	}
 	fmt.Fprintf(w, "\nOrder (level: object <- dependencies):\n")
-	at := make(map[types.UID]int, len(p.Objects))
-	for i, o := range p.Objects {
-		at[o.UID] = i
-	}
 	name := func(uid types.UID) string {
-		i, ok := at[uid]
+		o, ok := p.Object(uid)
 		if !ok {
 			return ""
 		}
-		return p.Objects[i].Kind + " " + qualified(p.Objects[i].Namespace, p.Objects[i].Name)
+		return o.Kind + " " + qualified(o.Namespace, o.Name)
 	}
-	for _, o := range p.Objects {
+	for o := range p.Objects() {
 		var deps []string
 		for _, d := range o.DependsOn {
 			deps = append(deps, fmt.Sprintf("%s (%s)", name(d.UID), d.Reason))

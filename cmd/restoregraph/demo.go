@@ -165,7 +165,7 @@ func (d *capiDemo) writePlan(out io.Writer, p *restore.Plan) error {
 	if err := writeFile(filepath.Join(d.out, "plan.json"), func(w io.Writer) error { return writeJSON(w, p) }); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "Plan: %d objects, critical path of %d, %d warnings; wrote %s", len(p.Objects), len(p.CriticalPath), len(p.Warnings), dotPath)
+	fmt.Fprintf(out, "Plan: %d objects, critical path of %d, %d warnings; wrote %s", p.Len(), len(p.CriticalPath), len(p.Warnings), dotPath)
 	if dotBin, err := exec.LookPath("dot"); err == nil {
 		svg := filepath.Join(d.out, "plan.svg")
 		if err := exec.Command(dotBin, "-Tsvg", dotPath, "-o", svg).Run(); err == nil {

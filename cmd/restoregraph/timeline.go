@@ -20,7 +20,7 @@ func timelineSVG(w io.Writer, p *restore.Plan, rep *restore.Report) error {
 		ready[string(o.UID)] = o.Ready
 	}
 	depsReady := map[string]time.Time{}
-	for _, po := range p.Objects {
+	for po := range p.Objects() {
 		t := rep.Started
 		for _, d := range po.DependsOn {
 			if r := ready[string(d.UID)]; r.After(t) {
