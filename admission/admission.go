@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 
@@ -114,26 +115,31 @@ type hashed struct {
 	id manifest.ID
 }
 
-// footprintOf merges the written and the read identities, each in ascending hash order.
-func footprintOf(writes, reads []hashed) footprint {
-	f := footprint{keys: make([]key, 0, len(writes)+len(reads)), ids: make([]manifest.ID, 0, len(writes)+len(reads))}
-	add := func(x hashed, write bool) {
-		if last := len(f.keys) - 1; last >= 0 && f.keys[last].hash == x.h {
+// footprintOf merges the written and the read identities, each yielded in ascending
+// hash order; n is about how many there are.
+func footprintOf(writes, reads iter.Seq2[uint64, manifest.ID], n int) footprint {
+	f := footprint{keys: make([]key, 0, n), ids: make([]manifest.ID, 0, n)}
+	add := func(h uint64, id manifest.ID, write bool) {
+		if last := len(f.keys) - 1; last >= 0 && f.keys[last].hash == h {
 			f.keys[last].write = f.keys[last].write || write
 			return
 		}
-		f.keys = append(f.keys, key{x.h, write})
-		f.ids = append(f.ids, x.id)
+		f.keys = append(f.keys, key{h, write})
+		f.ids = append(f.ids, id)
 	}
-	i, j := 0, 0
-	for i < len(writes) || j < len(reads) {
-		if i < len(writes) && (j == len(reads) || writes[i].h <= reads[j].h) {
-			add(writes[i], true)
-			i++
-		} else {
-			add(reads[j], false)
-			j++
+	nextRead, stop := iter.Pull2(reads) // the fewer, mostly: adopted Namespaces
+	defer stop()
+	rh, rid, more := nextRead()
+	for wh, wid := range writes {
+		for more && rh < wh {
+			add(rh, rid, false)
+			rh, rid, more = nextRead()
 		}
+		add(wh, wid, true)
+	}
+	for more {
+		add(rh, rid, false)
+		rh, rid, more = nextRead()
 	}
 	return f
 }
@@ -141,27 +147,26 @@ func footprintOf(writes, reads []hashed) footprint {
 // localFootprint uses the sets' own hashes, sorted already: within a process they are
 // stable.
 func localFootprint(op Operation) footprint {
-	own := func(s manifest.Set) []hashed {
-		out := make([]hashed, 0, s.Len())
-		for h, id := range s.Hashed() {
-			out = append(out, hashed{h, id})
-		}
-		return out
-	}
-	return footprintOf(own(op.Writes), own(op.Reads))
+	return footprintOf(op.Writes.Hashed(), op.Reads.Hashed(), op.Writes.Len()+op.Reads.Len())
 }
 
 // stableFootprint hashes with hashID, the same in every process, for Cluster.
 func stableFootprint(op Operation) footprint {
-	stable := func(s manifest.Set) []hashed {
+	stable := func(s manifest.Set) iter.Seq2[uint64, manifest.ID] {
 		out := make([]hashed, 0, s.Len())
 		for id := range s.All() {
 			out = append(out, hashed{hashID(id), id})
 		}
 		slices.SortFunc(out, func(a, b hashed) int { return cmp.Compare(a.h, b.h) })
-		return out
+		return func(yield func(uint64, manifest.ID) bool) {
+			for _, x := range out {
+				if !yield(x.h, x.id) {
+					return
+				}
+			}
+		}
 	}
-	return footprintOf(stable(op.Writes), stable(op.Reads))
+	return footprintOf(stable(op.Writes), stable(op.Reads), op.Writes.Len()+op.Reads.Len())
 }
 
 // conflicting reports whether two uses of one identity conflict: unless both read.

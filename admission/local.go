@@ -164,6 +164,10 @@ func overlap(a, b footprint) (shared int, examples []manifest.ID) {
 
 func (l *Local) admit(e *entry) {
 	e.running = true
+	// A running operation is only ever the earlier side of a conflict: its hashes
+	// serve, not its identities (examples name the later one's). A restore of a million
+	// objects lets go of them here.
+	e.op.Writes, e.op.Reads, e.fp.ids = manifest.Set{}, manifest.Set{}, nil
 	close(e.admitted)
 	l.event(Event{Type: Admitted, ID: e.op.ID, Seq: e.seq})
 }

@@ -35,10 +35,15 @@ func compareEntries(a, b setEntry) int {
 }
 
 // NewSet returns the set of ids.
-func NewSet(ids ...ID) Set {
-	entries := make([]setEntry, len(ids))
-	for i, id := range ids {
-		entries[i] = setEntry{hashID(id), id}
+func NewSet(ids ...ID) Set { return collect(make([]setEntry, 0, len(ids)), slices.Values(ids)) }
+
+// CollectSet returns the set of the identities ids yields: a set of a million
+// identities made without a slice of them first.
+func CollectSet(ids iter.Seq[ID]) Set { return collect(nil, ids) }
+
+func collect(entries []setEntry, ids iter.Seq[ID]) Set {
+	for id := range ids {
+		entries = append(entries, setEntry{hashID(id), id})
 	}
 	return fromEntries(entries)
 }
