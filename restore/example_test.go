@@ -94,7 +94,7 @@ func ExampleRun_fromObjects() {
 		panic(err)
 	}
 	newUID := map[string]types.UID{}
-	for _, o := range report.Objects {
+	for o := range report.Objects() {
 		fmt.Println(o.Kind, o.Name, o.Status)
 		newUID[o.Name] = o.NewUID
 	}

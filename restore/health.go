@@ -32,29 +32,33 @@ func (r *run) waitHealthy(ctx context.Context, rep *Report) *HealthReport {
 	ctx, cancel := context.WithTimeout(ctx, r.opts.HealthTimeout)
 	defer cancel()
 	waiter := &readiness.Waiter{Client: r.target.Dynamic, Registry: readiness.NewHealth(), Clock: r.opts.Clock}
-	results := make([]*HealthResult, len(rep.Objects))
+	made := func(s Status) bool { return s == Restored || s == Adopted || s == Updated }
+	// By object waited for, in report order; never grown past its capacity, so that each
+	// goroutine's element stays where it is.
+	results := make([]*HealthResult, 0, rep.Len())
 	var g errgroup.Group
 	g.SetLimit(r.opts.Workers)
-	for i, o := range rep.Objects {
-		if o.Status != Restored && o.Status != Adopted && o.Status != Updated {
+	for o := range rep.Objects() {
+		if !made(o.Status) {
 			continue
 		}
+		results = append(results, nil)
+		res := &results[len(results)-1]
 		g.Go(func() error {
 			gvr := schema.GroupVersionResource{Group: o.Group, Version: o.Version, Resource: o.Resource}
 			ns, name := o.InTarget()
 			last, err := waiter.Wait(ctx, gvr, ns, name, r.opts.HealthTimeout)
 			if err != nil {
-				results[i] = &HealthResult{ObjectRef: o.ObjectRef, Status: last.Reason}
+				*res = &HealthResult{ObjectRef: o.ObjectRef, Status: last.Reason}
 			}
 			return nil
 		})
 	}
 	g.Wait()
-	for i, res := range results {
-		switch {
-		case res != nil:
+	for _, res := range results {
+		if res != nil {
 			hr.NotHealthy = append(hr.NotHealthy, *res)
-		case rep.Objects[i].Status == Restored || rep.Objects[i].Status == Adopted || rep.Objects[i].Status == Updated:
+		} else {
 			hr.Healthy++
 		}
 	}

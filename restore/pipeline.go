@@ -152,7 +152,7 @@ func (r *run) stepCreate(ctx context.Context, o *Object) error {
 	}
 	o.Target = created
 	o.Result.NewUID, o.Result.Created = created.GetUID(), r.opts.Clock.Now()
-	return r.restored(o.Item.UID, created.GetUID(), o.Result.Status)
+	return r.restored(o, created.GetUID())
 }
 
 // create creates o.Body, handling AlreadyExists by the Existing policy.

@@ -381,26 +381,8 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 	type fields Plan // the fields without this method
 	return json.Marshal(struct {
 		*fields
-		Objects objectList `json:"objects"`
-	}{(*fields)(p), objectList{p}})
-}
-
-// objectList is a plan's objects as a JSON array, encoded one at a time.
-type objectList struct{ p *Plan }
-
-func (l objectList) MarshalJSON() ([]byte, error) {
-	out := []byte{'['}
-	for o := range l.p.Objects() {
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		b, err := json.Marshal(o)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b...)
-	}
-	return append(out, ']'), nil
+		Objects jsonSeq[PlannedObject] `json:"objects"`
+	}{(*fields)(p), jsonSeq[PlannedObject](p.Objects())})
 }
 
 func nonNil(s []string) []string {

@@ -33,7 +33,7 @@ func shopTarget(t *testing.T) Target {
 
 func byName(rep *Report) map[string]ObjectResult {
 	out := map[string]ObjectResult{}
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		out[o.Resource+"/"+o.Name] = o
 	}
 	return out
@@ -168,7 +168,7 @@ func TestFoldedObjectRestoredThroughTheGroupTheTargetServes(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", firstFailure(rep))
 	events := 0
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		if o.Kind == "Event" {
 			events++
 			assert.Equal(t, "", o.Group, "through the core group, which the target serves")

@@ -1,6 +1,8 @@
 package restore
 
 import (
+	"encoding/json"
+	"iter"
 	"time"
 
 	"github.com/restoregraph/restoregraph/manifest"
@@ -47,19 +49,57 @@ type ObjectResult struct {
 	Waited  time.Duration `json:"waited,omitempty"`
 }
 
-// Report is what a restore did.
+// Report is what a restore did. Objects yields each object's result; the report keeps
+// them compactly (a tenth of an ObjectResult each, for a restore of a million objects),
+// with the plan that names them.
 type Report struct {
-	Objects  []ObjectResult `json:"objects"`
 	Summary  map[Status]int `json:"summary"`
 	Warnings []string       `json:"warnings,omitempty"`
 	// Health is what the wait for health found, when Options.HealthTimeout asked for it.
 	Health   *HealthReport `json:"health,omitempty"`
 	Started  time.Time     `json:"started"`
 	Finished time.Time     `json:"finished"`
+
+	plan     *Plan
+	outcomes []outcome // by node; barriers' are empty
 }
 
 // Count returns the number of objects that ended with s.
 func (r *Report) Count(s Status) int { return r.Summary[s] }
+
+// Len returns the number of objects the report covers: every object of the plan.
+func (r *Report) Len() int {
+	if r.plan == nil {
+		return 0
+	}
+	return r.plan.Len()
+}
+
+// Objects iterates the objects' results, in the plan's node order. Each ObjectResult
+// is made as it is yielded.
+func (r *Report) Objects() iter.Seq[ObjectResult] {
+	return func(yield func(ObjectResult) bool) {
+		for id := range r.outcomes {
+			it := r.plan.item(int64(id))
+			if it == nil {
+				continue
+			}
+			ref := refOf(it, versionOf(r.plan.versions, it), r.plan.mappings)
+			if !yield(r.outcomes[id].result(ref)) {
+				return
+			}
+		}
+	}
+}
+
+// MarshalJSON writes the report with its objects, listed as Objects yields them.
+func (r *Report) MarshalJSON() ([]byte, error) {
+	type fields Report // the fields without this method
+	return json.Marshal(struct {
+		*fields
+		Objects jsonSeq[ObjectResult] `json:"objects"`
+	}{(*fields)(r), jsonSeq[ObjectResult](r.Objects())})
+}
 
 // OK reports whether every object was restored, adopted or updated, or skipped by a
 // plugin's or the plan's choice, and, when health was waited for, is healthy.
@@ -70,12 +110,93 @@ func (r *Report) OK() bool {
 
 func (r *Report) pluginSkips() int {
 	n := 0
-	for _, o := range r.Objects {
-		if o.Status == Skipped && o.SkippedBy != "" {
+	for _, o := range r.outcomes {
+		if o.status == Skipped && o.more != nil && o.more.skippedBy != "" {
 			n++
 		}
 	}
 	return n
+}
+
+// outcome is how one object's restore ended, as a run keeps it: an ObjectResult without
+// what the plan knows (which object, at which version), its times as Unix nanoseconds (0
+// when not reached), and what few objects have apart.
+type outcome struct {
+	newUID                         types.UID
+	status                         Status
+	started, created, ready, ended int64
+	waited                         time.Duration
+	retries                        int32
+	fromJournal                    bool
+	more                           *outcomeMore
+}
+
+// outcomeMore is what an object that failed, was skipped or has warnings also has.
+type outcomeMore struct {
+	reason, skippedBy string
+	blockedBy         []types.UID
+	warnings          []string
+}
+
+// detail returns o's rarer part, made when first needed.
+func (o *outcome) detail() *outcomeMore {
+	if o.more == nil {
+		o.more = &outcomeMore{}
+	}
+	return o.more
+}
+
+// outcomeOf keeps res.
+func outcomeOf(res *ObjectResult) outcome {
+	o := outcome{newUID: res.NewUID, status: res.Status, started: unixNano(res.Started), created: unixNano(res.Created),
+		ready: unixNano(res.Ready), ended: unixNano(res.Ended), waited: res.Waited, retries: int32(res.Retries), fromJournal: res.FromJournal}
+	if res.Reason != "" || res.SkippedBy != "" || len(res.BlockedBy) > 0 || len(res.Warnings) > 0 {
+		o.more = &outcomeMore{reason: res.Reason, skippedBy: res.SkippedBy, blockedBy: res.BlockedBy, warnings: res.Warnings}
+	}
+	return o
+}
+
+// result is the report's line for o, the object ref names.
+func (o *outcome) result(ref ObjectRef) ObjectResult {
+	res := ObjectResult{ObjectRef: ref, NewUID: o.newUID, Status: o.status, FromJournal: o.fromJournal, Retries: int(o.retries),
+		Started: fromUnixNano(o.started), Created: fromUnixNano(o.created), Ready: fromUnixNano(o.ready), Ended: fromUnixNano(o.ended),
+		Waited: o.waited}
+	if m := o.more; m != nil {
+		res.Reason, res.SkippedBy, res.BlockedBy, res.Warnings = m.reason, m.skippedBy, m.blockedBy, m.warnings
+	}
+	return res
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromUnixNano(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// jsonSeq is a sequence written as a JSON array, one element at a time.
+type jsonSeq[T any] iter.Seq[T]
+
+func (s jsonSeq[T]) MarshalJSON() ([]byte, error) {
+	out := []byte{'['}
+	for v := range s {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b...)
+	}
+	return append(out, ']'), nil
 }
 
 // EventType says what happened to an object.

@@ -28,10 +28,11 @@ type run struct {
 	actions []*plugin.Action
 	request *ria.Restore
 
-	mu        sync.Mutex
-	newUIDs   map[types.UID]types.UID // source UID -> UID in the target
 	journaled map[types.UID]Journaled // what an earlier run recorded
-	results   []ObjectResult          // by node ID; each written only by its node
+	// mu guards outcomes, by node: each is written by its node when it ends (its new UID
+	// as soon as it is made), and read for owners' new UIDs.
+	mu       sync.Mutex
+	outcomes []outcome
 }
 
 // Run restores backup into target. The report says what happened to every object; the
@@ -77,9 +78,9 @@ func newRun(ctx context.Context, target Target, backup Backup, opts Options) (*r
 	}
 	r := &run{
 		opts: opts, target: target, backup: backup, plan: p,
-		waiter:  &readiness.Waiter{Client: target.Dynamic, Registry: opts.Readiness, Clock: opts.Clock},
-		request: &ria.Restore{Name: opts.Name, Backup: opts.BackupName},
-		newUIDs: map[types.UID]types.UID{}, results: make([]ObjectResult, p.graph.Len()),
+		waiter:   &readiness.Waiter{Client: target.Dynamic, Registry: opts.Readiness, Clock: opts.Clock},
+		request:  &ria.Restore{Name: opts.Name, Backup: opts.BackupName},
+		outcomes: make([]outcome, p.graph.Len()),
 	}
 	r.steps = r.defaultSteps()
 	if opts.Steps != nil {
@@ -88,54 +89,46 @@ func newRun(ctx context.Context, target Target, backup Backup, opts Options) (*r
 	r.actions = p.actions
 	if opts.Journal != nil {
 		r.journaled = opts.Journal.Journaled()
-		for src, j := range r.journaled {
-			r.newUIDs[src] = j.New
-		}
 	}
 	return r, nil
 }
 
-// report merges the scheduler's results with what each node recorded. The report's
-// objects are the run's results, compacted in place (barriers have none): a million
-// objects' results are not held twice.
+// report merges the scheduler's results into what each node recorded, and lets the
+// scheduler's go: the report keeps the outcomes and the plan.
 func (r *run) report(srep *scheduler.Report, started time.Time, p *Plan) *Report {
-	rep := &Report{Summary: map[Status]int{}, Warnings: p.Warnings, Started: started, Finished: r.opts.Clock.Now()}
-	objects := r.results[:0]
+	rep := &Report{Summary: map[Status]int{}, Warnings: p.Warnings, Started: started, Finished: r.opts.Clock.Now(), plan: p}
 	for id, sr := range srep.Results {
-		it := p.item(int64(id))
-		if it == nil {
+		if p.item(int64(id)) == nil {
 			continue
 		}
-		res := r.results[id]
-		res.ObjectRef = refOf(it, versionOf(p.versions, it), r.opts.NamespaceMappings)
-		if res.Started.IsZero() {
-			res.Started = sr.Start
+		o := &r.outcomes[id]
+		if o.started == 0 {
+			o.started = unixNano(sr.Start)
 		}
-		res.Ended = sr.End
+		o.ended = unixNano(sr.End)
 		switch sr.Status {
 		case scheduler.Succeeded:
-			if res.Status == "" {
-				res.Status = Restored
+			if o.status == "" {
+				o.status = Restored
 			}
 		case scheduler.Failed:
-			res.Status, res.Reason = Failed, sr.Err.Error()
+			o.status, o.detail().reason = Failed, sr.Err.Error()
 		case scheduler.Skipped:
-			res.Status, res.Reason = Skipped, sr.Err.Error()
+			o.status, o.detail().reason = Skipped, sr.Err.Error()
 			for _, c := range sr.Chain {
 				if cn := p.graph.NodeAt(c); cn.Item != nil {
-					res.BlockedBy = append(res.BlockedBy, cn.Item.UID)
+					o.more.blockedBy = append(o.more.blockedBy, cn.Item.UID)
 				}
 			}
 			if errors.Is(sr.Err, scheduler.ErrCycle) {
-				res.Reason = "on or behind a dependency cycle"
+				o.more.reason = "on or behind a dependency cycle"
 			}
 		case scheduler.Cancelled:
-			res.Status, res.Reason = Cancelled, sr.Err.Error()
+			o.status, o.detail().reason = Cancelled, sr.Err.Error()
 		}
-		rep.Summary[res.Status]++
-		objects = append(objects, res)
+		rep.Summary[o.status]++
 	}
-	rep.Objects, r.results = objects, nil
+	rep.outcomes, r.outcomes = r.outcomes, nil
 	return rep
 }
 
@@ -151,21 +144,43 @@ func (r *run) nodeOf(id manifest.ID) (int64, bool) {
 	return int64(i), ok
 }
 
+// newUID returns the UID in the target of the object whose UID in the backup is
+// source: made by this run, or recorded in the journal by an earlier one.
 func (r *run) newUID(source types.UID) (types.UID, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	u, ok := r.newUIDs[source]
-	return u, ok
+	if it, ok := r.backup.Manifest().ByUID(source); ok {
+		if i, ok := r.backup.Manifest().Index(it); ok {
+			r.mu.Lock()
+			u := r.outcomes[i].newUID
+			r.mu.Unlock()
+			if u != "" {
+				return u, true
+			}
+		}
+	}
+	j, ok := r.journaled[source]
+	return j.New, ok
 }
 
-func (r *run) restored(source, target types.UID, status Status) error {
+// restored records that o was made (or found) in the target as uid.
+func (r *run) restored(o *Object, uid types.UID) error {
 	r.mu.Lock()
-	r.newUIDs[source] = target
+	r.outcomes[o.node.ID()].newUID = uid
 	r.mu.Unlock()
 	if r.opts.Journal != nil {
-		return r.opts.Journal.Record(source, target, status)
+		return r.opts.Journal.Record(o.Item.UID, uid, o.Result.Status)
 	}
 	return nil
+}
+
+// record keeps how o's restore ended.
+func (r *run) record(id int64, res *ObjectResult) {
+	o := outcomeOf(res)
+	r.mu.Lock()
+	if o.newUID == "" {
+		o.newUID = r.outcomes[id].newUID
+	}
+	r.outcomes[id] = o
+	r.mu.Unlock()
 }
 
 // actions returns the built-in actions, then the caller's plugins, but those disabled.

@@ -77,7 +77,7 @@ func assertComplete(t *testing.T, tgt Target, b *archive.Backup) {
 func assertOrder(t *testing.T, rep *Report, p *Plan) {
 	t.Helper()
 	byUID := map[types.UID]ObjectResult{}
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		byUID[o.UID] = o
 	}
 	for po := range p.Objects() {
@@ -86,6 +86,43 @@ func assertOrder(t *testing.T, rep *Report, p *Plan) {
 			dep := byUID[d.UID]
 			assert.False(t, o.Created.Before(dep.Ready), "%s %s was created before %s %s was ready (%s)", o.Kind, o.Name, dep.Kind, dep.Name, d.Reason)
 		}
+	}
+}
+
+func TestReportListsEveryObjectOnce(t *testing.T) {
+	b := capiBackup(t, 1)
+	_, cfg := cluster(t, memcluster.Options{})
+	rep, err := Run(context.Background(), cfg, b, Options{Retry: fastRetry})
+	require.NoError(t, err)
+	objects := slices.Collect(rep.Objects())
+	require.Len(t, objects, rep.Len())
+	assert.Equal(t, b.Manifest().Len(), rep.Len())
+	seen, total := map[types.UID]bool{}, 0
+	for _, o := range objects {
+		assert.False(t, seen[o.UID], "%s %s listed twice", o.Kind, o.Name)
+		seen[o.UID] = true
+		assert.Equal(t, Restored, o.Status, "%s %s", o.Kind, o.Name)
+		assert.NotEmpty(t, o.NewUID)
+		assert.False(t, o.Created.Before(o.Started) || o.Ended.Before(o.Created), "%s %s: started %s, created %s, ended %s", o.Kind, o.Name, o.Started, o.Created, o.Ended)
+	}
+	for _, n := range rep.Summary {
+		total += n
+	}
+	assert.Equal(t, rep.Len(), total, "the summary counts every object")
+
+	js, err := json.Marshal(rep)
+	require.NoError(t, err)
+	var decoded struct {
+		Objects []ObjectResult `json:"objects"`
+		Summary map[Status]int `json:"summary"`
+	}
+	require.NoError(t, json.Unmarshal(js, &decoded))
+	assert.Equal(t, rep.Summary, decoded.Summary)
+	require.Len(t, decoded.Objects, len(objects), "the JSON lists the objects")
+	for i, o := range decoded.Objects {
+		assert.Equal(t, objects[i].ObjectRef, o.ObjectRef)
+		assert.Equal(t, objects[i].NewUID, o.NewUID)
+		assert.True(t, objects[i].Created.Equal(o.Created), "%s %s", o.Kind, o.Name)
 	}
 }
 
@@ -129,7 +166,7 @@ func TestCAPIRestoreLosesNothingToTheGarbageCollector(t *testing.T) {
 }
 
 func firstFailure(rep *Report) string {
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		if o.Status == Failed || o.Status == Cancelled {
 			return o.Kind + " " + o.Namespace + "/" + o.Name + ": " + o.Reason
 		}
@@ -144,12 +181,12 @@ func TestCRDsBeforeTheirResources(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", firstFailure(rep))
 	var crdReady time.Time
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		if o.Kind == "CustomResourceDefinition" && o.Ready.After(crdReady) {
 			crdReady = o.Ready
 		}
 	}
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		if o.Group == "" || o.Group == "apiextensions.k8s.io" {
 			continue
 		}
@@ -167,7 +204,7 @@ func TestTransientFaults(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", firstFailure(rep))
 	retries := 0
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		retries += o.Retries
 	}
 	t.Logf("%d faults injected, %d retries", faults.Injected(), retries)
@@ -196,13 +233,13 @@ func TestPermanentFailureSkipsOnlyDescendants(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, rep.Count(Failed))
 	var kcpUID types.UID
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		if o.Status == Failed {
 			kcpUID = o.UID
 		}
 	}
 	skipped := 0
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		switch {
 		case o.Status == Skipped:
 			skipped++
@@ -243,7 +280,7 @@ func TestResumeAfterCancellation(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, rep.OK(), "%v", firstFailure(rep))
 		fromJournal := 0
-		for _, o := range rep.Objects {
+		for o := range rep.Objects() {
 			if o.FromJournal {
 				fromJournal++
 			}
@@ -291,7 +328,7 @@ func TestExistingPolicies(t *testing.T) {
 			require.NoError(t, err)
 			got, _ := secrets.Get(ctx, "workload-00-kubeconfig", metav1.GetOptions{})
 			var res ObjectResult
-			for _, o := range rep.Objects {
+			for o := range rep.Objects() {
 				if o.Name == "workload-00-kubeconfig" {
 					res = o
 				}
@@ -308,7 +345,7 @@ func TestExistingPolicies(t *testing.T) {
 			case Fail:
 				// The Namespace existed too: it fails, and so everything in it is skipped.
 				var nsRes ObjectResult
-				for _, o := range rep.Objects {
+				for o := range rep.Objects() {
 					if o.Kind == "Namespace" {
 						nsRes = o
 					}
@@ -352,7 +389,7 @@ func TestPluginAdditionalItems(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", firstFailure(rep))
 	var cm, crs ObjectResult
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		switch o.Name {
 		case "calico-addon":
 			cm = o

@@ -16,7 +16,7 @@ import (
 // restored returns the names of the objects a report says were made, by resource.
 func restored(rep *Report) map[string][]string {
 	out := map[string][]string{}
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		if o.Status == Restored || o.Status == Adopted {
 			out[o.Resource] = append(out[o.Resource], o.Name)
 		}
@@ -38,7 +38,7 @@ func TestFilterByResourceAndSelector(t *testing.T) {
 	assert.Empty(t, got["configmaps"])
 	assert.Len(t, got, 3)
 	// The ReplicaSet's owner, the Deployment, was filtered out and is not in the target.
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		if o.Resource == "replicasets" {
 			require.Len(t, o.Warnings, 1)
 			assert.Contains(t, o.Warnings[0], "owner Deployment web")
@@ -55,7 +55,7 @@ func TestFilterByNamespaceKeepsWhatTheSelectionNeeds(t *testing.T) {
 	rep, err := Run(context.Background(), shopTarget(t), b, Options{Retry: fastRetry, Filter: filter.Spec{IncludeNamespaces: []string{"fleet-01"}}})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", firstFailure(rep))
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		switch {
 		case o.Resource == "customresourcedefinitions":
 			assert.Equal(t, Restored, o.Status, "the CRDs of what is restored, though cluster-scoped")
@@ -87,7 +87,7 @@ func TestNamespaceMappingAndRestoreLabels(t *testing.T) {
 		BackupName: "shop-nightly", Name: "shop-copy-1"})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", firstFailure(rep))
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		if o.Kind == "Namespace" {
 			assert.Equal(t, Adopted, o.Status)
 			assert.Equal(t, "shop-copy", o.TargetName)

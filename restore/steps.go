@@ -110,8 +110,8 @@ func (r *run) restoreNode(ctx context.Context, n *scheduler.Node) error {
 	if it == nil {
 		return nil // a barrier
 	}
-	res := &r.results[n.ID()]
-	res.Started = r.opts.Clock.Now()
+	res := &ObjectResult{Started: r.opts.Clock.Now()}
+	defer r.record(n.ID(), res)
 	if ex, ok := r.plan.excluded[r.plan.graph.NodeAt(n.ID()).Item]; ok {
 		res.Status, res.SkippedBy, res.Reason = Skipped, ex.by, ex.reason
 		return nil

@@ -265,7 +265,7 @@ func TestSIGKILLAndResume(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", rep.Summary)
 	fromJournal := 0
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		if o.FromJournal {
 			fromJournal++
 		}
@@ -283,7 +283,7 @@ func assertOnce(t *testing.T, b *archive.Backup, rep *restore.Report) {
 	for _, o := range v.Objects {
 		assert.Equal(t, restore.Verified, o.Verdict, "%s %s/%s: %v", o.Kind, o.Namespace, o.Name, o.Problems)
 	}
-	assert.Len(t, v.Objects, len(rep.Objects))
+	assert.Len(t, v.Objects, rep.Len())
 }
 
 func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }

@@ -287,12 +287,12 @@ func TestRestoreARealApplicationBackup(t *testing.T) {
 	took := time.Since(started)
 	require.NoError(t, err)
 	var lines []string
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		if o.Status != restore.Restored {
 			lines = append(lines, string(o.Status)+" "+o.Kind+" "+o.Name+": "+o.Reason+" "+strings.Join(o.Warnings, "; "))
 		}
 	}
-	t.Logf("restored %d objects in %s: %v\n%s", len(rep.Objects), took.Round(time.Millisecond), rep.Summary, strings.Join(lines, "\n"))
+	t.Logf("restored %d objects in %s: %v\n%s", rep.Len(), took.Round(time.Millisecond), rep.Summary, strings.Join(lines, "\n"))
 	assert.True(t, rep.OK(), "the restore is whole (exit code 0)")
 	assert.Less(t, took, 30*time.Second, "seconds, not minutes")
 
@@ -411,7 +411,7 @@ func TestRestoreARealApplicationBackup(t *testing.T) {
 			require.NoError(t, err)
 			rep, err := restore.Run(ctx, tgt, b, restore.Options{Filter: filter.Spec{IncludeResources: tc.resources, Selector: sel}})
 			require.NoError(t, err)
-			for _, o := range rep.Objects {
+			for o := range rep.Objects() {
 				if o.Status == restore.Failed {
 					t.Logf("failed: %s %s: %s", o.Kind, o.Name, o.Reason)
 				}
@@ -425,7 +425,7 @@ func TestRestoreARealApplicationBackup(t *testing.T) {
 					want = append(want, it.Kind+"/"+it.Name)
 				}
 			}
-			for _, o := range rep.Objects {
+			for o := range rep.Objects() {
 				if (o.Status == restore.Restored || o.Status == restore.Adopted) && o.Kind != "Namespace" {
 					made = append(made, o.Kind+"/"+o.Name)
 				}

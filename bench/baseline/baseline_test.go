@@ -102,7 +102,7 @@ func TestVeleroOneAtATime(t *testing.T) {
 	require.True(t, rep.OK(), "%v", rep.Summary)
 	assert.EqualValues(t, 1, most.Load(), "one object at a time")
 	first := map[string]time.Time{}
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		if t0, ok := first[o.Resource]; !ok || o.Created.Before(t0) {
 			first[o.Resource] = o.Created
 		}

@@ -239,7 +239,7 @@ func newRestoreCmd() *cobra.Command {
 
 func printReport(w io.Writer, rep *restore.Report) {
 	leftOut := map[string]int{} // by the plan's rule: one line each, not one per object
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		if o.Status == restore.Restored && len(o.Warnings) == 0 {
 			continue
 		}
@@ -259,7 +259,7 @@ func printReport(w io.Writer, rep *restore.Report) {
 	for _, by := range slices.Sorted(maps.Keys(leftOut)) {
 		fmt.Fprintf(w, "Skipped   %d objects left to the target by %s (plan -o text lists them)\n", leftOut[by], by)
 	}
-	fmt.Fprintf(w, "%d objects in %s:", len(rep.Objects), rep.Finished.Sub(rep.Started).Round(time.Millisecond))
+	fmt.Fprintf(w, "%d objects in %s:", rep.Len(), rep.Finished.Sub(rep.Started).Round(time.Millisecond))
 	for _, s := range []restore.Status{restore.Restored, restore.Adopted, restore.Updated, restore.Skipped, restore.Failed, restore.Cancelled} {
 		if n := rep.Count(s); n > 0 {
 			fmt.Fprintf(w, " %d %s", n, strings.ToLower(string(s)))

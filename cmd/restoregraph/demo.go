@@ -135,7 +135,7 @@ func (d *capiDemo) run(out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "\nrestoregraph: %d objects in %s with %d workers: %d restored, %d failed, %d skipped\n",
-		len(rep.Objects), took.Round(time.Millisecond), d.workers, rep.Count(restore.Restored), rep.Count(restore.Failed), rep.Count(restore.Skipped))
+		rep.Len(), took.Round(time.Millisecond), d.workers, rep.Count(restore.Restored), rep.Count(restore.Failed), rep.Count(restore.Skipped))
 	fmt.Fprintf(out, "  wrote %s and %s\n", filepath.Join(d.out, "report.json"), filepath.Join(d.out, "timeline.svg"))
 
 	if srv != nil {
@@ -196,7 +196,7 @@ func (d *capiDemo) compare(ctx context.Context, out io.Writer, b *archive.Backup
 	}
 	vtook := vrep.Finished.Sub(vrep.Started)
 	fmt.Fprintf(out, "Velero's order, one object at a time: %d objects in %s: restoregraph is %.1fx faster\n",
-		len(vrep.Objects), vtook.Round(time.Millisecond), vtook.Seconds()/took.Seconds())
+		vrep.Len(), vtook.Round(time.Millisecond), vtook.Seconds()/took.Seconds())
 
 	naive, err := d.server()
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // timelineSVG draws one bar per object, from when its dependencies were ready: grey
 // while it waited for a worker, blue while it was created, orange while it became ready.
 func timelineSVG(w io.Writer, p *restore.Plan, rep *restore.Report) error {
-	objs := slices.Clone(rep.Objects)
+	objs := slices.Collect(rep.Objects())
 	slices.SortFunc(objs, func(a, b restore.ObjectResult) int { return a.Started.Compare(b.Started) })
 	ready := map[string]time.Time{}
 	for _, o := range objs {

@@ -119,7 +119,7 @@ func target(t *testing.T) restore.Target {
 
 func byName(rep *restore.Report) map[string]restore.ObjectResult {
 	out := map[string]restore.ObjectResult{}
-	for _, o := range rep.Objects {
+	for o := range rep.Objects() {
 		out[o.Kind+"/"+o.Name] = o
 	}
 	return out
