@@ -97,8 +97,8 @@ func newRun(ctx context.Context, target Target, backup Backup, opts Options) (*r
 // scheduler's go: the report keeps the outcomes and the plan.
 func (r *run) report(srep *scheduler.Report, started time.Time, p *Plan) *Report {
 	rep := &Report{Summary: map[Status]int{}, Warnings: p.Warnings, Started: started, Finished: r.opts.Clock.Now(), plan: p}
-	for id, sr := range srep.Results {
-		if p.item(int64(id)) == nil {
+	for id, sr := range srep.All() {
+		if p.item(id) == nil {
 			continue
 		}
 		o := &r.outcomes[id]

@@ -29,7 +29,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	for id, r := range rep.Results {
+	for id, r := range rep.All() {
 		fmt.Println(id, r.Status, r.Chain)
 	}
 	// Output:

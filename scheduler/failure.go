@@ -8,10 +8,13 @@ import (
 // report marks u done with status and wakes the nodes awaiting it.
 func (r *run) report(u int32, status Status, err error, ev Event) {
 	r.state[u] = done
-	res := &r.results[u]
-	res.Status, res.Err = status, err
+	rec := &r.rep.recs[u]
+	rec.status = status
+	if err != nil {
+		r.rep.errs[u] = err
+	}
 	r.remaining--
-	ev.Node, ev.Worker = int64(u), res.Worker
+	ev.Node, ev.Worker = int64(u), int(rec.worker)
 	if ev.Time.IsZero() {
 		ev.Time = r.opts.Now()
 	}
@@ -47,8 +50,7 @@ func (r *run) skipDescendants(u int32) {
 			if r.state[v] == queued {
 				r.ready.remove(v)
 			}
-			res := &r.results[v]
-			res.BlockedBy, res.Chain = int64(u), chain
+			r.rep.recs[v].blockedBy, r.rep.chains[v] = u, chain
 			r.report(v, Skipped, fmt.Errorf("%w: node %d failed", ErrDependencyFailed, u), Event{Type: SkippedEvent})
 		}
 	}

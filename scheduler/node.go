@@ -50,7 +50,7 @@ func (n *Node) Await(ids ...int64) error {
 			r.mu.Unlock()
 			return &CycleError{Node: n.id, Awaited: id}
 		case r.state[v] == done:
-			if s := r.results[v].Status; s != Succeeded {
+			if s := r.rep.recs[v].status; s != Succeeded {
 				r.mu.Unlock()
 				return fmt.Errorf("%w: awaited node %d %s", ErrDependencyFailed, id, s)
 			}
@@ -74,6 +74,10 @@ func (n *Node) Await(ids ...int64) error {
 	}
 	aw := &awaiting{pending: len(waitFor), wake: make(chan struct{}), slot: make(chan struct{})}
 	n.aw = aw
+	if r.awaiting == nil {
+		r.awaiting = map[int32]*awaiting{}
+	}
+	r.awaiting[int32(n.id)] = aw
 	r.state[n.id] = awaitingState
 	start := r.opts.Now()
 	r.emit(Event{Type: Waiting, Node: n.id, Time: start, Worker: n.worker, Awaited: ids})
@@ -91,7 +95,8 @@ func (n *Node) Await(ids ...int64) error {
 	defer r.mu.Unlock()
 	r.state[n.id] = running
 	end := r.opts.Now()
-	r.results[n.id].Waited += end.Sub(start)
+	r.rep.recs[n.id].waited += end.Sub(start)
+	delete(r.awaiting, int32(n.id))
 	r.emit(Event{Type: Resumed, Node: n.id, Time: end, Worker: n.worker})
 	n.aw = nil
 	return aw.err
@@ -142,7 +147,7 @@ func (r *run) boost(v int32) {
 // wakeAwaiters tells the nodes awaiting u that it finished.
 func (r *run) wakeAwaiters(u int32, status Status) {
 	for _, w := range r.dyn[u] {
-		aw := r.nodes[w].aw
+		aw := r.awaiting[w]
 		if status != Succeeded && aw.err == nil {
 			aw.err = fmt.Errorf("%w: awaited node %d %s", ErrDependencyFailed, u, status)
 		}

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"iter"
+	"math"
 	"runtime"
 	"time"
 )
@@ -14,7 +16,7 @@ type DAG interface {
 	Predecessors(node int64) []int32
 }
 
-// Func runs one node. It is called at most once per node.
+// Func runs one node. It is called at most once per node; n is valid until it returns.
 type Func func(ctx context.Context, n *Node) error
 
 // Status is how a node ended.
@@ -41,20 +43,64 @@ type Result struct {
 	Worker     int
 }
 
-// Report holds every node's result, indexed by node.
+// Report holds how every node ended. It keeps a compact record per node (48 bytes, and
+// the errors of the nodes that have one) and makes each Result when asked.
 type Report struct {
-	Results []Result
+	recs   []record
+	errs   map[int32]error
+	chains map[int32][]int64
+	t0     time.Time // the times' origin
+}
+
+// record is how one node ended, as a run keeps it: its times as nanoseconds after the
+// run's start (noTime when not reached).
+type record struct {
+	start, end int64
+	waited     time.Duration
+	worker     int32
+	blockedBy  int32
+	status     Status
+}
+
+const noTime = math.MinInt64
+
+// Len returns the number of nodes.
+func (r *Report) Len() int { return len(r.recs) }
+
+// Result returns how node ended.
+func (r *Report) Result(node int64) Result {
+	rec := &r.recs[node]
+	return Result{Status: rec.status, Err: r.errs[int32(node)], BlockedBy: int64(rec.blockedBy), Chain: r.chains[int32(node)],
+		Start: r.time(rec.start), End: r.time(rec.end), Waited: rec.waited, Worker: int(rec.worker)}
+}
+
+// All iterates every node's result, by node.
+func (r *Report) All() iter.Seq2[int64, Result] {
+	return func(yield func(int64, Result) bool) {
+		for i := range r.recs {
+			if !yield(int64(i), r.Result(int64(i))) {
+				return
+			}
+		}
+	}
 }
 
 // Count returns the number of nodes that ended with s.
 func (r *Report) Count(s Status) int {
 	n := 0
-	for i := range r.Results {
-		if r.Results[i].Status == s {
+	for i := range r.recs {
+		if r.recs[i].status == s {
 			n++
 		}
 	}
 	return n
+}
+
+func (r *Report) time(ns int64) time.Time {
+	if ns == noTime {
+		return time.Time{}
+	}
+	return r.t0.Add(time.Duration(ns))
 }
 
 // Options tune Run. The zero value is usable.
@@ -101,5 +147,5 @@ func Run(ctx context.Context, dag DAG, fn Func, opts Options) (*Report, error) {
 	if r.events != nil {
 		r.events.close()
 	}
-	return &Report{Results: r.results}, ctx.Err()
+	return &r.rep, ctx.Err()
 }

@@ -133,7 +133,7 @@ func TestRandomDAGs(t *testing.T) {
 			}
 		}
 		for u := range n {
-			res := rep.Results[u]
+			res := rep.Result(int64(u))
 			require.NotEmpty(t, res.Status, "seed %d node %d unreported", seed, u)
 			switch {
 			case skippedBy[u]:
@@ -193,9 +193,9 @@ func TestCancellationAtRandomPoints(t *testing.T) {
 			require.False(t, sawCancel && ev.Type == Started, "seed %d: node %d started after cancellation", seed, ev.Node)
 		}
 		for u := range n {
-			require.NotEmpty(t, rep.Results[u].Status, "seed %d node %d unreported", seed, u)
-			if rep.Results[u].Status == Cancelled {
-				require.ErrorIs(t, rep.Results[u].Err, context.Canceled)
+			require.NotEmpty(t, rep.Result(int64(u)).Status, "seed %d node %d unreported", seed, u)
+			if rep.Result(int64(u)).Status == Cancelled {
+				require.ErrorIs(t, rep.Result(int64(u)).Err, context.Canceled)
 			}
 		}
 	}
@@ -230,7 +230,7 @@ func TestAwaitGivesUpTheSlot(t *testing.T) {
 	assert.Equal(t, 3, rep.Count(Succeeded))
 	assert.Equal(t, int64(0), order[0])
 	assert.Less(t, slices.Index(order, 1), slices.Index(order, 100), "the awaiting node resumes after what it awaited")
-	assert.Positive(t, rep.Results[0].Waited)
+	assert.Positive(t, rep.Result(0).Waited)
 }
 
 func TestAwaitRaisesPriority(t *testing.T) {
@@ -263,9 +263,9 @@ func TestAwaitCycles(t *testing.T) {
 			return nil
 		}, Options{Workers: 2})
 		var ce *CycleError
-		require.ErrorAs(t, rep.Results[0].Err, &ce)
+		require.ErrorAs(t, rep.Result(0).Err, &ce)
 		assert.Equal(t, int64(1), ce.Awaited)
-		assert.Equal(t, Skipped, rep.Results[1].Status)
+		assert.Equal(t, Skipped, rep.Result(1).Status)
 	})
 	t.Run("awaiting each other", func(t *testing.T) {
 		d := newDAG(2)
@@ -284,7 +284,7 @@ func TestAwaitCycles(t *testing.T) {
 		// awaited node fail.
 		assert.Equal(t, 2, rep.Count(Failed))
 		cycles := 0
-		for _, r := range rep.Results {
+		for _, r := range rep.All() {
 			if errors.Is(r.Err, ErrCycle) {
 				cycles++
 			} else {
@@ -295,7 +295,7 @@ func TestAwaitCycles(t *testing.T) {
 	})
 	t.Run("awaiting itself", func(t *testing.T) {
 		rep, _ := Run(context.Background(), newDAG(1), func(ctx context.Context, n *Node) error { return n.Await(0) }, Options{})
-		assert.ErrorIs(t, rep.Results[0].Err, ErrCycle)
+		assert.ErrorIs(t, rep.Result(0).Err, ErrCycle)
 	})
 }
 
@@ -332,13 +332,13 @@ func TestRandomAwaits(t *testing.T) {
 		require.NoError(t, err)
 		require.LessOrEqual(t, o.maxRunning.Load(), int64(workers), "seed %d", seed)
 		for u := range n {
-			res := rep.Results[u]
+			res := rep.Result(int64(u))
 			require.NotEmpty(t, res.Status, "seed %d node %d unreported", seed, u)
 			if res.Status != Succeeded || awaits[u] == nil {
 				continue
 			}
 			for _, a := range awaits[u] {
-				require.Equal(t, Succeeded, rep.Results[a].Status, "seed %d: %d succeeded though awaited %d did not", seed, u, a)
+				require.Equal(t, Succeeded, rep.Result(int64(a)).Status, "seed %d: %d succeeded though awaited %d did not", seed, u, a)
 				require.Less(t, o.end[a].Load(), afterAwait[u].Load(), "seed %d: %d resumed before awaited %d ended", seed, u, a)
 			}
 		}
@@ -376,11 +376,11 @@ func TestPanicIsAFailure(t *testing.T) {
 	}, Options{Workers: 2})
 	require.NoError(t, err)
 	var pe *PanicError
-	require.ErrorAs(t, rep.Results[0].Err, &pe)
+	require.ErrorAs(t, rep.Result(0).Err, &pe)
 	assert.Equal(t, "boom", pe.Value)
 	assert.Contains(t, string(pe.Stack), "scheduler_test.go")
-	assert.Equal(t, Skipped, rep.Results[1].Status)
-	assert.Equal(t, Succeeded, rep.Results[2].Status, "an independent branch goes on")
+	assert.Equal(t, Skipped, rep.Result(1).Status)
+	assert.Equal(t, Succeeded, rep.Result(2).Status, "an independent branch goes on")
 }
 
 func TestFailFast(t *testing.T) {
@@ -392,9 +392,9 @@ func TestFailFast(t *testing.T) {
 		return nil
 	}, Options{Workers: 1, FailFast: true, Priority: func(id int64) float64 { return float64(-id) }})
 	require.NoError(t, err, "the caller's context was not cancelled")
-	assert.Equal(t, Failed, rep.Results[0].Status)
+	assert.Equal(t, Failed, rep.Result(0).Status)
 	assert.Equal(t, 9, rep.Count(Cancelled))
-	assert.ErrorContains(t, rep.Results[5].Err, "first failure")
+	assert.ErrorContains(t, rep.Result(5).Err, "first failure")
 }
 
 func TestStaticCycleIsSkipped(t *testing.T) {
@@ -402,10 +402,10 @@ func TestStaticCycleIsSkipped(t *testing.T) {
 	rep, err := Run(context.Background(), d, func(ctx context.Context, n *Node) error { return nil }, Options{})
 	require.NoError(t, err)
 	for _, u := range []int{0, 1, 2} {
-		assert.ErrorIs(t, rep.Results[u].Err, ErrCycle)
-		assert.Equal(t, Skipped, rep.Results[u].Status)
+		assert.ErrorIs(t, rep.Result(int64(u)).Err, ErrCycle)
+		assert.Equal(t, Skipped, rep.Result(int64(u)).Status)
 	}
-	assert.Equal(t, Succeeded, rep.Results[3].Status)
+	assert.Equal(t, Succeeded, rep.Result(3).Status)
 }
 
 func TestEvents(t *testing.T) {

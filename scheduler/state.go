@@ -21,11 +21,11 @@ type run struct {
 	indeg      []int32
 	prio       []float64
 	ready      queue
-	results    []Result
-	nodes      []Node
+	rep        Report  // its records are written under mu
 	remaining  int     // nodes not yet reported
 	resumers   []*Node // awaiting nodes whose dependencies finished, wanting a slot back
 	dyn        map[int32][]int32
+	awaiting   map[int32]*awaiting // the nodes in Await
 	nextWorker int
 	stopped    bool // cancelled: start nothing new
 	acyclic    bool // known to have no cycle: skipCycles has nothing to do
@@ -45,8 +45,8 @@ func newRun(ctx context.Context, dag DAG, fn Func, opts Options) *run {
 	n := dag.Len()
 	r := &run{
 		dag: dag, fn: fn, opts: opts,
-		state: make([]state, n), indeg: make([]int32, n), results: make([]Result, n), nodes: make([]Node, n),
-		remaining: n,
+		state: make([]state, n), indeg: make([]int32, n), remaining: n,
+		rep: Report{recs: make([]record, n), errs: map[int32]error{}, chains: map[int32][]int64{}, t0: opts.Now()},
 	}
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
 	r.cond.L = &r.mu
@@ -55,8 +55,7 @@ func newRun(ctx context.Context, dag DAG, fn Func, opts Options) *run {
 	}
 	for i := range n {
 		r.indeg[i] = int32(len(dag.Predecessors(int64(i))))
-		r.nodes[i] = Node{id: int64(i), r: r}
-		r.results[i].BlockedBy = -1
+		r.rep.recs[i] = record{start: noTime, end: noTime, blockedBy: -1}
 	}
 	if opts.Priority != nil {
 		r.prio = make([]float64, n)

@@ -15,6 +15,7 @@ func (r *run) spawnWorker() {
 // worker runs ready nodes until every node is reported. Before anything else it hands
 // its slot to a node coming back from Await, and retires.
 func (r *run) worker(id int) {
+	n := &Node{r: r} // this worker's node, while it runs it
 	r.mu.Lock()
 	var now time.Time // the clock read when the last node ended, reused to start the next
 	for {
@@ -48,15 +49,17 @@ func (r *run) worker(id int) {
 		}
 		u := r.ready.pop()
 		r.state[u] = running
-		res := &r.results[u]
-		res.Worker = id
-		if res.Start = now; now.IsZero() {
-			res.Start = r.opts.Now()
+		start := now
+		if start.IsZero() {
+			start = r.opts.Now()
 		}
-		r.emit(Event{Type: Started, Node: int64(u), Time: res.Start, Worker: id})
+		rec := &r.rep.recs[u]
+		rec.worker, rec.start = int32(id), r.since(start)
+		r.emit(Event{Type: Started, Node: int64(u), Time: start, Worker: id})
 		r.mu.Unlock()
 
-		err := r.execute(u, id)
+		*n = Node{id: int64(u), r: r, worker: id}
+		err := r.execute(n)
 
 		now = r.opts.Now()
 		r.mu.Lock()
@@ -65,9 +68,7 @@ func (r *run) worker(id int) {
 }
 
 // execute runs the node function, turning a panic into a *PanicError.
-func (r *run) execute(u int32, worker int) (err error) {
-	n := &r.nodes[u]
-	n.worker = worker
+func (r *run) execute(n *Node) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = newPanicError(p)
@@ -78,8 +79,7 @@ func (r *run) execute(u int32, worker int) (err error) {
 
 // finish records how a started node ended and releases or skips what depends on it.
 func (r *run) finish(u int32, err error, now time.Time) {
-	res := &r.results[u]
-	res.End = now
+	r.rep.recs[u].end = r.since(now)
 	if err == nil {
 		r.report(u, Succeeded, nil, Event{Type: SucceededEvent, Time: now})
 		woke := 0
@@ -107,3 +107,6 @@ func (r *run) finish(u int32, err error, now time.Time) {
 	}
 	r.cond.Broadcast()
 }
+
+// since is t as a record keeps it: nanoseconds after the run's start.
+func (r *run) since(t time.Time) int64 { return int64(t.Sub(r.rep.t0)) }
