@@ -5,6 +5,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/scheduler"
 	"k8s.io/apimachinery/pkg/types"
@@ -111,7 +112,7 @@ func (r *Report) OK() bool {
 func (r *Report) pluginSkips() int {
 	n := 0
 	for _, o := range r.outcomes {
-		if o.status == Skipped && o.more != nil && o.more.skippedBy != "" {
+		if o.Status() == Skipped && o.more != nil && o.more.skippedBy != "" {
 			n++
 		}
 	}
@@ -120,23 +121,31 @@ func (r *Report) pluginSkips() int {
 
 // outcome is how one object's restore ended, as a run keeps it: an ObjectResult without
 // what the plan knows (which object, at which version), its times as Unix nanoseconds (0
-// when not reached), and what few objects have apart.
+// when not reached), its new UID as the 16 bytes of the server's UUID, and what few
+// objects have apart. 72 bytes.
 type outcome struct {
-	newUID                         types.UID
-	status                         Status
+	newUID                         uuid.UUID
 	started, created, ready, ended int64
 	waited                         time.Duration
 	retries                        int32
+	status                         uint8 // an index into statuses
 	fromJournal                    bool
 	more                           *outcomeMore
 }
 
-// outcomeMore is what an object that failed, was skipped or has warnings also has.
+// outcomeMore is what an object that failed, was skipped or has warnings also has, and
+// what does not fit the outcome's bytes: a new UID that is not a UUID, a status of a
+// caller's step that is not one of the package's.
 type outcomeMore struct {
 	reason, skippedBy string
 	blockedBy         []types.UID
 	warnings          []string
+	newUID            types.UID
+	status            Status
 }
+
+// statuses are the outcome's status bytes; 0 is none yet.
+var statuses = [...]Status{"", Restored, Adopted, Updated, Skipped, Failed, Cancelled}
 
 // detail returns o's rarer part, made when first needed.
 func (o *outcome) detail() *outcomeMore {
@@ -146,19 +155,69 @@ func (o *outcome) detail() *outcomeMore {
 	return o.more
 }
 
+// setStatus records s.
+func (o *outcome) setStatus(s Status) {
+	for i, known := range statuses {
+		if known == s {
+			o.status = uint8(i)
+			if o.more != nil {
+				o.more.status = ""
+			}
+			return
+		}
+	}
+	o.status, o.detail().status = 0, s
+}
+
+// Status returns what setStatus recorded.
+func (o *outcome) Status() Status {
+	if o.more != nil && o.more.status != "" {
+		return o.more.status
+	}
+	return statuses[o.status]
+}
+
+// setNewUID records uid: as 16 bytes when it is a UUID that reads back the same.
+func (o *outcome) setNewUID(uid types.UID) {
+	if u, err := uuid.Parse(string(uid)); err == nil && u.String() == string(uid) {
+		o.newUID = u
+		if o.more != nil {
+			o.more.newUID = ""
+		}
+		return
+	}
+	o.newUID = uuid.Nil
+	if uid != "" || o.more != nil {
+		o.detail().newUID = uid
+	}
+}
+
+// NewUID returns what setNewUID recorded.
+func (o *outcome) NewUID() types.UID {
+	if o.more != nil && o.more.newUID != "" {
+		return o.more.newUID
+	}
+	if o.newUID == uuid.Nil {
+		return ""
+	}
+	return types.UID(o.newUID.String())
+}
+
 // outcomeOf keeps res.
 func outcomeOf(res *ObjectResult) outcome {
-	o := outcome{newUID: res.NewUID, status: res.Status, started: unixNano(res.Started), created: unixNano(res.Created),
-		ready: unixNano(res.Ready), ended: unixNano(res.Ended), waited: res.Waited, retries: int32(res.Retries), fromJournal: res.FromJournal}
+	o := outcome{started: unixNano(res.Started), created: unixNano(res.Created), ready: unixNano(res.Ready), ended: unixNano(res.Ended),
+		waited: res.Waited, retries: int32(res.Retries), fromJournal: res.FromJournal}
 	if res.Reason != "" || res.SkippedBy != "" || len(res.BlockedBy) > 0 || len(res.Warnings) > 0 {
 		o.more = &outcomeMore{reason: res.Reason, skippedBy: res.SkippedBy, blockedBy: res.BlockedBy, warnings: res.Warnings}
 	}
+	o.setStatus(res.Status)
+	o.setNewUID(res.NewUID)
 	return o
 }
 
 // result is the report's line for o, the object ref names.
 func (o *outcome) result(ref ObjectRef) ObjectResult {
-	res := ObjectResult{ObjectRef: ref, NewUID: o.newUID, Status: o.status, FromJournal: o.fromJournal, Retries: int(o.retries),
+	res := ObjectResult{ObjectRef: ref, NewUID: o.NewUID(), Status: o.Status(), FromJournal: o.fromJournal, Retries: int(o.retries),
 		Started: fromUnixNano(o.started), Created: fromUnixNano(o.created), Ready: fromUnixNano(o.ready), Ended: fromUnixNano(o.ended),
 		Waited: o.waited}
 	if m := o.more; m != nil {

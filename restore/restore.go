@@ -108,13 +108,15 @@ func (r *run) report(srep *scheduler.Report, started time.Time, p *Plan) *Report
 		o.ended = unixNano(sr.End)
 		switch sr.Status {
 		case scheduler.Succeeded:
-			if o.status == "" {
-				o.status = Restored
+			if o.Status() == "" {
+				o.setStatus(Restored)
 			}
 		case scheduler.Failed:
-			o.status, o.detail().reason = Failed, sr.Err.Error()
+			o.setStatus(Failed)
+			o.detail().reason = sr.Err.Error()
 		case scheduler.Skipped:
-			o.status, o.detail().reason = Skipped, sr.Err.Error()
+			o.setStatus(Skipped)
+			o.detail().reason = sr.Err.Error()
 			for _, c := range sr.Chain {
 				if cn := p.graph.NodeAt(c); cn.Item != nil {
 					o.more.blockedBy = append(o.more.blockedBy, cn.Item.UID)
@@ -124,9 +126,10 @@ func (r *run) report(srep *scheduler.Report, started time.Time, p *Plan) *Report
 				o.more.reason = "on or behind a dependency cycle"
 			}
 		case scheduler.Cancelled:
-			o.status, o.detail().reason = Cancelled, sr.Err.Error()
+			o.setStatus(Cancelled)
+			o.detail().reason = sr.Err.Error()
 		}
-		rep.Summary[o.status]++
+		rep.Summary[o.Status()]++
 	}
 	rep.outcomes, r.outcomes = r.outcomes, nil
 	return rep
@@ -150,7 +153,7 @@ func (r *run) newUID(source types.UID) (types.UID, bool) {
 	if it, ok := r.backup.Manifest().ByUID(source); ok {
 		if i, ok := r.backup.Manifest().Index(it); ok {
 			r.mu.Lock()
-			u := r.outcomes[i].newUID
+			u := r.outcomes[i].NewUID()
 			r.mu.Unlock()
 			if u != "" {
 				return u, true
@@ -164,7 +167,7 @@ func (r *run) newUID(source types.UID) (types.UID, bool) {
 // restored records that o was made (or found) in the target as uid.
 func (r *run) restored(o *Object, uid types.UID) error {
 	r.mu.Lock()
-	r.outcomes[o.node.ID()].newUID = uid
+	r.outcomes[o.node.ID()].setNewUID(uid)
 	r.mu.Unlock()
 	if r.opts.Journal != nil {
 		return r.opts.Journal.Record(o.Item.UID, uid, o.Result.Status)
@@ -176,8 +179,8 @@ func (r *run) restored(o *Object, uid types.UID) error {
 func (r *run) record(id int64, res *ObjectResult) {
 	o := outcomeOf(res)
 	r.mu.Lock()
-	if o.newUID == "" {
-		o.newUID = r.outcomes[id].newUID
+	if o.NewUID() == "" {
+		o.setNewUID(r.outcomes[id].NewUID())
 	}
 	r.outcomes[id] = o
 	r.mu.Unlock()

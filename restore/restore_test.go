@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/bench/workload"
@@ -522,4 +523,38 @@ func TestPriorityIsThePlansCriticalPath(t *testing.T) {
 	require.True(t, rep.OK())
 	require.NotNil(t, first)
 	assert.Equal(t, p.CriticalPath[0], first.UID)
+}
+
+func TestOutcomeKeepsWhatItIsGiven(t *testing.T) {
+	now := time.Now()
+	for _, res := range []ObjectResult{
+		{NewUID: "0b5f8c1e-3f5a-4a4e-9a43-2d8f3c2f7b10", Status: Restored, Started: now, Created: now.Add(time.Millisecond), Retries: 2},
+		{NewUID: "0B5F8C1E-3F5A-4A4E-9A43-2D8F3C2F7B10", Status: Adopted, FromJournal: true},
+		{NewUID: "uid-7", Status: "Mine", Warnings: []string{"w"}},
+		{Status: Skipped, SkippedBy: "plugin", Reason: "asked to", BlockedBy: []types.UID{"a", "b"}, Waited: time.Second},
+		{},
+	} {
+		o := outcomeOf(&res)
+		got := o.result(res.ObjectRef)
+		assert.Equal(t, res.NewUID, got.NewUID)
+		assert.Equal(t, res.Status, got.Status)
+		assert.Equal(t, res.Retries, got.Retries)
+		assert.Equal(t, res.FromJournal, got.FromJournal)
+		assert.Equal(t, res.Waited, got.Waited)
+		assert.Equal(t, res.Warnings, got.Warnings)
+		assert.Equal(t, res.Reason, got.Reason)
+		assert.Equal(t, res.SkippedBy, got.SkippedBy)
+		assert.Equal(t, res.BlockedBy, got.BlockedBy)
+		for _, pair := range [][2]time.Time{{res.Started, got.Started}, {res.Created, got.Created}, {res.Ready, got.Ready}, {res.Ended, got.Ended}} {
+			assert.True(t, pair[0].Equal(pair[1]), "%s became %s", pair[0], pair[1])
+		}
+	}
+	var o outcome
+	o.setNewUID("uid-7")
+	o.setNewUID("0b5f8c1e-3f5a-4a4e-9a43-2d8f3c2f7b10")
+	assert.Equal(t, types.UID("0b5f8c1e-3f5a-4a4e-9a43-2d8f3c2f7b10"), o.NewUID(), "a later UID replaces an earlier one")
+	o.setStatus("Mine")
+	o.setStatus(Failed)
+	assert.Equal(t, Failed, o.Status(), "a later status replaces an earlier one")
+	assert.LessOrEqual(t, unsafe.Sizeof(o), uintptr(72), "a run keeps one per object: a million of them")
 }
