@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/restoregraph/restoregraph/internal/readahead"
 	"github.com/restoregraph/restoregraph/internal/scoped"
@@ -413,6 +414,8 @@ func (b *Backup) readItem(e *entries, rd *reading, name string, data []byte) err
 		}
 		it = rd.item(k.gr, &meta)
 	}
+	// The name the item keeps (checkMeta compared them) is the one the keys keep too.
+	loc.name, k.name = it.Name, it.Name
 	version := it.Version
 	if loc.dir != "" && version != loc.version() {
 		return fmt.Errorf("apiVersion %s does not match version directory %s", it.GroupVersionKind().GroupVersion(), loc.dir)
@@ -475,6 +478,11 @@ func (b *Backup) keepBody(e *entries, name string, data []byte) error {
 		return err
 	}
 	loc = own(b.strs, loc)
+	if it, ok := b.manifest.Get(manifest.ID{Group: loc.gr.Group, Resource: loc.gr.Resource, Namespace: loc.namespace, Name: loc.name}); ok {
+		loc.name = it.Name // the manifest keeps it already
+	} else {
+		loc.name = b.strs.Copy(unsafe.Slice(unsafe.StringData(loc.name), len(loc.name)))
+	}
 	version := loc.version()
 	if loc.dir == "" {
 		version = b.manifestVersion(loc)
