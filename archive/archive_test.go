@@ -229,6 +229,8 @@ func TestSpillFileKeepsBodiesInside(t *testing.T) {
 	// One byte of memory: every body after the first goes to the spill file.
 	b, err := Read(bytes.NewReader(writeSample(t, Format11)), Options{SpillDir: spill, MemoryBytes: 1})
 	require.NoError(t, err)
+	assert.Zero(t, b.store.memLen, "once bodies spilled, the last ones follow them out of memory")
+	assert.Empty(t, b.store.chunks)
 
 	for _, it := range b.Manifest().Items() {
 		obj, err := b.Object(it, it.Version)

@@ -23,7 +23,8 @@
 //
 // Bodies are kept in memory up to Options.MemoryBytes, the rest in one spill file in
 // Options.SpillDir (the system's temporary directory by default), which Close removes;
-// Read writes nowhere else. Without a manifest, every body is read for its metadata,
+// Read writes nowhere else. Once some have spilled, the rest follow when the tarball
+// ends: a large backup keeps none in its heap. Without a manifest, every body is read for its metadata,
 // with inflating on a goroutine of its own and the second copy Velero writes of each
 // preferred body kept once. A backup that carries its manifest before the bodies (as
 // restoregraph's backup writes it) is described by the manifest: ReadFile returns as

@@ -32,7 +32,8 @@ type Options struct {
 	MaxTotalBytes int64 // all entries, uncompressed; default 16 GiB
 	MaxEntries    int64 // default 10 million
 	// MemoryBytes bounds the object bodies kept in memory; the rest go to one spill
-	// file, which Close removes. Default 64 MiB.
+	// file, which Close removes, and once some have, all do when the tarball ends.
+	// Default 64 MiB.
 	MemoryBytes int64
 	// SpillDir is where the spill file is made; default os.TempDir(). It must exist;
 	// Read writes nowhere else.
@@ -122,6 +123,9 @@ func read(r io.Reader, closer io.Closer, opts Options) (*Backup, error) {
 	b.store.reuse = true
 	err := b.read(r, opts, closer)
 	b.store.reuse, b.store.spare = false, nil // from now on, callers hold bodies
+	if err == nil && b.rest == nil {
+		err = b.store.settle()
+	}
 	if err != nil {
 		b.Close()
 		return nil, err
@@ -344,6 +348,10 @@ func (b *Backup) readRest(want *bodyKey) error {
 			b.rest.close()
 			b.rest = nil
 			b.checkManifest()
+			if err := b.store.settle(); err != nil {
+				b.restErr = err
+				return err
+			}
 			return nil
 		}
 		if err != nil {

@@ -83,6 +83,17 @@ func (s *bodyStore) flush() error {
 	return nil
 }
 
+// settle is called once every body is added: when some went to the spill file, the
+// rest follow, and their memory is let go. The last bodies are then read from the file
+// (that is, from the page cache) as the first are, and a backup of a million objects
+// does not keep the budget's worth of them in its heap for the whole restore.
+func (s *bodyStore) settle() error {
+	if s.file == nil || s.memLen == 0 {
+		return nil
+	}
+	return s.flush()
+}
+
 func (s *bodyStore) get(ref bodyRef) ([]byte, error) {
 	if ref.off >= s.fileLen {
 		i, _ := slices.BinarySearch(s.starts, ref.off+1)
