@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"maps"
 	"slices"
@@ -228,9 +229,9 @@ func PlanRestore(ctx context.Context, target Target, backup Backup, opts Options
 	return p, nil
 }
 
-// plan chooses versions and builds the graph. Version
-// conflicts in strict mode and discovery failures are errors; cycles and malformed
-// annotations are warnings, and the plan covers everything they do not block.
+// plan chooses versions and builds the graph. Version conflicts in strict mode and
+// discovery failures are errors; cycles and malformed annotations are warnings, and the
+// plan covers everything they do not block.
 func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts Options) (*Plan, error) {
 	disc = &onceDiscovery{d: disc}
 	var f *filter.Filter
@@ -383,6 +384,13 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		*fields
 		Objects jsonSeq[PlannedObject] `json:"objects"`
 	}{(*fields)(p), jsonSeq[PlannedObject](p.Objects())})
+}
+
+// WriteJSON writes the plan's JSON to w, indented, as json.MarshalIndent would, but
+// computes, encodes and writes its objects one at a time.
+func (p *Plan) WriteJSON(w io.Writer) error {
+	type fields Plan // the fields without MarshalJSON
+	return writeJSON(w, (*fields)(p), p.Objects())
 }
 
 func nonNil(s []string) []string {

@@ -1,7 +1,10 @@
 package restore
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"io"
 	"iter"
 	"time"
 
@@ -51,8 +54,8 @@ type ObjectResult struct {
 }
 
 // Report is what a restore did. Objects yields each object's result; the report keeps
-// them compactly (a tenth of an ObjectResult each, for a restore of a million objects),
-// with the plan that names them.
+// them compactly (72 bytes each, a fifth of an ObjectResult: a restore may have a
+// million), with the plan that names them, which it keeps alive.
 type Report struct {
 	Summary  map[Status]int `json:"summary"`
 	Warnings []string       `json:"warnings,omitempty"`
@@ -238,6 +241,47 @@ func fromUnixNano(ns int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, ns)
+}
+
+// WriteJSON writes the report's JSON to w, indented, as json.MarshalIndent would, but
+// encodes and writes its objects one at a time: the JSON of a million objects is never
+// in memory whole.
+func (r *Report) WriteJSON(w io.Writer) error {
+	type fields Report // the fields without MarshalJSON
+	return writeJSON(w, (*fields)(r), r.Objects())
+}
+
+// writeJSON writes fields, an object, with objects as its last field, "objects",
+// indented by two spaces and followed by a newline.
+func writeJSON[T any](w io.Writer, fields any, objects iter.Seq[T]) error {
+	head, err := json.MarshalIndent(fields, "", "  ")
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 256<<10)
+	head = bytes.TrimRight(bytes.TrimSuffix(head, []byte("}")), "\n")
+	bw.Write(head)
+	if len(head) > 1 {
+		bw.WriteString(",")
+	}
+	bw.WriteString("\n  \"objects\": [")
+	n := 0
+	for o := range objects {
+		b, err := json.MarshalIndent(o, "    ", "  ")
+		if err != nil {
+			return err
+		}
+		if n++; n > 1 {
+			bw.WriteString(",")
+		}
+		bw.WriteString("\n    ")
+		bw.Write(b)
+	}
+	if n > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteString("]\n}\n")
+	return bw.Flush()
 }
 
 // jsonSeq is a sequence written as a JSON array, one element at a time.

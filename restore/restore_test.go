@@ -113,6 +113,11 @@ func TestReportListsEveryObjectOnce(t *testing.T) {
 
 	js, err := json.Marshal(rep)
 	require.NoError(t, err)
+	indented, err := json.MarshalIndent(rep, "", "  ")
+	require.NoError(t, err)
+	var written bytes.Buffer
+	require.NoError(t, rep.WriteJSON(&written))
+	assert.Equal(t, string(indented)+"\n", written.String(), "WriteJSON writes what MarshalIndent makes")
 	var decoded struct {
 		Objects []ObjectResult `json:"objects"`
 		Summary map[Status]int `json:"summary"`
@@ -431,6 +436,9 @@ func TestPlanWritesNothing(t *testing.T) {
 	assert.Contains(t, p.Warnings, "no readiness probe for Cluster.cluster.x-k8s.io: policy ReadyOnCreate")
 	js, err := p.JSON()
 	require.NoError(t, err)
+	var written bytes.Buffer
+	require.NoError(t, p.WriteJSON(&written))
+	assert.Equal(t, string(js)+"\n", written.String(), "WriteJSON writes what JSON makes")
 	for _, field := range []string{`"sourceVersions"`, `"targetVersions"`, `"dependsOn"`, `"reason"`, `"cycles"`, `"warnings"`} {
 		assert.Contains(t, string(js), field)
 	}

@@ -69,7 +69,7 @@ func newPlanCmd() *cobra.Command {
 			out := cmd.OutOrStdout()
 			switch output {
 			case "json":
-				return writeJSON(out, p)
+				return p.WriteJSON(out)
 			case "dot":
 				dot, err := p.DOT()
 				if err != nil {
@@ -206,7 +206,7 @@ func newRestoreCmd() *cobra.Command {
 				return &exitError{code: exitBadInput, err: err}
 			}
 			if output == "json" {
-				if werr := writeJSON(cmd.OutOrStdout(), rep); werr != nil {
+				if werr := rep.WriteJSON(cmd.OutOrStdout()); werr != nil {
 					return werr
 				}
 			} else {

@@ -128,7 +128,7 @@ func (d *capiDemo) run(out io.Writer) error {
 		return err
 	}
 	took := rep.Finished.Sub(rep.Started)
-	if err := writeFile(filepath.Join(d.out, "report.json"), func(w io.Writer) error { return writeJSON(w, rep) }); err != nil {
+	if err := writeFile(filepath.Join(d.out, "report.json"), rep.WriteJSON); err != nil {
 		return err
 	}
 	if err := writeFile(filepath.Join(d.out, "timeline.svg"), func(w io.Writer) error { return timelineSVG(w, p, rep) }); err != nil {
@@ -162,7 +162,7 @@ func (d *capiDemo) writePlan(out io.Writer, p *restore.Plan) error {
 	if err := os.WriteFile(dotPath, dot, 0o644); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(d.out, "plan.json"), func(w io.Writer) error { return writeJSON(w, p) }); err != nil {
+	if err := writeFile(filepath.Join(d.out, "plan.json"), p.WriteJSON); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "Plan: %d objects, critical path of %d, %d warnings; wrote %s", p.Len(), len(p.CriticalPath), len(p.Warnings), dotPath)
