@@ -124,7 +124,7 @@ func read(r io.Reader, closer io.Closer, opts Options) (*Backup, error) {
 	err := b.read(r, opts, closer)
 	b.store.reuse, b.store.spare = false, nil // from now on, callers hold bodies
 	if err == nil && b.rest == nil {
-		err = b.store.settle()
+		err = b.settle()
 	}
 	if err != nil {
 		b.Close()
@@ -327,6 +327,14 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 	return b.index(rd)
 }
 
+// settle is called once every entry is read: the body index, from now on only read,
+// is compacted, and the bodies still in memory follow the others to the spill file
+// when there is one.
+func (b *Backup) settle() error {
+	b.bodies.Compact()
+	return b.store.settle()
+}
+
 // readRest reads the entries after a carried manifest, until the body of want is read
 // (nil: to the end). b.mu is held.
 func (b *Backup) readRest(want *bodyKey) error {
@@ -348,7 +356,7 @@ func (b *Backup) readRest(want *bodyKey) error {
 			b.rest.close()
 			b.rest = nil
 			b.checkManifest()
-			if err := b.store.settle(); err != nil {
+			if err := b.settle(); err != nil {
 				b.restErr = err
 				return err
 			}

@@ -37,3 +37,34 @@ func TestMatchesAPlainMap(t *testing.T) {
 	assert.False(t, ok, "a scope never set")
 	assert.Equal(t, want, maps.Collect(m.All()))
 }
+
+// TestCompactKeepsEveryEntry compacts between rounds of sets that overwrite compacted
+// keys and add new ones, and checks the map against a plain one after each step.
+func TestCompactKeepsEveryEntry(t *testing.T) {
+	var m Map[scope, int]
+	want := map[Key[scope]]int{}
+	scopes := []scope{{"", "a"}, {"apps", "a"}, {"", "b"}}
+	check := func(step string) {
+		t.Helper()
+		assert.Equal(t, len(want), m.Len(), step)
+		for k, v := range want {
+			got, ok := m.Get(k.Scope, k.Name)
+			assert.True(t, ok, "%s: %v", step, k)
+			assert.Equal(t, v, got, "%s: %v", step, k)
+		}
+		_, ok := m.Get(scopes[0], "missing")
+		assert.False(t, ok, step)
+		assert.Equal(t, want, maps.Collect(m.All()), step)
+	}
+	for round := range 4 {
+		for i := range 100 {
+			s, name := scopes[(i+round)%len(scopes)], fmt.Sprintf("n%d", (i*7+round*31)%80)
+			m.Set(s, name, round*1000+i)
+			want[Key[scope]{s, name}] = round*1000 + i
+		}
+		check(fmt.Sprintf("round %d, before Compact", round))
+		m.Compact()
+		assert.Empty(t, m.values, "Compact leaves nothing in the hash map")
+		check(fmt.Sprintf("round %d, after Compact", round))
+	}
+}
