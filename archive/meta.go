@@ -34,6 +34,7 @@ type metaReader struct {
 	dec     *jsontext.Decoder
 	src     bytes.Reader
 	scratch []byte
+	pairBuf manifest.Pairs // reused while reading one object's labels or annotations
 	strs    *strslab.Strings
 }
 
@@ -133,15 +134,21 @@ func (r *metaReader) pairs() (manifest.Pairs, error) {
 	if r.dec.PeekKind() == 'n' {
 		return nil, r.dec.SkipValue()
 	}
-	var p manifest.Pairs
+	p := r.pairBuf[:0]
 	err := r.object(func(name []byte) error {
 		key := r.strs.Intern(name)
 		v, err := r.str()
 		p = append(p, manifest.Pair{Key: key, Value: v})
 		return err
 	})
+	r.pairBuf = p
+	if err != nil || len(p) == 0 {
+		return nil, err
+	}
 	slices.SortFunc(p, func(a, b manifest.Pair) int { return strings.Compare(a.Key, b.Key) })
-	return slices.CompactFunc(p, func(a, b manifest.Pair) bool { return a.Key == b.Key }), err
+	p = slices.CompactFunc(p, func(a, b manifest.Pair) bool { return a.Key == b.Key })
+	// Exactly as long as it is: append's spare capacity, a million times over, is not.
+	return slices.Clone(p), nil
 }
 
 func (r *metaReader) expect(want jsontext.Kind) error {
