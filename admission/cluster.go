@@ -158,6 +158,7 @@ type ticketed struct {
 	c      *Cluster
 	op     Operation
 	fp     footprint
+	chunks int // the ConfigMaps holding fp's keys
 	lease  *coordinationv1.Lease
 	ticket uint64
 	stop   chan struct{}
@@ -188,7 +189,7 @@ func (c *Cluster) enter(ctx context.Context, op Operation) (*ticketed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admission: make the operation's lease: %w", err)
 	}
-	mine := &ticketed{c: c, op: op, fp: fp, lease: created, stop: make(chan struct{}), done: make(chan struct{})}
+	mine := &ticketed{c: c, op: op, fp: fp, chunks: chunks(len(fp.keys)), lease: created, stop: make(chan struct{}), done: make(chan struct{})}
 	go mine.renew()
 	if err := mine.writeKeys(ctx); err != nil {
 		mine.abandon()
@@ -218,7 +219,7 @@ func chunks(keys int) int { return (keys + keysPerChunk - 1) / keysPerChunk }
 // and 1 of write flag each, in hash order.
 func (t *ticketed) writeKeys(ctx context.Context) error {
 	owner := metav1.OwnerReference{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Name: t.lease.Name, UID: t.lease.UID}
-	for i := range chunks(len(t.fp.keys)) {
+	for i := range t.chunks {
 		keys := t.fp.keys[i*keysPerChunk : min((i+1)*keysPerChunk, len(t.fp.keys))]
 		data := make([]byte, 0, 9*len(keys))
 		for _, k := range keys {
@@ -285,8 +286,15 @@ func (t *ticketed) annotate(ctx context.Context, key, value string) error {
 	return err
 }
 
+// markAdmitted records that the operation runs. From then on others read its keys from
+// its ConfigMaps, and it needs neither them nor its sets: a restore of a million objects
+// lets go of them here.
 func (t *ticketed) markAdmitted(ctx context.Context) error {
-	return t.annotate(ctx, annAdmitted, "true")
+	if err := t.annotate(ctx, annAdmitted, "true"); err != nil {
+		return err
+	}
+	t.op.Writes, t.op.Reads, t.fp = manifest.Set{}, manifest.Set{}, footprint{}
+	return nil
 }
 
 // renew keeps the Lease alive until stop.
@@ -326,7 +334,7 @@ func (t *ticketed) abandon() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	t.c.remove(ctx, t.lease.Name, chunks(len(t.fp.keys)))
+	t.c.remove(ctx, t.lease.Name, t.chunks)
 }
 
 // stopRenewing ends the renewals, once: it reports whether this call did.
