@@ -8,13 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 )
 
 // Build builds the command from its module at moduleDir (cmd/restoregraph) into
 // restoregraph/bin in the user's cache directory (replacing what an earlier run built),
-// and returns the binary's path.
+// with peakrss beside it, and returns the command's path.
 func Build(moduleDir string) (string, error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
@@ -25,13 +24,18 @@ func Build(moduleDir string) (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "restoregraph")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = moduleDir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the CLI in %s: %v\n%s", moduleDir, err, out)
+	for _, b := range [][2]string{{bin, "."}, {peakRSS(bin), "github.com/restoregraph/restoregraph/bench/clirun/peakrss"}} {
+		cmd := exec.Command("go", "build", "-o", b[0], b[1])
+		cmd.Dir = moduleDir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("building %s in %s: %v\n%s", b[1], moduleDir, err, out)
+		}
 	}
 	return bin, nil
 }
+
+// peakRSS is where Build puts peakrss, beside bin.
+func peakRSS(bin string) string { return filepath.Join(filepath.Dir(bin), "restoregraph-peakrss") }
 
 // Run is one run of the command.
 type Run struct {
@@ -40,23 +44,30 @@ type Run struct {
 	Stdout []byte
 }
 
-// Start runs bin with args to its end. A run that fails returns its error with what
-// it wrote to standard error.
+// Start runs bin, built by Build, with args to its end, through peakrss so that the
+// peak memory measured is the command's own. A run that fails returns its error with
+// what it wrote to standard error.
 func Start(bin string, args ...string) (Run, error) {
-	cmd := exec.Command(bin, args...)
+	peakR, peakW, err := os.Pipe()
+	if err != nil {
+		return Run{}, err
+	}
+	defer peakR.Close()
+	cmd := exec.Command(peakRSS(bin), append([]string{bin}, args...)...)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = &stdout, &stderr, []*os.File{peakW}
 	start := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	took := time.Since(start)
+	peakW.Close()
 	if err != nil {
 		return Run{}, fmt.Errorf("restoregraph %v: %w\n%s", args, err, stderr.Bytes())
 	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return Run{}, fmt.Errorf("no resource usage for the process on this system")
+	var peak int64
+	if _, err := fmt.Fscan(peakR, &peak); err != nil {
+		return Run{}, fmt.Errorf("no peak memory for the process on this system: %w", err)
 	}
-	return Run{Took: took, MaxRSS: ru.Maxrss * 1024, Stdout: stdout.Bytes()}, nil
+	return Run{Took: took, MaxRSS: peak, Stdout: stdout.Bytes()}, nil
 }
 
 // Metrics are the figures a benchmark reports of a run of objects objects.
