@@ -176,21 +176,21 @@ func (p *Plan) restored() iter.Seq2[int64, *manifest.Item] {
 // to exist and never changes when they do, so two restores into one namespace that make
 // different objects in it run together.
 func (p *Plan) operation(name string, existing Existing) admission.Operation {
-	// A Namespace that is adopted, not made, is read; everything else is written.
-	ids := func(read bool) iter.Seq[manifest.ID] {
-		return func(yield func(manifest.ID) bool) {
-			for _, it := range p.restored() {
-				if (isNamespace(it) && existing == Adopt) != read {
-					continue
-				}
-				ns, n := refOf(it, "", p.mappings).InTarget()
-				if !yield(manifest.ID{Group: it.Group, Resource: it.Resource, Namespace: ns, Name: n}) {
-					return
-				}
+	// A Namespace that is adopted, not made, is read; everything else is written. One
+	// pass: the writes go straight into their set, the few reads into a slice.
+	var reads []manifest.ID
+	writes := manifest.CollectSet(func(yield func(manifest.ID) bool) {
+		for _, it := range p.restored() {
+			ns, n := refOf(it, "", p.mappings).InTarget()
+			id := manifest.ID{Group: it.Group, Resource: it.Resource, Namespace: ns, Name: n}
+			if isNamespace(it) && existing == Adopt {
+				reads = append(reads, id)
+			} else if !yield(id) {
+				return
 			}
 		}
-	}
-	return admission.Operation{ID: name, Kind: "restore", Writes: manifest.CollectSet(ids(false)), Reads: manifest.CollectSet(ids(true))}
+	})
+	return admission.Operation{ID: name, Kind: "restore", Writes: writes, Reads: manifest.NewSet(reads...)}
 }
 
 // item returns what node id restores: its item, or the copy it is restored through;
