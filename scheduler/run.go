@@ -147,5 +147,6 @@ func Run(ctx context.Context, dag DAG, fn Func, opts Options) (*Report, error) {
 	if r.events != nil {
 		r.events.close()
 	}
-	return &r.rep, ctx.Err()
+	rep := r.rep // not &r.rep: the report would keep the whole run alive
+	return &rep, ctx.Err()
 }
