@@ -494,14 +494,15 @@ func (b *Backup) keepBody(e *entries, name string, data []byte) error {
 		return err
 	}
 	loc = own(b.strs, loc)
-	if it, ok := b.manifest.Get(manifest.ID{Group: loc.gr.Group, Resource: loc.gr.Resource, Namespace: loc.namespace, Name: loc.name}); ok {
+	it, listed := b.manifest.Get(manifest.ID{Group: loc.gr.Group, Resource: loc.gr.Resource, Namespace: loc.namespace, Name: loc.name})
+	if listed {
 		loc.name = it.Name // the manifest keeps it already
 	} else {
 		loc.name = b.strs.Copy(unsafe.Slice(unsafe.StringData(loc.name), len(loc.name)))
 	}
 	version := loc.version()
 	if loc.dir == "" {
-		version = b.manifestVersion(loc)
+		version = b.manifestVersion(loc.gr, it)
 	}
 	key := bodyKey{loc.gr, version, loc.namespace, loc.name}
 	keep, err := b.place(key, loc)
@@ -668,15 +669,14 @@ type objKey struct {
 	namespace, name string
 }
 
-// manifestVersion is the version the manifest records for the object at loc (its
-// preferred one), or that of its group-resource when the manifest lists it under
-// another group.
-func (b *Backup) manifestVersion(loc location) string {
-	id := manifest.ID{Group: loc.gr.Group, Resource: loc.gr.Resource, Namespace: loc.namespace, Name: loc.name}
-	if it, ok := b.manifest.Get(id); ok && it.GroupResource() == loc.gr {
+// manifestVersion is the version the manifest records for an object of gr, it being
+// the item the manifest lists under the object's identity (nil when none): the item's
+// own (its preferred one), or that of gr when the item is listed under another group.
+func (b *Backup) manifestVersion(gr schema.GroupResource, it *manifest.Item) string {
+	if it != nil && it.GroupResource() == gr {
 		return it.Version
 	}
-	if r, ok := b.manifest.Resource(loc.gr); ok {
+	if r, ok := b.manifest.Resource(gr); ok {
 		return r.Preferred
 	}
 	return ""

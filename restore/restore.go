@@ -29,8 +29,8 @@ type run struct {
 	request *ria.Restore
 
 	journaled map[types.UID]Journaled // what an earlier run recorded
-	// mu guards outcomes, by node: each is written by its node when it ends (its new UID
-	// as soon as it is made), and read for owners' new UIDs.
+	// mu guards outcomes, by node: each is written by its node when it ends, and read
+	// for owners' new UIDs (an owner ends before what it owns starts).
 	mu       sync.Mutex
 	outcomes []outcome
 }
@@ -164,11 +164,9 @@ func (r *run) newUID(source types.UID) (types.UID, bool) {
 	return j.New, ok
 }
 
-// restored records that o was made (or found) in the target as uid.
+// restored journals that o was made (or found) in the target as uid; its outcome
+// records it when o's steps end.
 func (r *run) restored(o *Object, uid types.UID) error {
-	r.mu.Lock()
-	r.outcomes[o.node.ID()].setNewUID(uid)
-	r.mu.Unlock()
 	if r.opts.Journal != nil {
 		return r.opts.Journal.Record(o.Item.UID, uid, o.Result.Status)
 	}
@@ -179,9 +177,6 @@ func (r *run) restored(o *Object, uid types.UID) error {
 func (r *run) record(id int64, res *ObjectResult) {
 	o := outcomeOf(res)
 	r.mu.Lock()
-	if o.NewUID() == "" {
-		o.setNewUID(r.outcomes[id].NewUID())
-	}
 	r.outcomes[id] = o
 	r.mu.Unlock()
 }
