@@ -136,6 +136,9 @@ func (r *run) verifyOne(ctx context.Context, id int64) (*VerifiedObject, error) 
 			problem("owner %s %s (uid %s): %s", ref.Kind, ref.Name, ref.UID, reason)
 		}
 	}
+	for _, lost := range r.lostOwners(ctx, it, gvr, live) {
+		problem("%s", lost)
+	}
 	if live.GetAnnotations()[SourceUIDAnnotation] != string(it.UID) {
 		v.Adopted = true
 		return v, nil
@@ -149,7 +152,7 @@ func (r *run) verifyOne(ctx context.Context, id int64) (*VerifiedObject, error) 
 		if field == "metadata" || field == "status" || field == "apiVersion" || field == "kind" {
 			continue
 		}
-		for _, d := range differences(field, want.Object[field], live.Object[field]) {
+		for _, d := range differences(field, want.Object[field], live.Object[field], secretValues(it)) {
 			problem("%s", d)
 		}
 	}
@@ -198,6 +201,49 @@ func (r *run) liveController(ctx context.Context, it *manifest.Item, gvr schema.
 		return ""
 	}
 	return owner.Kind + " " + qualifiedName(ns, name)
+}
+
+// lostOwners names each owner the object has in the backup that is in the target but
+// that the live object no longer names: ownership lost, as by a restore that removes
+// ownerReferences. Nothing then cascades from the owner, and a link no controller makes
+// again is gone for good. An owner that is not in the target is not this object's
+// problem (the owner's own verdict says Missing, or it was left out of the restore).
+func (r *run) lostOwners(ctx context.Context, it *manifest.Item, gvr schema.GroupVersionResource, live *unstructured.Unstructured) []string {
+	o := &Object{Item: it, Resource: gvr, Result: &ObjectResult{}}
+	if r.stepRead(ctx, o) != nil {
+		return nil
+	}
+	var lost []string
+	for _, ref := range o.Backup.GetOwnerReferences() {
+		owner, ok := r.backup.Manifest().ByUID(ref.UID)
+		if !ok {
+			continue
+		}
+		choice, _ := r.plan.versions.For(owner.GroupResource())
+		if choice.Rule == versionselect.RuleNotServed {
+			continue
+		}
+		ns, name := refOf(owner, choice.Version, r.opts.NamespaceMappings).InTarget()
+		ogvr := schema.GroupVersionResource{Group: owner.Group, Version: choice.Version, Resource: owner.Resource}
+		var liveOwner *unstructured.Unstructured
+		err := r.get(ctx, func() (err error) {
+			liveOwner, err = r.target.Dynamic.Resource(ogvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+			return err
+		})
+		if err != nil {
+			continue
+		}
+		// A reference by kind and name to another UID is reported as a dead owner.
+		named := false
+		for _, lref := range live.GetOwnerReferences() {
+			named = named || lref.UID == liveOwner.GetUID() || (lref.Kind == owner.Kind && lref.Name == name)
+		}
+		if !named {
+			lost = append(lost, fmt.Sprintf("ownership lost: its owner %s %s is in the target (uid %s), but the object no longer names it",
+				owner.Kind, qualifiedName(ns, name), liveOwner.GetUID()))
+		}
+	}
+	return lost
 }
 
 // expected is what the restore makes of the object's body, before it is created.
@@ -257,36 +303,52 @@ func (r *run) ownerLive(ctx context.Context, ref metav1.OwnerReference, namespac
 	return ""
 }
 
+// secretValues reports whether the values of it are secret: a Secret's are never shown,
+// in a report or anywhere else.
+func secretValues(it *manifest.Item) bool { return it.Group == "" && it.Resource == "secrets" }
+
 // differences lists where want, a field of what the restore makes, is not in got: every
 // map key of want must be in got with the same value; lists must be as long and alike
-// element by element; what got has beyond want is the target's own.
-func differences(path string, want, got any) []string {
+// element by element; what got has beyond want is the target's own. With hide, each
+// difference names its field and not the values.
+func differences(path string, want, got any, hide bool) []string {
 	switch w := want.(type) {
 	case map[string]any:
 		g, ok := got.(map[string]any)
 		if !ok {
-			return []string{fmt.Sprintf("%s: want an object, the target has %v", path, short(got))}
+			return []string{fmt.Sprintf("%s: want an object, the target has %v", path, shown(got, hide))}
 		}
 		var out []string
 		for _, k := range sortedKeys(w) {
-			out = append(out, differences(path+"."+k, w[k], g[k])...)
+			out = append(out, differences(path+"."+k, w[k], g[k], hide)...)
 		}
 		return out
 	case []any:
 		g, ok := got.([]any)
 		if !ok || len(g) != len(w) {
-			return []string{fmt.Sprintf("%s: want %d elements, the target has %v", path, len(w), short(got))}
+			return []string{fmt.Sprintf("%s: want %d elements, the target has %v", path, len(w), shown(got, hide))}
 		}
 		var out []string
 		for i := range w {
-			out = append(out, differences(fmt.Sprintf("%s[%d]", path, i), w[i], g[i])...)
+			out = append(out, differences(fmt.Sprintf("%s[%d]", path, i), w[i], g[i], hide)...)
 		}
 		return out
 	}
 	if !reflect.DeepEqual(want, got) {
+		if hide {
+			return []string{path + ": not what the backup holds (a Secret's values are not shown)"}
+		}
 		return []string{fmt.Sprintf("%s: want %v, the target has %v", path, short(want), short(got))}
 	}
 	return nil
+}
+
+// shown is v for a report: short, or not at all when it is secret.
+func shown(v any, hide bool) string {
+	if hide && v != nil {
+		return "other values (a Secret's values are not shown)"
+	}
+	return short(v)
 }
 
 func short(v any) string {

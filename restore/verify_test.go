@@ -59,9 +59,47 @@ func TestVerifyNamesWhatIsBroken(t *testing.T) {
 	got := verdicts(v)
 	assert.Equal(t, Missing, got["configmaps/settings"].Verdict)
 	assert.Equal(t, Differs, got["secrets/creds"].Verdict)
-	assert.Contains(t, got["secrets/creds"].Problems, "data.password: want aHVudGVyMg==, the target has c3dvcmRmaXNo")
+	assert.Equal(t, []string{"data.password: not what the backup holds (a Secret's values are not shown)"}, got["secrets/creds"].Problems,
+		"the field is named, neither value is shown")
 	assert.Equal(t, Differs, got["pods/"+pod.GetName()].Verdict)
 	require.Len(t, got["pods/"+pod.GetName()].Problems, 1)
 	assert.Contains(t, got["pods/"+pod.GetName()].Problems[0], "owner ReplicaSet web-6648b76bbd (uid 00000000-0000-0000-0000-000000000000): the ReplicaSet of that name has uid")
 	assert.Equal(t, 3, v.Summary[Missing]+v.Summary[Differs])
+}
+
+// Verify reports ownership lost: an object whose owner is restored, but that no longer
+// names it, as after a restore that removes ownerReferences. It counted as adopted, and
+// verified, before.
+func TestVerifyReportsLostOwnership(t *testing.T) {
+	b := shop(t)
+	tgt := shopTarget(t)
+	ctx := context.Background()
+	opts := Options{Retry: fastRetry, NamespaceMappings: map[string]string{"shop": "shop-owned"}}
+	rep, err := Run(ctx, tgt, b, opts)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", firstFailure(rep))
+
+	replicasets := tgt.Dynamic.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}).Namespace("shop-owned")
+	list, err := replicasets.List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, list.Items)
+	rs := list.Items[0]
+	require.NotEmpty(t, rs.GetOwnerReferences(), "restored with its owner")
+	rs.SetOwnerReferences(nil)
+	// As a restore that removes ownerReferences leaves it: not made by this restore.
+	annotations := rs.GetAnnotations()
+	delete(annotations, SourceUIDAnnotation)
+	rs.SetAnnotations(annotations)
+	_, err = replicasets.Update(ctx, &rs, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	v, err := Verify(ctx, tgt, b, opts)
+	require.NoError(t, err)
+	assert.False(t, v.OK(), "lost ownership is not verified")
+	got := verdicts(v)["replicasets/"+rs.GetName()]
+	assert.Equal(t, Differs, got.Verdict)
+	assert.True(t, got.Adopted)
+	require.Len(t, got.Problems, 1)
+	assert.Contains(t, got.Problems[0], "ownership lost: its owner Deployment shop-owned/web is in the target")
+	assert.Equal(t, 1, v.Summary[Differs]+v.Summary[Missing], "nothing else")
 }
