@@ -135,3 +135,27 @@ func TestCopyOwnerReferencesKeepsSourceUIDs(t *testing.T) {
 	}
 	assert.Positive(t, owned)
 }
+
+// The Velero baseline removes every ownerReference, as Velero's restore does, and
+// restoregraph keeps every link, pointing at the new owners.
+func TestVeleroRemovesOwnerReferences(t *testing.T) {
+	b := capi(t)
+	ctx := context.Background()
+	_, vtgt := target(t, memcluster.Options{})
+	rep, err := restore.Run(ctx, vtgt, b, Velero(restore.Options{Retry: fastRetry}))
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", rep.Summary)
+	kept, links, err := Ownership(ctx, vtgt, b)
+	require.NoError(t, err)
+	assert.Positive(t, links)
+	assert.Zero(t, kept, "no ownerReference survives")
+
+	_, rtgt := target(t, memcluster.Options{})
+	rep, err = restore.Run(ctx, rtgt, b, restore.Options{Retry: fastRetry})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", rep.Summary)
+	kept, all, err := Ownership(ctx, rtgt, b)
+	require.NoError(t, err)
+	assert.Equal(t, links, all)
+	assert.Equal(t, links, kept, "every link kept")
+}

@@ -5,6 +5,7 @@
 package baseline
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -31,15 +32,48 @@ var (
 )
 
 // Velero returns opts changed to restore as Velero does: one object at a time, in
-// Velero's resource order. Owner references are still remapped.
+// Velero's resource order, with every ownerReference removed (Velero's resetMetadata
+// deletes them with uid and resourceVersion). Nothing the restore makes is collected,
+// and nothing it makes is owned: what no controller adopts again stays without its
+// owner. The graph still holds its owner edges where the resource order would break
+// them (a model of Velero's order, not Velero: TestVeleroSideBySide in test/ measures
+// Velero itself).
 func Velero(opts restore.Options) restore.Options {
 	opts.Workers = 1
 	opts.Rules = append(slices.Clone(opts.Rules), VeleroOrder)
+	opts.Steps = replaceStep(opts.Steps, restore.StepRemapOwners, restore.Step{Name: StepRemoveOwners, Run: removeOwners})
 	return opts
 }
 
-// CopyOwnerReferences returns opts changed to copy ownerReferences verbatim, as naive
-// restores do: the garbage collector then deletes what was restored.
+// StepRemoveOwners is the step of the Velero baseline that removes ownerReferences, in
+// place of restoregraph's remapping.
+const StepRemoveOwners = "remove-owners"
+
+func removeOwners(_ context.Context, o *restore.Object) error {
+	o.Body.SetOwnerReferences(nil)
+	return nil
+}
+
+// replaceStep wraps steps (nil: the default pipeline) so that the step named name is
+// replaced by with.
+func replaceStep(steps func([]restore.Step) []restore.Step, name string, with restore.Step) func([]restore.Step) []restore.Step {
+	return func(in []restore.Step) []restore.Step {
+		if steps != nil {
+			in = steps(in)
+		}
+		out := slices.Clone(in)
+		for i, s := range out {
+			if s.Name == name {
+				out[i] = with
+			}
+		}
+		return out
+	}
+}
+
+// CopyOwnerReferences returns opts changed to copy ownerReferences verbatim, as a naive
+// copy does (`kubectl create` of saved YAML; not Velero, which removes them): the
+// garbage collector then deletes what was restored.
 func CopyOwnerReferences(opts restore.Options) restore.Options {
 	opts.Steps = func(steps []restore.Step) []restore.Step {
 		return slices.DeleteFunc(steps, func(s restore.Step) bool { return s.Name == restore.StepRemapOwners })

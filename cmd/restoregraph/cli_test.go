@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -284,7 +285,12 @@ func TestDemo(t *testing.T) {
 	n := items(t, filepath.Join(out, "backup.tar.gz"))
 	assert.Contains(t, r.stdout, fmt.Sprintf("%d restored, 0 failed, 0 skipped", n))
 	assert.Contains(t, r.stdout, "objects deleted by the garbage collector afterwards: 0")
-	assert.Contains(t, r.stdout, fmt.Sprintf("Velero's order, one object at a time: %d objects", n))
+	kept := regexp.MustCompile(`ownership links kept, pointing at the new owners: (\d+) of (\d+)\n`).FindStringSubmatch(r.stdout)
+	require.Len(t, kept, 3, r.stdout)
+	assert.Equal(t, kept[2], kept[1], "restoregraph keeps every link")
+	assert.NotEqual(t, "0", kept[2])
+	assert.Contains(t, r.stdout, fmt.Sprintf("ownerReferences removed as Velero removes them):\n  %d objects", n))
+	assert.Regexp(t, `ownership links kept: 0 of [1-9]`, r.stdout, "the model of Velero keeps none")
 	for _, f := range []string{"backup.tar.gz", "plan.json", "plan.dot", "report.json", "timeline.svg"} {
 		info, err := os.Stat(filepath.Join(out, f))
 		require.NoError(t, err, f)
