@@ -24,6 +24,7 @@ func (r *run) remapOwners(ctx context.Context, o *Object) {
 	kept := refs[:0]
 	for _, ref := range refs {
 		if uid, ok := r.newUID(ref.UID); ok {
+			relabelOwnerUID(obj, ref.UID, uid)
 			ref.UID = uid
 			kept = append(kept, ref)
 			continue
@@ -40,6 +41,24 @@ func (r *run) remapOwners(ctx context.Context, o *Object) {
 		kept = nil
 	}
 	obj.SetOwnerReferences(kept)
+}
+
+// relabelOwnerUID points the labels that hold an owner's UID at its new one. A Job
+// selects its Pods by its own UID (batch.kubernetes.io/controller-uid, controller-uid):
+// a Pod restored with the old value is released by the restored Job, which removes the
+// ownerReference that the restore made, and ownership is lost.
+func relabelOwnerUID(obj *unstructured.Unstructured, old, uid types.UID) {
+	labels := obj.GetLabels()
+	changed := false
+	for k, v := range labels {
+		if v == string(old) {
+			labels[k] = string(uid)
+			changed = true
+		}
+	}
+	if changed {
+		obj.SetLabels(labels)
+	}
 }
 
 // lookupOwner finds an owner that is not in the backup in the target.

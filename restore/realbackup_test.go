@@ -84,6 +84,14 @@ func TestRealBackupRestoresWhole(t *testing.T) {
 	job := get(t, tgt, jobsGVR, "migrate")
 	sel, _, _ := unstructured.NestedStringMap(job.Object, "spec", "selector", "matchLabels")
 	assert.Equal(t, string(job.GetUID()), sel["batch.kubernetes.io/controller-uid"], "the target generated the selector")
+	// The Job's Pod carries the new Job's UID in the labels the Job selects it by, or the
+	// Job would release it and ownership would be lost.
+	pod := get(t, tgt, podsGVR, "migrate-7fdlt")
+	require.Len(t, pod.GetOwnerReferences(), 1)
+	assert.Equal(t, job.GetUID(), pod.GetOwnerReferences()[0].UID)
+	for _, l := range []string{"controller-uid", "batch.kubernetes.io/controller-uid"} {
+		assert.Equal(t, string(job.GetUID()), pod.GetLabels()[l], l)
+	}
 
 	// The plan says what it folded and what it leaves to the target.
 	p, err := PlanRestore(context.Background(), tgt, b, Options{})
