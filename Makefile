@@ -15,6 +15,17 @@ HOST         := plugin/velerohost
 VELERO_VERSION := $(shell sed -n 's/^\tgithub.com\/vmware-tanzu\/velero \(v[0-9.]*\)$$/\1/p' test/velero/go.mod)
 VELERO_BIN   ?= $(HOME)/.cache/restoregraph/velero-$(VELERO_VERSION)
 export RESTOREGRAPH_VELERO_BIN := $(VELERO_BIN)
+# The Velero stack of the integration tests: the Velero server (the same velero command)
+# with its AWS object-store plugin, pinned in test/velero/go.mod; an S3 server and fake
+# nodes, each built from its own module at a pinned version with go install (their
+# go.mod files have no replace directives, so the build is exactly the released one).
+AWS_PLUGIN_VERSION := $(shell sed -n 's/^\tgithub.com\/vmware-tanzu\/velero-plugin-for-aws \(v[0-9.]*\).*$$/\1/p' test/velero/go.mod)
+VERSITYGW_VERSION  := v1.8.0
+KWOK_VERSION       := v0.8.0
+S3_BIN       ?= $(HOME)/.cache/restoregraph/versitygw-$(VERSITYGW_VERSION)
+KWOK_BIN     ?= $(HOME)/.cache/restoregraph/kwok-$(KWOK_VERSION)
+export RESTOREGRAPH_S3_BIN := $(S3_BIN)
+export RESTOREGRAPH_KWOK_BIN := $(KWOK_BIN)
 # The other DAG walkers and the chart library are in a module of their own too.
 PEERS        := bench/peers
 BENCH_OUT    ?= docs/bench
@@ -22,7 +33,7 @@ FUZZTIME  ?= 15s
 BENCHTIME ?= 1x
 BENCH     ?= .
 
-.PHONY: all test unit plugins integration bench-integration etcd lint fmt bench fuzz demo pictures
+.PHONY: all test unit plugins integration bench-integration etcd lint fmt bench fuzz demo pictures velero-stack fixtures
 
 all: test
 
@@ -52,15 +63,55 @@ fmt:
 plugins: $(VELERO_BIN)/.built
 	cd $(HOST) && $(GO) test -race -count=1 -timeout 20m ./...
 
+# -X sets what `velero version` prints: the server refuses nothing without it, but a
+# client and server that both say "<no value>" hide which Velero answered.
 $(VELERO_BIN)/.built:
 	@mkdir -p $(VELERO_BIN)
-	@echo "building velero $(VELERO_VERSION) into $(VELERO_BIN) (a minute or two when cold)"
-	cd test/velero && $(GO) build -o $(VELERO_BIN)/ github.com/vmware-tanzu/velero/cmd/velero
+	@echo "building velero $(VELERO_VERSION) into $(VELERO_BIN) (a few minutes when cold)"
+	cd test/velero && $(GO) build -ldflags "-X github.com/vmware-tanzu/velero/pkg/buildinfo.Version=$(VELERO_VERSION)" \
+	  -o $(VELERO_BIN)/ github.com/vmware-tanzu/velero/cmd/velero
 	@touch $@
 
-## integration: the tests against a real kube-apiserver, etcd and garbage collector
-integration: etcd $(KUBE_BIN)/.built
-	cd test && $(GO) test -race -count=1 -timeout 20m ./...
+## velero-stack: the Velero server and its AWS plugin, the S3 server, kube-scheduler and kwok, built once into ~/.cache
+velero-stack: $(VELERO_BIN)/.built $(VELERO_BIN)/plugins/.aws-$(AWS_PLUGIN_VERSION) $(S3_BIN)/.built $(KWOK_BIN)/.built $(KUBE_BIN)/.scheduler
+
+# The plugin directory holds only plugins: Velero runs every executable in it.
+$(VELERO_BIN)/plugins/.aws-$(AWS_PLUGIN_VERSION):
+	@mkdir -p $(VELERO_BIN)/plugins
+	@echo "building velero-plugin-for-aws $(AWS_PLUGIN_VERSION) into $(VELERO_BIN)/plugins (a few minutes when cold)"
+	cd test/velero && $(GO) build -o $(VELERO_BIN)/plugins/velero-plugin-for-aws github.com/vmware-tanzu/velero-plugin-for-aws/velero-plugin-for-aws
+	@touch $@
+
+$(S3_BIN)/.built:
+	@mkdir -p $(S3_BIN)
+	@echo "building versitygw $(VERSITYGW_VERSION) into $(S3_BIN) (a few minutes when cold)"
+	GOBIN=$(S3_BIN) GOFLAGS=-mod=mod $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	@touch $@
+
+$(KWOK_BIN)/.built:
+	@mkdir -p $(KWOK_BIN)
+	@echo "building kwok $(KWOK_VERSION) into $(KWOK_BIN) (a few minutes when cold)"
+	GOBIN=$(KWOK_BIN) GOFLAGS=-mod=mod $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+	@# The release's own stages: nodes Ready with a heartbeat, Pods Running, Succeeded, deleted.
+	@mkdir -p $(KWOK_BIN)/stages
+	cd $$($(GO) env GOMODCACHE)/sigs.k8s.io/kwok@$(KWOK_VERSION)/kustomize/stage && \
+	  install -m 644 node/fast/node-initialize.yaml node/heartbeat/node-heartbeat.yaml \
+	    pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml $(KWOK_BIN)/stages/
+	@touch $@
+
+$(KUBE_BIN)/.scheduler: $(KUBE_BIN)/.built
+	@echo "building kube-scheduler $(KUBE_VERSION) into $(KUBE_BIN)"
+	cd test && $(GO) build -o $(KUBE_BIN)/ k8s.io/kubernetes/cmd/kube-scheduler
+	@touch $@
+
+## integration: the tests against a real kube-apiserver, etcd and garbage collector, and beside the real Velero server
+integration: etcd $(KUBE_BIN)/.built velero-stack
+	cd test && $(GO) test -race -count=1 -timeout 30m ./...
+
+## fixtures: the backups the real Velero server writes of an application namespace and a Cluster API fleet, into testdata/velero
+fixtures: etcd $(KUBE_BIN)/.built velero-stack
+	rm -rf testdata/velero && mkdir -p testdata/velero
+	cd test && RESTOREGRAPH_WRITE_VELERO_FIXTURES=$(CURDIR)/testdata/velero $(GO) test -count=1 -timeout 20m -run '^TestVeleroSideBySide$$' .
 
 ## bench-integration: two workloads of 5,000 objects into the real server three ways, unthrottled, a 10,000-object backup, the CLI restoring 100,000 objects, and 10,000 Services created, one run each
 bench-integration: etcd $(KUBE_BIN)/.built

@@ -1,6 +1,9 @@
 // Package harness runs a real control plane on loopback for the integration tests: etcd
 // from Debian's etcd-server package, and kube-apiserver and kube-controller-manager
-// (garbage collector and namespace controllers) built from the k8s.io/kubernetes module.
+// (garbage collector and namespace controllers) built from the k8s.io/kubernetes module;
+// where a test needs Pods to run, kube-scheduler and fake nodes from sigs.k8s.io/kwok;
+// and where it needs Velero, an S3 server (versitygw) and the Velero server with its AWS
+// object-store plugin (velero.go).
 //
 // Every process is started with a parent-death signal, so that none outlives the test
 // binary, even when it is killed for a timeout; Stop ends them in order.
@@ -22,16 +25,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
 )
 
 // Binaries says where the programs are. Empty fields are looked up: etcd on PATH, the
-// Kubernetes binaries in $RESTOREGRAPH_KUBE_BIN.
+// Kubernetes binaries in $RESTOREGRAPH_KUBE_BIN, kwok in $RESTOREGRAPH_KWOK_BIN.
 type Binaries struct {
-	Etcd, APIServer, ControllerManager string
+	Etcd, APIServer, ControllerManager, Scheduler, Kwok string
 }
 
 // Cluster is a running control plane.
@@ -39,8 +41,7 @@ type Cluster struct {
 	Config     *rest.Config
 	Kubeconfig string
 	dir        string
-	procs      []*exec.Cmd              // in start order
-	exited     map[string]chan struct{} // closed when the named process exits
+	processes
 }
 
 const token = "restoregraph-integration-token"
@@ -55,6 +56,10 @@ type Options struct {
 	// ServiceAccountAdmission turns on the ServiceAccount admission plugin, as in real
 	// clusters: a Pod's ServiceAccount must exist, and a token volume is mounted.
 	ServiceAccountAdmission bool
+	// Nodes is how many fake nodes kwok runs; with any, kube-scheduler runs too, so that
+	// Pods are scheduled, become Running and Ready, and Jobs complete, as on a real
+	// cluster, without a kubelet.
+	Nodes int
 }
 
 // AppControllers are the controllers that act on a typical application namespace.
@@ -79,10 +84,10 @@ func StartWith(ctx context.Context, dir string, bin Binaries, opts Options) (*Cl
 	if opts.ServiceAccountAdmission {
 		admission = nil
 	}
-	if err := bin.resolve(); err != nil {
+	if err := bin.resolve(opts.Nodes > 0); err != nil {
 		return nil, err
 	}
-	c := &Cluster{dir: dir, exited: map[string]chan struct{}{}}
+	c := &Cluster{dir: dir, processes: processes{dir: dir}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -149,6 +154,11 @@ func StartWith(ctx context.Context, dir string, bin Binaries, opts Options) (*Cl
 	); err != nil {
 		return nil, err
 	}
+	if opts.Nodes > 0 {
+		if err := c.startNodes(ctx, bin, opts.Nodes); err != nil {
+			return nil, err
+		}
+	}
 	ok = true
 	return c, nil
 }
@@ -167,72 +177,43 @@ contexts:
 current-context: integration
 `
 
-func (b *Binaries) resolve() error {
+func (b *Binaries) resolve(nodes bool) error {
 	var err error
 	if b.Etcd == "" {
 		if b.Etcd, err = exec.LookPath("etcd"); err != nil {
 			return fmt.Errorf("etcd not found: install Debian's etcd-server (make integration does): %w", err)
 		}
 	}
-	dir := os.Getenv("RESTOREGRAPH_KUBE_BIN")
-	for _, p := range []*string{&b.APIServer, &b.ControllerManager} {
-		if *p != "" {
+	paths := []struct {
+		path       *string
+		name, env  string
+		needed     bool
+		makeTarget string
+	}{
+		{&b.APIServer, "kube-apiserver", "RESTOREGRAPH_KUBE_BIN", true, "make integration"},
+		{&b.ControllerManager, "kube-controller-manager", "RESTOREGRAPH_KUBE_BIN", true, "make integration"},
+		{&b.Scheduler, "kube-scheduler", "RESTOREGRAPH_KUBE_BIN", nodes, "make velero-stack"},
+		{&b.Kwok, "kwok", "RESTOREGRAPH_KWOK_BIN", nodes, "make velero-stack"},
+	}
+	for _, p := range paths {
+		if *p.path != "" || !p.needed {
 			continue
 		}
-		name := "kube-apiserver"
-		if p == &b.ControllerManager {
-			name = "kube-controller-manager"
-		}
-		*p = filepath.Join(dir, name)
-		if _, err := os.Stat(*p); err != nil {
-			return fmt.Errorf("%s not found in $RESTOREGRAPH_KUBE_BIN (%q): run make integration, which builds it: %w", name, dir, err)
+		if *p.path, err = binary(p.env, p.name, p.makeTarget); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func (c *Cluster) logPath(name string) string { return filepath.Join(c.dir, name+".log") }
-
-func (c *Cluster) start(name, path string, args ...string) error {
-	log, err := os.Create(c.logPath(name))
-	if err != nil {
-		return err
+// binary is the program name in the directory $env names.
+func binary(env, name, makeTarget string) (string, error) {
+	dir := os.Getenv(env)
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("%s not found in $%s (%q): run %s, which builds it: %w", name, env, dir, makeTarget, err)
 	}
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	// The kernel kills the process when the test binary dies, whatever kills it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return fmt.Errorf("start %s: %w", name, err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); log.Close(); close(exited) }()
-	c.exited[name] = exited
-	c.procs = append(c.procs, cmd)
-	return nil
-}
-
-// Stop ends the processes, last started first: SIGTERM, then SIGKILL after 10 seconds.
-func (c *Cluster) Stop() {
-	for i := len(c.procs) - 1; i >= 0; i-- {
-		p := c.procs[i]
-		done := c.exited[filepath.Base(p.Path)]
-		p.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			p.Process.Kill()
-			<-done
-		}
-	}
-	c.procs = nil
-}
-
-// Log returns what a process wrote, for a failing test's output.
-func (c *Cluster) Log(name string) string {
-	data, _ := os.ReadFile(c.logPath(name))
-	return string(data)
+	return path, nil
 }
 
 func freePorts(n int) ([]int, error) {
@@ -256,7 +237,7 @@ func freePorts(n int) ([]int, error) {
 
 // waitHTTP polls url until it answers 200. It fails at once when the process exits,
 // with the end of its log.
-func (c *Cluster) waitHTTP(ctx context.Context, name string, client *http.Client, url, bearer string, timeout time.Duration) error {
+func (c *processes) waitHTTP(ctx context.Context, name string, client *http.Client, url, bearer string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for time.Now().Before(deadline) {
@@ -276,17 +257,12 @@ func (c *Cluster) waitHTTP(ctx context.Context, name string, client *http.Client
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-c.exited[name]:
+		case <-c.exitedChan(name):
 			return fmt.Errorf("%s exited:\n%s", name, c.logTail(name, 3000))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
 	return fmt.Errorf("%s: %s not ready after %s: %v\n%s", name, url, timeout, last, c.logTail(name, 3000))
-}
-
-func (c *Cluster) logTail(name string, n int) string {
-	log := c.Log(name)
-	return log[max(0, len(log)-n):]
 }
 
 func writeKeyPair(keyPath, pubPath string) error {

@@ -1,0 +1,104 @@
+package harness
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// processes are the programs a Cluster or an S3 server runs, each logging into a file of
+// its name in dir, stopped together, last started first.
+type processes struct {
+	dir   string
+	procs []process // in start order
+}
+
+type process struct {
+	name   string
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the process exits
+}
+
+func (ps *processes) logPath(name string) string { return filepath.Join(ps.dir, name+".log") }
+
+// start runs path with args and env added to the test's environment.
+func (ps *processes) start(name, path string, args ...string) error {
+	return ps.startEnv(name, nil, path, args...)
+}
+
+func (ps *processes) startEnv(name string, env []string, path string, args ...string) error {
+	log, err := os.Create(ps.logPath(name))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Dir = ps.dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	// The kernel kills the process when the test binary dies, whatever kills it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); log.Close(); close(exited) }()
+	ps.procs = append(ps.procs, process{name: name, cmd: cmd, exited: exited})
+	return nil
+}
+
+// exitedChan is closed when the process of that name exits; nil (never ready) when there
+// is none.
+func (ps *processes) exitedChan(name string) chan struct{} {
+	for _, p := range ps.procs {
+		if p.name == name {
+			return p.exited
+		}
+	}
+	return nil
+}
+
+// Stop ends the processes, last started first: SIGTERM, then SIGKILL after 10 seconds.
+func (ps *processes) Stop() {
+	for i := len(ps.procs) - 1; i >= 0; i-- {
+		ps.procs[i].stop()
+	}
+	ps.procs = nil
+}
+
+// stopOne ends the process of that name alone.
+func (ps *processes) stopOne(name string) {
+	for i, p := range ps.procs {
+		if p.name == name {
+			p.stop()
+			ps.procs = append(ps.procs[:i], ps.procs[i+1:]...)
+			return
+		}
+	}
+}
+
+func (p process) stop() {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// Log returns what a process wrote, for a failing test's output.
+func (ps *processes) Log(name string) string {
+	data, _ := os.ReadFile(ps.logPath(name))
+	return string(data)
+}
+
+func (ps *processes) logTail(name string, n int) string {
+	log := ps.Log(name)
+	return log[max(0, len(log)-n):]
+}

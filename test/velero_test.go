@@ -1,0 +1,214 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/bench/clirun"
+	"github.com/restoregraph/restoregraph/bench/workload"
+	"github.com/restoregraph/restoregraph/restore"
+	"github.com/restoregraph/restoregraph/test/harness"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+)
+
+// writeFixturesEnv names a directory into which TestVeleroSideBySide copies what Velero
+// wrote into the bucket for each backup (make fixtures sets it to testdata/velero).
+const writeFixturesEnv = "RESTOREGRAPH_WRITE_VELERO_FIXTURES"
+
+// veleroCluster is a control plane with what an application needs to run: the workload
+// controllers, the scheduler and fake nodes, so that Deployments become Available, Pods
+// Running, Jobs Complete, as Velero sees a real cluster.
+func veleroCluster(t *testing.T) *harness.Cluster {
+	return startCluster(t, harness.Options{Controllers: harness.AppControllers, ServiceAccountAdmission: true, Nodes: 2})
+}
+
+var (
+	veleroBackups  = schema.GroupVersionResource{Group: "velero.io", Version: "v1", Resource: "backups"}
+	veleroRestores = schema.GroupVersionResource{Group: "velero.io", Version: "v1", Resource: "restores"}
+)
+
+// veleroPhase waits until the Velero object of gvr and name reaches a phase that ends
+// it, and returns that phase.
+func veleroPhase(t *testing.T, c *harness.Cluster, gvr schema.GroupVersionResource, name string, done ...string) string {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(c.Config)
+	require.NoError(t, err)
+	var phase string
+	err = wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		o, err := dyn.Resource(gvr).Namespace("velero").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		phase, _, _ = unstructured.NestedString(o.Object, "status", "phase")
+		for _, d := range done {
+			if phase == d {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	require.NoError(t, err, "%s %s stays %q", gvr.Resource, name, phase)
+	return phase
+}
+
+// sourceWithVelero is a cluster holding the application namespace as its controllers
+// leave it and one Cluster API workload cluster whose CRDs are served at two versions,
+// backed up by the real Velero server into s as backup name. It returns the tarball's
+// path in the bucket.
+func sourceWithVelero(t *testing.T, s *harness.S3, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	src := veleroCluster(t)
+	defer src.Stop()
+	tgt := restoreTarget(t, src.Config)
+	// The CRDs exist before the Velero server starts: it reads the served resources once
+	// at start and again only every five minutes, and leaves out of a backup, silently,
+	// what it has not seen.
+	fleet := filepath.Join(t.TempDir(), "fleet.tar.gz")
+	var buf bytes.Buffer
+	require.NoError(t, workload.CAPI(workload.CAPIOptions{Clusters: 1, Seed: 7}).Write(&buf))
+	require.NoError(t, os.WriteFile(fleet, buf.Bytes(), 0o644))
+	fb, err := archive.ReadFile(fleet, archive.Options{})
+	require.NoError(t, err)
+	rep, err := restore.Run(ctx, tgt, fb, restore.Options{})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "the fleet is made in the source cluster")
+	createApp(t, tgt)
+
+	v, err := src.StartVelero(ctx, s, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"}})
+	require.NoError(t, err)
+	out, err := v.Run(ctx, "backup", "create", name, "--include-namespaces", "shop,fleet-00", "--wait")
+	require.NoError(t, err, out)
+	phase := veleroPhase(t, src, veleroBackups, name, "Completed", "PartiallyFailed", "Failed")
+	require.Equal(t, "Completed", phase, "velero backup %s\n%s", name, v.Log())
+	src.StopVelero()
+
+	dir := s.Path("backups/" + name)
+	if out := os.Getenv(writeFixturesEnv); out != "" {
+		require.NoError(t, os.CopyFS(filepath.Join(out, name), os.DirFS(dir)), "the fixtures, written again")
+	}
+	return filepath.Join(dir, name+".tar.gz")
+}
+
+// TestVeleroSideBySide restores one backup that the real Velero server wrote into real
+// object storage twice, each into a fresh cluster whose controllers run: with `velero
+// restore create`, and with restoregraph. Each is then read back against the backup: what
+// is there, how every ownership link of the backup stands once the controllers and the
+// garbage collector have acted, and what `restoregraph verify` says. restoregraph must
+// lose nothing Velero keeps.
+func TestVeleroSideBySide(t *testing.T) {
+	ctx := context.Background()
+	s, err := harness.StartS3(ctx, t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(s.Stop)
+	const name = "shop-and-fleet"
+	tarball := sourceWithVelero(t, s, name)
+	b, err := archive.ReadFile(tarball, archive.Options{})
+	require.NoError(t, err, "the tarball Velero wrote reads")
+
+	// Velero's restore, by the Velero server of the target, from the same bucket.
+	vc := veleroCluster(t)
+	v, err := vc.StartVelero(ctx, s, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"}, ReadOnly: true})
+	require.NoError(t, err)
+	veleroPhase(t, vc, veleroBackups, name, "Completed") // synced from the bucket
+	started := time.Now()
+	out, err := v.Run(ctx, "restore", "create", name+"-restore", "--from-backup", name, "--wait")
+	veleroTook := time.Since(started)
+	require.NoError(t, err, out)
+	veleroResult := veleroPhase(t, vc, veleroRestores, name+"-restore", "Completed", "PartiallyFailed", "Failed", "FailedValidation")
+	if veleroResult != "Completed" {
+		describe, _ := v.Run(ctx, "restore", "describe", name+"-restore", "--details")
+		logs, _ := v.Run(ctx, "restore", "logs", name+"-restore")
+		t.Logf("velero restore describe:\n%s\nvelero restore logs:\n%s", describe, logs)
+	}
+	vc.StopVelero()
+	vt := restoreTarget(t, vc.Config)
+	veleroAt := standingOf(t, vt, b)
+
+	// restoregraph's, from the command line, of the same tarball.
+	rc := veleroCluster(t)
+	rt := restoreTarget(t, rc.Config)
+	bin, err := cliBinary()
+	require.NoError(t, err)
+	run, err := clirun.Start(bin, "restore", "--backup", tarball, "--kubeconfig", rc.Kubeconfig, "-o", "json")
+	require.NoError(t, err, "restoregraph restores the backup Velero wrote whole (exit 0)")
+	rgTook := run.Took
+	var report restoreReport
+	require.NoError(t, json.Unmarshal(run.Stdout, &report))
+	rgAt := standingOf(t, rt, b)
+
+	// The controllers adopt what has no owner and make what is missing; the garbage
+	// collector removes what names an owner that is not there.
+	time.Sleep(15 * time.Second)
+	veleroEnd, rgEnd := standingOf(t, vt, b), standingOf(t, rt, b)
+	veleroGone, rgGone := gone(veleroAt, veleroEnd), gone(rgAt, rgEnd)
+	veleroVerify, veleroProblems, _ := verifyTarget(t, tarball, vc.Kubeconfig)
+	rgVerify, rgProblems, rgReplaced := verifyTarget(t, tarball, rc.Kubeconfig)
+
+	t.Logf("%d objects in the backup\n"+
+		"| | Velero %s | restoregraph |\n|---|---|---|\n"+
+		"| wall time | %s (%s) | %s |\n| objects there after the restore | %d | %d |\n"+
+		"| ownership links kept / wrong / lost, after 15 s | %d / %d / %d | %d / %d / %d |\n"+
+		"| removed afterwards | %d | %d |\n| verify | %v | %v |",
+		len(b.Manifest().Items()), veleroVersionOf(t, v),
+		veleroTook.Round(10*time.Millisecond), veleroResult, rgTook.Round(10*time.Millisecond),
+		len(veleroAt.present), len(rgAt.present),
+		veleroEnd.kept, veleroEnd.wrong, len(veleroEnd.lost), rgEnd.kept, rgEnd.wrong, len(rgEnd.lost),
+		len(veleroGone), len(rgGone), veleroVerify, rgVerify)
+	t.Logf("ownership Velero lost:\n%s\nremoved after Velero's restore: %v\nremoved after restoregraph's: %v\nverify after Velero:\n%s",
+		strings.Join(veleroEnd.lost, "\n"), veleroGone, rgGone, strings.Join(veleroProblems, "\n"))
+
+	assert.Equal(t, "Completed", veleroResult, "the reference itself restores the backup")
+	// What Velero's restore holds at the end, restoregraph's holds too; or restoregraph
+	// left it to the target's controllers, which make their own (EndpointSlices), or the
+	// controller of the object made one of its own in its place (a ReplicaSet's Pod,
+	// restored after its ReplicaSet: Velero restores Pods first, and its ReplicaSet adopts
+	// them), which verify reports as Replaced.
+	left := report.leftToTarget()
+	var elsewhere []string
+	for id := range veleroEnd.present {
+		if _, ok := rgEnd.present[id]; ok {
+			continue
+		}
+		if left[id] || rgReplaced[id] {
+			elsewhere = append(elsewhere, id.String())
+			continue
+		}
+		t.Errorf("%s: Velero's restore has it, restoregraph's must", id)
+	}
+	t.Logf("in Velero's restore, not in restoregraph's, left to or replaced by the target's controllers: %v", elsewhere)
+	assert.Empty(t, rgEnd.lost, "restoregraph keeps every ownership link")
+	assert.Zero(t, rgEnd.wrong)
+	assert.GreaterOrEqual(t, rgEnd.kept, veleroEnd.kept)
+	assert.Empty(t, rgGone, "nothing restoregraph restored is removed afterwards")
+	assert.Empty(t, rgProblems, "verify holds after restoregraph")
+	assert.NotEmpty(t, veleroEnd.lost, "Velero removes ownerReferences; links no controller makes again stay lost")
+	assert.NotZero(t, veleroVerify[restore.Differs], "and verify says so")
+}
+
+// veleroVersionOf is what the Velero client says of itself.
+func veleroVersionOf(t *testing.T, v *harness.Velero) string {
+	out, err := v.Run(context.Background(), "version", "--client-only")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "Version:" {
+			return f[1]
+		}
+	}
+	return ""
+}
