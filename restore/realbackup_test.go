@@ -252,3 +252,39 @@ func TestNamespaceDefaultsAreAdoptedQuietly(t *testing.T) {
 	assert.Equal(t, Failed, res["serviceaccounts/default"].Status, "with the rule off, Fail applies")
 	assert.Equal(t, Failed, res["configmaps/kube-root-ca.crt"].Status)
 }
+
+// veleroFixture is a backup the real Velero server (v1.18.3, with its AWS plugin, into an
+// S3 server) wrote of an application namespace as its controllers left it and of a
+// Cluster API workload cluster whose CRDs are served at two versions, with
+// EnableAPIGroupVersions; `make fixtures` writes it again.
+const veleroFixture = "../testdata/velero/shop-and-fleet/shop-and-fleet.tar.gz"
+
+// A backup the real Velero server wrote restores whole into the embedded server: every
+// object restored or left out by a rule that names itself, nothing collected by the
+// garbage collector, and verify holds (it would not with an ownership link lost).
+func TestRestoreABackupVeleroWrote(t *testing.T) {
+	b, err := archive.ReadFile(veleroFixture, archive.Options{})
+	require.NoError(t, err)
+	assert.Empty(t, b.Warnings(), "Velero's layout reads without a warning")
+	srv, tgt := cluster(t, memcluster.Options{GC: true, GCDelay: 50 * time.Millisecond, ServiceCIDR: "10.96.0.0/24"})
+	ctx := context.Background()
+	rep, err := Run(ctx, tgt, b, Options{Retry: fastRetry})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
+	kinds := map[string]bool{}
+	for o := range rep.Objects() {
+		kinds[o.Kind] = true
+		if o.Status != Restored {
+			assert.Equal(t, Skipped, o.Status, "%s %s/%s", o.Kind, o.Namespace, o.Name)
+			assert.NotEmpty(t, o.SkippedBy, "%s %s/%s is left out by a rule that names itself", o.Kind, o.Namespace, o.Name)
+		}
+	}
+	for _, k := range []string{"CustomResourceDefinition", "Cluster", "Machine", "Deployment", "ReplicaSet", "Pod", "StatefulSet", "Job", "CronJob"} {
+		assert.True(t, kinds[k], "the backup holds a %s", k)
+	}
+	time.Sleep(300 * time.Millisecond)
+	assert.Zero(t, srv.Collected(), "nothing restored is collected")
+	v, err := Verify(ctx, tgt, b, Options{Retry: fastRetry})
+	require.NoError(t, err)
+	assert.True(t, v.OK(), "%v", v.Summary)
+}
