@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/bench/clirun"
 	"github.com/restoregraph/restoregraph/bench/workload"
@@ -211,4 +212,74 @@ func veleroVersionOf(t *testing.T, v *harness.Velero) string {
 		}
 	}
 	return ""
+}
+
+// veleroBackupJSON is velero-backup.json, what Velero's backup sync reads of a backup in
+// the bucket to make its Backup object: the name, the location, the tarball's format and
+// phase Completed. Velero needs nothing else beside the tarball to list and restore it.
+func veleroBackupJSON(name string, namespaces []string, at time.Time) []byte {
+	ts := at.UTC().Format(time.RFC3339)
+	data, _ := json.Marshal(map[string]any{
+		"apiVersion": "velero.io/v1", "kind": "Backup",
+		"metadata": map[string]any{"name": name, "namespace": "velero", "labels": map[string]any{"velero.io/storage-location": "default"}},
+		"spec":     map[string]any{"includedNamespaces": namespaces, "storageLocation": "default", "ttl": "720h0m0s"},
+		"status": map[string]any{"version": 1, "formatVersion": "1.1.0", "phase": "Completed",
+			"startTimestamp": ts, "completionTimestamp": ts, "expiration": at.Add(720 * time.Hour).UTC().Format(time.RFC3339)},
+	})
+	return data
+}
+
+// TestVeleroRestoresARestoregraphBackup is the other way round: `restoregraph backup`
+// writes the tarball, it is put where Velero looks (backups/NAME/ in the bucket, with
+// velero-backup.json beside it), `velero backup get` lists it and `velero restore create`
+// restores it to Completed.
+func TestVeleroRestoresARestoregraphBackup(t *testing.T) {
+	ctx := context.Background()
+	src := veleroCluster(t)
+	createApp(t, restoreTarget(t, src.Config))
+	tarball := filepath.Join(t.TempDir(), "rg-shop.tar.gz")
+	code, text := cli(t, "backup", "-o", tarball, "--include-namespaces", "shop", "--kubeconfig", src.Kubeconfig)
+	require.Equal(t, 0, code, text)
+	src.Stop()
+	b, err := archive.ReadFile(tarball, archive.Options{})
+	require.NoError(t, err)
+
+	s, err := harness.StartS3(ctx, t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(s.Stop)
+	const name = "rg-shop"
+	data, err := os.ReadFile(tarball)
+	require.NoError(t, err)
+	for key, body := range map[string][]byte{
+		"backups/" + name + "/" + name + ".tar.gz": data,
+		"backups/" + name + "/velero-backup.json":  veleroBackupJSON(name, []string{"shop"}, time.Now()),
+	} {
+		_, err := s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &s.Bucket, Key: &key, Body: bytes.NewReader(body)})
+		require.NoError(t, err, key)
+	}
+
+	dst := veleroCluster(t)
+	v, err := dst.StartVelero(ctx, s, harness.VeleroOptions{ReadOnly: true})
+	require.NoError(t, err)
+	veleroPhase(t, dst, veleroBackups, name, "Completed")
+	out, err := v.Run(ctx, "backup", "get")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, name, "velero backup get lists it")
+	out, err = v.Run(ctx, "restore", "create", name+"-restore", "--from-backup", name, "--wait")
+	require.NoError(t, err, out)
+	phase := veleroPhase(t, dst, veleroRestores, name+"-restore", "Completed", "PartiallyFailed", "Failed", "FailedValidation")
+	if phase != "Completed" {
+		describe, _ := v.Run(ctx, "restore", "describe", name+"-restore", "--details")
+		t.Log(describe)
+	}
+	require.Equal(t, "Completed", phase)
+	at := standingOf(t, restoreTarget(t, dst.Config), b)
+	for _, kind := range []string{"deployments", "statefulsets", "configmaps", "secrets", "services", "cronjobs"} {
+		found := false
+		for id := range at.present {
+			found = found || id.Resource == kind
+		}
+		assert.True(t, found, "Velero restored the %s of restoregraph's backup", kind)
+	}
+	t.Logf("Velero restored %d of the %d objects of restoregraph's backup", len(at.present), b.Manifest().Len())
 }
