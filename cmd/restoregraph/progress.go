@@ -83,9 +83,9 @@ func (p *progress) draw(final bool) {
 	line := fmt.Sprintf("%d/%d done, %d running, %d failed, %.0f/s, ETA %s", p.done, p.total, p.running, p.failed, rate, eta)
 	if p.throttle != nil {
 		waited := p.throttle()
-		if w := waited - p.lastWaited; w > 0 {
+		if w := (waited - p.lastWaited).Round(time.Millisecond); w > 0 {
 			line += fmt.Sprintf(", client-side throttling: requests waited %s in the last %s (raise --client-qps)",
-				w.Round(time.Millisecond), window.Round(100*time.Millisecond))
+				w, window.Round(100*time.Millisecond))
 		}
 		p.lastWaited = waited
 	}

@@ -37,3 +37,18 @@ func TestMeteredLimiterCountsWaiting(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, l.Waited(), 80*time.Millisecond, "the second and third request waited about 50ms each")
 }
+
+// Requests that find a token at once are not throttled: however many there are, the
+// progress line does not ask to raise --client-qps.
+func TestNoThrottlingWithoutWaiting(t *testing.T) {
+	l := newMeteredLimiter(1e6, 1e6)
+	for range 10000 {
+		l.Accept()
+	}
+	assert.Zero(t, l.Waited(), "no request waited for a token")
+	var buf bytes.Buffer
+	p := &progress{w: &buf, total: 300, done: 100, start: time.Now().Add(-10 * time.Second),
+		throttle: func() time.Duration { return 400 * time.Microsecond }}
+	p.draw(false)
+	assert.NotContains(t, buf.String(), "throttling", "less than a millisecond is no wait")
+}

@@ -8,6 +8,11 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 )
 
+// throttled is the shortest wait counted as throttling: a request that finds a token
+// spends microseconds in the limiter, and thousands of free passes must not add up to a
+// wait (the progress line then asked to raise --client-qps when nothing had waited).
+const throttled = time.Millisecond
+
 // meteredLimiter is the client's rate limiter, counting the time requests spent waiting
 // for it: how much client-side throttling holds a restore back.
 type meteredLimiter struct {
@@ -22,14 +27,20 @@ func newMeteredLimiter(qps float32, burst int) *meteredLimiter {
 func (m *meteredLimiter) Wait(ctx context.Context) error {
 	start := time.Now()
 	err := m.RateLimiter.Wait(ctx)
-	m.waited.Add(int64(time.Since(start)))
+	m.count(time.Since(start))
 	return err
 }
 
 func (m *meteredLimiter) Accept() {
 	start := time.Now()
 	m.RateLimiter.Accept()
-	m.waited.Add(int64(time.Since(start)))
+	m.count(time.Since(start))
+}
+
+func (m *meteredLimiter) count(d time.Duration) {
+	if d >= throttled {
+		m.waited.Add(int64(d))
+	}
 }
 
 // Waited returns the time requests have waited for the limiter so far.
