@@ -198,6 +198,7 @@ func (r *run) create(ctx context.Context, o *Object) (*unstructured.Unstructured
 					return err
 				}
 				o.Body.SetResourceVersion(cur.GetResourceVersion())
+				keepGenerated(it.GroupResource(), o.Body, cur)
 				updated, err = o.Client.Update(ctx, o.Body, metav1.UpdateOptions{})
 				return err
 			})
