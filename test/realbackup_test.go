@@ -34,7 +34,7 @@ import (
 )
 
 // startCluster starts a control plane of its own for one test.
-func startCluster(t *testing.T, opts harness.Options) *harness.Cluster {
+func startCluster(t testing.TB, opts harness.Options) *harness.Cluster {
 	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -185,7 +185,7 @@ type written struct {
 	namespaced bool
 }
 
-func appObjects(t *testing.T, mapper meta.RESTMapper) []written {
+func appObjects(t testing.TB, mapper meta.RESTMapper) []written {
 	t.Helper()
 	var out []written
 	for _, doc := range strings.Split(app, "\n---\n") {
@@ -203,7 +203,7 @@ func appObjects(t *testing.T, mapper meta.RESTMapper) []written {
 // createApp creates the application in c and waits until the controllers have done what
 // they do: ReplicaSet and Pods, the StatefulSet's Pod and claim, the Job's Pod, endpoint
 // slices, the namespace's default ServiceAccount and kube-root-ca.crt, Events.
-func createApp(t *testing.T, tgt restore.Target) []written {
+func createApp(t testing.TB, tgt restore.Target) []written {
 	t.Helper()
 	ctx := context.Background()
 	objs := appObjects(t, tgt.Mapper)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,7 +33,7 @@ const writeFixturesEnv = "RESTOREGRAPH_WRITE_VELERO_FIXTURES"
 // veleroCluster is a control plane with what an application needs to run: the workload
 // controllers, the scheduler and fake nodes, so that Deployments become Available, Pods
 // Running, Jobs Complete, as Velero sees a real cluster.
-func veleroCluster(t *testing.T) *harness.Cluster {
+func veleroCluster(t testing.TB) *harness.Cluster {
 	return startCluster(t, harness.Options{Controllers: harness.AppControllers, ServiceAccountAdmission: true, Nodes: 2})
 }
 
@@ -43,7 +44,7 @@ var (
 
 // veleroPhase waits until the Velero object of gvr and name reaches a phase that ends
 // it, and returns that phase.
-func veleroPhase(t *testing.T, c *harness.Cluster, gvr schema.GroupVersionResource, name string, done ...string) string {
+func veleroPhase(t testing.TB, c *harness.Cluster, gvr schema.GroupVersionResource, name string, done ...string) string {
 	t.Helper()
 	dyn, err := dynamic.NewForConfig(c.Config)
 	require.NoError(t, err)
@@ -66,10 +67,11 @@ func veleroPhase(t *testing.T, c *harness.Cluster, gvr schema.GroupVersionResour
 }
 
 // sourceWithVelero is a cluster holding the application namespace as its controllers
-// leave it and one Cluster API workload cluster whose CRDs are served at two versions,
+// leave it and a fleet of Cluster API workload clusters whose CRDs are served at two
+// versions (in namespaces fleet-00 and on),
 // backed up by the real Velero server into s as backup name. It returns the tarball's
 // path in the bucket.
-func sourceWithVelero(t *testing.T, s *harness.S3, name string) string {
+func sourceWithVelero(t testing.TB, s *harness.S3, name string, clusters int) string {
 	t.Helper()
 	ctx := context.Background()
 	src := veleroCluster(t)
@@ -80,7 +82,7 @@ func sourceWithVelero(t *testing.T, s *harness.S3, name string) string {
 	// what it has not seen.
 	fleet := filepath.Join(t.TempDir(), "fleet.tar.gz")
 	var buf bytes.Buffer
-	require.NoError(t, workload.CAPI(workload.CAPIOptions{Clusters: 1, Seed: 7}).Write(&buf))
+	require.NoError(t, workload.CAPI(workload.CAPIOptions{Clusters: clusters, Seed: 7}).Write(&buf))
 	require.NoError(t, os.WriteFile(fleet, buf.Bytes(), 0o644))
 	fb, err := archive.ReadFile(fleet, archive.Options{})
 	require.NoError(t, err)
@@ -91,7 +93,11 @@ func sourceWithVelero(t *testing.T, s *harness.S3, name string) string {
 
 	v, err := src.StartVelero(ctx, s, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"}})
 	require.NoError(t, err)
-	out, err := v.Run(ctx, "backup", "create", name, "--include-namespaces", "shop,fleet-00", "--wait")
+	namespaces := []string{"shop"}
+	for i := range clusters {
+		namespaces = append(namespaces, fmt.Sprintf("fleet-%02d", i))
+	}
+	out, err := v.Run(ctx, "backup", "create", name, "--include-namespaces", strings.Join(namespaces, ","), "--wait")
 	require.NoError(t, err, out)
 	phase := veleroPhase(t, src, veleroBackups, name, "Completed", "PartiallyFailed", "Failed")
 	require.Equal(t, "Completed", phase, "velero backup %s\n%s", name, v.Log())
@@ -116,7 +122,7 @@ func TestVeleroSideBySide(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(s.Stop)
 	const name = "shop-and-fleet"
-	tarball := sourceWithVelero(t, s, name)
+	tarball := sourceWithVelero(t, s, name, 1)
 	b, err := archive.ReadFile(tarball, archive.Options{})
 	require.NoError(t, err, "the tarball Velero wrote reads")
 
@@ -206,7 +212,7 @@ func TestVeleroSideBySide(t *testing.T) {
 }
 
 // veleroVersionOf is what the Velero client says of itself.
-func veleroVersionOf(t *testing.T, v *harness.Velero) string {
+func veleroVersionOf(t testing.TB, v *harness.Velero) string {
 	out, err := v.Run(context.Background(), "version", "--client-only")
 	if err != nil {
 		return ""

@@ -1,0 +1,79 @@
+package test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/bench/clirun"
+	"github.com/restoregraph/restoregraph/test/harness"
+	"github.com/stretchr/testify/require"
+)
+
+// BenchmarkIntegrationVelero restores one backup that the real Velero server wrote of the
+// application namespace and a Cluster API fleet (25 and 250 workload clusters: about
+// 1,100 and 10,300 objects) twice, each into a fresh cluster whose controllers run: with
+// `velero restore create --wait` and with the restoregraph command, default flags. It
+// reports each wall time, their ratio, and the ownership links of the backup each holds
+// once the controllers have acted.
+func BenchmarkIntegrationVelero(b *testing.B) {
+	for _, clusters := range []int{25, 250} {
+		b.Run(fmt.Sprintf("fleet=%d", clusters), func(b *testing.B) {
+			for range b.N {
+				benchVelero(b, clusters)
+			}
+		})
+	}
+}
+
+func benchVelero(b *testing.B, clusters int) {
+	ctx := context.Background()
+	s, err := harness.StartS3(ctx, b.TempDir())
+	require.NoError(b, err)
+	defer s.Stop()
+	name := fmt.Sprintf("fleet-%d", clusters)
+	tarball := sourceWithVelero(b, s, name, clusters)
+	bk, err := archive.ReadFile(tarball, archive.Options{})
+	require.NoError(b, err)
+	objects := bk.Manifest().Len()
+
+	vc := veleroCluster(b)
+	v, err := vc.StartVelero(ctx, s, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"}, ReadOnly: true})
+	require.NoError(b, err)
+	veleroPhase(b, vc, veleroBackups, name, "Completed")
+	started := time.Now()
+	out, err := v.Run(ctx, "restore", "create", name+"-restore", "--from-backup", name, "--wait")
+	veleroTook := time.Since(started)
+	require.NoError(b, err, out)
+	phase := veleroPhase(b, vc, veleroRestores, name+"-restore", "Completed", "PartiallyFailed", "Failed", "FailedValidation")
+	require.Equal(b, "Completed", phase)
+	vc.StopVelero()
+
+	rc := veleroCluster(b)
+	bin, err := cliBinary()
+	require.NoError(b, err)
+	run, err := clirun.Start(bin, "restore", "--backup", tarball, "--kubeconfig", rc.Kubeconfig, "-o", "json")
+	require.NoError(b, err)
+	var report restoreReport
+	require.NoError(b, json.Unmarshal(run.Stdout, &report))
+
+	time.Sleep(15 * time.Second) // the controllers adopt and the garbage collector collects
+	veleroEnd := standingOf(b, restoreTarget(b, vc.Config), bk)
+	rgEnd := standingOf(b, restoreTarget(b, rc.Config), bk)
+	vc.Stop()
+	rc.Stop()
+
+	b.ReportMetric(float64(objects), "objects")
+	b.ReportMetric(veleroTook.Seconds(), "velero-s")
+	b.ReportMetric(run.Took.Seconds(), "restoregraph-s")
+	b.ReportMetric(veleroTook.Seconds()/run.Took.Seconds(), "speedup")
+	b.ReportMetric(float64(veleroEnd.links()), "links")
+	b.ReportMetric(float64(veleroEnd.kept), "velero-links-kept")
+	b.ReportMetric(float64(rgEnd.kept), "restoregraph-links-kept")
+	b.Logf("%d objects: velero restore create %s, restoregraph %s (%.1fx); links kept %d / %d of %d",
+		objects, veleroTook.Round(10*time.Millisecond), run.Took.Round(10*time.Millisecond), veleroTook.Seconds()/run.Took.Seconds(),
+		veleroEnd.kept, rgEnd.kept, veleroEnd.links())
+}
