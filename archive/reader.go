@@ -23,6 +23,7 @@ import (
 	"github.com/restoregraph/restoregraph/manifest"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Options bound what Read accepts and say where object bodies are kept.
@@ -38,6 +39,10 @@ type Options struct {
 	// SpillDir is where the spill file is made; default os.TempDir(). It must exist;
 	// Read writes nowhere else.
 	SpillDir string
+	// Resume says how Open resumes a read from a Source that breaks: Steps attempts in
+	// a row that read nothing, waiting as the backoff says between them. Default
+	// DefaultResume.
+	Resume wait.Backoff
 }
 
 func (o Options) withDefaults() Options {
@@ -75,6 +80,7 @@ type Backup struct {
 	rest    *entries
 	restErr error            // why the rest could not be read
 	strs    *strslab.Strings // the strings of the body index
+	src     *resumable       // the stream, when Open read the backup from a Source
 }
 
 type bodyKey struct {

@@ -42,6 +42,7 @@ type Run struct {
 	Took   time.Duration
 	MaxRSS int64 // bytes: the peak resident memory of its process
 	Stdout []byte
+	Stderr []byte
 }
 
 // Start runs bin, built by Build, with args to its end, through peakrss so that the
@@ -67,7 +68,7 @@ func Start(bin string, args ...string) (Run, error) {
 	if _, err := fmt.Fscan(peakR, &peak); err != nil {
 		return Run{}, fmt.Errorf("no peak memory for the process on this system: %w", err)
 	}
-	return Run{Took: took, MaxRSS: peak, Stdout: stdout.Bytes()}, nil
+	return Run{Took: took, MaxRSS: peak, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, nil
 }
 
 // Metrics are the figures a benchmark reports of a run of objects objects.

@@ -16,23 +16,11 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/manifest"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	"github.com/restoregraph/restoregraph/restore"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-func readBackup(path string) (*archive.Backup, error) {
-	if path == "" {
-		return nil, badInput("--backup is required")
-	}
-	b, err := archive.ReadFile(path, archive.Options{})
-	if err != nil {
-		return nil, badInput("backup %s: %w", path, err)
-	}
-	return b, nil
-}
 
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt)
@@ -275,15 +263,21 @@ func printReport(w io.Writer, rep *restore.Report) {
 }
 
 func newManifestCmd() *cobra.Command {
-	var backup, output string
+	var backup, endpoint, output string
 	cmd := &cobra.Command{
-		Use:   "manifest --backup FILE [-o FILE]",
+		Use:   "manifest --backup FILE|URL [-o FILE]",
 		Short: "Write the backup's manifest.json.gz",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := readBackup(backup)
+			ctx, cancel := signalContext()
+			defer cancel()
+			b, closeBackup, err := readBackup(ctx, backup, endpoint, cmd.ErrOrStderr())
 			if err != nil {
 				return err
+			}
+			defer closeBackup()
+			if output == "" && strings.Contains(backup, "://") {
+				return badInput("-o is required for a backup named by a URL")
 			}
 			if output == "" {
 				output = strings.TrimSuffix(strings.TrimSuffix(backup, ".gz"), ".tar") + "-manifest.json.gz"
@@ -298,7 +292,8 @@ func newManifestCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&backup, "backup", "", "the backup tarball (Velero format)")
+	cmd.Flags().StringVar(&backup, "backup", "", backupUsage)
+	cmd.Flags().StringVar(&endpoint, "s3-endpoint", "", s3EndpointUsage)
 	cmd.Flags().StringVarP(&output, "output", "o", "", "where to write (.gz compresses; - for plain JSON on standard output)")
 	return cmd
 }

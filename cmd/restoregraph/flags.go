@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,6 +35,7 @@ import (
 type restoreFlags struct {
 	filterFlags
 	backup                          string
+	s3Endpoint                      string
 	namespaceMappings               string
 	restoreName                     string
 	priorities, prioritiesConfigMap string
@@ -78,7 +80,8 @@ func (f *filterFlags) spec() (filter.Spec, error) {
 }
 
 func (f *restoreFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.backup, "backup", "", "the backup tarball (Velero format)")
+	fs.StringVar(&f.backup, "backup", "", backupUsage)
+	fs.StringVar(&f.s3Endpoint, "s3-endpoint", "", s3EndpointUsage)
 	f.filterFlags.add(fs, "restore")
 	fs.StringVar(&f.namespaceMappings, "namespace-mappings", "", "restore namespaces under other names: src1:dst1,src2:dst2")
 	fs.StringVar(&f.restoreName, "restore-name", "", "the restore's name, in the velero.io/restore-name label of what it makes (default <backup>-<time>)")
@@ -111,22 +114,24 @@ type session struct {
 // open reads the backup, connects to the target and starts the plugins; the session's
 // close undoes all three.
 func (f *restoreFlags) open(cmd *cobra.Command, t *target) (*session, error) {
-	b, err := readBackup(f.backup)
+	ctx, cancel := signalContext()
+	b, closeBackup, err := readBackup(ctx, f.backup, f.s3Endpoint, cmd.ErrOrStderr())
 	if err != nil {
+		cancel()
 		return nil, err
 	}
 	tgt, cfg, stopTarget, err := t.restoreTarget()
 	if err != nil {
-		b.Close()
+		closeBackup()
+		cancel()
 		return nil, err
 	}
-	ctx, cancel := signalContext()
 	opts, stopPlugins, err := f.options(ctx, cfg, cmd.ErrOrStderr())
 	s := &session{backup: b, target: tgt, ctx: ctx, opts: opts, close: func() {
 		stopPlugins()
 		cancel()
 		stopTarget()
-		b.Close()
+		closeBackup()
 	}}
 	if err != nil {
 		s.close()
@@ -268,8 +273,12 @@ func parseMappings(s string) (map[string]string, error) {
 	return out, nil
 }
 
-// backupName is the backup's name, from its file's: nightly.tar.gz is nightly.
+// backupName is the backup's name, from its file's: nightly.tar.gz is nightly, and so is
+// s3://bucket/velero/nightly.
 func backupName(path string) string {
+	if u, err := url.Parse(path); err == nil && strings.Contains(path, "://") {
+		path = u.Path
+	}
 	base := filepath.Base(path)
 	for _, ext := range []string{".tar.gz", ".tgz", ".tar"} {
 		base = strings.TrimSuffix(base, ext)

@@ -10,8 +10,11 @@
 // The target cluster comes from the kubeconfig (--kubeconfig, --context, as kubectl
 // reads them), or is the embedded in-process API server with --embedded.
 //
+// --backup is a tarball, or a URL of one kept in object storage as Velero keeps it
+// (s3://BUCKET/PREFIX/NAME, gs://, azblob://, file://).
+//
 // Exit codes: 0 when everything was restored, 1 when something failed or was skipped,
-// 2 for bad usage or bad input.
+// 2 for bad usage or bad input, 3 when the backup's store could not be reached.
 package main
 
 import (
@@ -32,6 +35,9 @@ const (
 	exitOK         = 0
 	exitIncomplete = 1
 	exitBadInput   = 2
+	// exitUnreachable: the backup's store could not be reached or read (the network,
+	// the store's service), where trying again may succeed.
+	exitUnreachable = 3
 )
 
 // exitError carries the exit code of a failed command.

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseBackupLocation(t *testing.T) {
+	for raw, want := range map[string]backupLocation{
+		"backup.tar.gz":                           {file: "backup.tar.gz"},
+		"s3://bucket/velero/nightly":              {bucket: "s3://bucket", key: "velero/backups/nightly/nightly.tar.gz"},
+		"s3://bucket/velero/backups/nightly/":     {bucket: "s3://bucket", key: "velero/backups/nightly/nightly.tar.gz"},
+		"s3://bucket/nightly":                     {bucket: "s3://bucket", key: "backups/nightly/nightly.tar.gz"},
+		"s3://bucket/backups/nightly":             {bucket: "s3://bucket", key: "backups/nightly/nightly.tar.gz"},
+		"s3://bucket/mybackups/nightly":           {bucket: "s3://bucket", key: "mybackups/backups/nightly/nightly.tar.gz"},
+		"s3://bucket/a/b.tar.gz?region=eu-west-1": {bucket: "s3://bucket?region=eu-west-1", key: "a/b.tar.gz"},
+		"gs://bucket/velero/nightly":              {bucket: "gs://bucket", key: "velero/backups/nightly/nightly.tar.gz"},
+		"azblob://container/nightly":              {bucket: "azblob://container", key: "backups/nightly/nightly.tar.gz"},
+		"file:///srv/velero/backups/nightly":      {dir: "/", key: "srv/velero/backups/nightly/nightly.tar.gz"},
+	} {
+		got, err := parseBackupLocation(raw, "")
+		require.NoError(t, err, raw)
+		want.url = raw
+		assert.Equal(t, want, got, raw)
+	}
+
+	for _, raw := range []string{"nightly.tar.gz", "/srv/nightly.tar.gz", "s3://bucket/velero/nightly?region=x", "s3://bucket/velero/backups/nightly/", "file:///srv/nightly.tar.gz"} {
+		assert.Equal(t, "nightly", backupName(raw), raw)
+	}
+
+	got, err := parseBackupLocation("s3://bucket/velero/nightly", "http://127.0.0.1:7070")
+	require.NoError(t, err)
+	assert.Equal(t, "s3://bucket?endpoint=http%3A%2F%2F127.0.0.1%3A7070&region=us-east-1&use_path_style=true", got.bucket)
+
+	for raw, endpoint := range map[string]string{
+		"ftp://bucket/nightly":    "",
+		"s3:///nightly":           "",
+		"s3://bucket":             "",
+		"s3://bucket/":            "",
+		"file://host/srv/nightly": "",
+		"gs://bucket/nightly":     "http://127.0.0.1:7070",
+		"nightly.tar.gz":          "http://127.0.0.1:7070",
+		"s3://bucket/%zz/nightly": "",
+	} {
+		_, err := parseBackupLocation(raw, endpoint)
+		var ee *exitError
+		require.ErrorAs(t, err, &ee, raw)
+		assert.Equal(t, exitBadInput, ee.code, raw)
+	}
+}
+
+// A backup kept as Velero keeps it is planned and restored by URL, as from the file;
+// one that is not there is bad input naming it; a store that does not answer is
+// exit code 3.
+func TestBackupByURL(t *testing.T) {
+	tarball := capiTarball(t, 1)
+	root := t.TempDir()
+	dir := filepath.Join(root, "velero", "backups", "nightly")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.Rename(tarball, filepath.Join(dir, "nightly.tar.gz")))
+	url := "file://" + filepath.ToSlash(filepath.Join(root, "velero", "nightly"))
+
+	fromFile := rg(t, "plan", "--backup", filepath.Join(dir, "nightly.tar.gz"), "--embedded", "-o", "json")
+	require.Equal(t, 0, fromFile.code, fromFile.stderr)
+	fromURL := rg(t, "plan", "--backup", url, "--embedded", "-o", "json")
+	require.Equal(t, 0, fromURL.code, fromURL.stderr)
+	assert.JSONEq(t, fromFile.stdout, fromURL.stdout)
+
+	r := rg(t, "restore", "--backup", url, "--embedded")
+	assert.Equal(t, 0, r.code, r.stderr)
+
+	r = rg(t, "plan", "--backup", "file://"+filepath.ToSlash(filepath.Join(root, "velero", "weekly")), "--embedded")
+	assert.Equal(t, exitBadInput, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "velero/backups/weekly/weekly.tar.gz")
+
+	// Nothing listens where the store should be.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	l.Close()
+	cmd := []string{"plan", "--backup", "s3://bucket/velero/nightly", "--s3-endpoint", "http://" + addr, "--embedded"}
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	r = rg(t, cmd...)
+	assert.Equal(t, exitUnreachable, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "velero/backups/nightly/nightly.tar.gz")
+}
