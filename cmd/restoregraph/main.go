@@ -11,7 +11,7 @@
 // reads them), or is the embedded in-process API server with --embedded.
 //
 // --backup is a tarball, or a URL of one kept in object storage as Velero keeps it
-// (s3://BUCKET/PREFIX/NAME, gs://, azblob://, file://).
+// (s3://BUCKET/PREFIX/NAME, file://).
 //
 // Exit codes: 0 when everything was restored, 1 when something failed or was skipped,
 // 2 for bad usage or bad input, 3 when the backup's store could not be reached.

@@ -13,24 +13,35 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/azureblob" // azblob://
-	_ "gocloud.dev/blob/gcsblob"   // gs://
-	_ "gocloud.dev/blob/s3blob"    // s3://
-	"gocloud.dev/gcerrors"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"golang.org/x/term"
 
 	"github.com/restoregraph/restoregraph/archive"
 )
 
-// The object stores --backup reads by URL, through gocloud.dev/blob: one API for S3 and
-// S3-compatible stores, GCS and Azure Blob, each with its SDK's usual credential chain
-// (environment, shared files, workload identity), so no provider code is ours.
-var backupSchemes = []string{"s3", "gs", "azblob", "file"}
+// The stores --backup reads by URL: S3 and every S3-compatible store (MinIO, Ceph,
+// versitygw, GCS's interoperable XML API, R2, ...) through the AWS SDK's own S3 client,
+// with its usual credential chain (environment, shared files, SSO, web identity,
+// instance roles); and a directory. The SDK's S3 client alone keeps the command's
+// dependencies to what S3 needs: gocloud.dev/blob would add GCS's and Azure's SDKs
+// (about 520 more packages to compile); those stores are reached through Velero's own
+// object-store plugins instead, as Velero reaches them.
+var backupSchemes = []string{"s3", "file"}
+
+// The options a URL's query may set, named as Velero's BackupStorageLocation names them
+// (and as the SDKs do).
+var s3Options = map[string]string{
+	"region": "region", "s3Url": "endpoint", "endpoint": "endpoint",
+	"s3ForcePathStyle": "pathStyle", "use_path_style": "pathStyle", "profile": "profile",
+}
 
 const (
 	backupUsage = "the backup: a tarball (Velero format), or a URL of one kept as Velero keeps it: s3://BUCKET/PREFIX/NAME " +
-		"(PREFIX/backups/NAME/NAME.tar.gz), gs://, azblob://, file://; a URL's query sets the store's options (region, endpoint, use_path_style, ...)"
+		"(PREFIX/backups/NAME/NAME.tar.gz) or file:///DIR/PREFIX/NAME; a URL's query sets the store's options as a BackupStorageLocation does (region, s3Url, s3ForcePathStyle, profile)"
 	s3EndpointUsage = "the address of an S3-compatible store (MinIO, Ceph, versitygw, ...) for an s3:// --backup, with path-style requests"
 )
 
@@ -38,17 +49,24 @@ const (
 // key in a bucket.
 type backupLocation struct {
 	file   string // a local tarball
-	bucket string // the bucket URL gocloud opens (scheme, bucket and query)
+	bucket string // s3://: the bucket, and the store's options
+	s3     s3Store
 	dir    string // file://: the directory the key is under
 	key    string
 	url    string // as given, for messages
 }
 
+// s3Store is how to reach an S3 store: what is not set comes from the SDK's chain.
+type s3Store struct {
+	region, endpoint, profile string
+	pathStyle                 bool
+}
+
 // parseBackupLocation reads --backup. A URL names a backup as Velero keeps it:
 // SCHEME://BUCKET/PREFIX/NAME (or .../PREFIX/backups/NAME) is the tarball
 // PREFIX/backups/NAME/NAME.tar.gz, and a path ending in .tar.gz is that object. The
-// query is the store's (gocloud.dev's URL options: region, endpoint, use_path_style, …);
-// endpoint, when set, is an S3-compatible store's address.
+// query sets the store's options as a BackupStorageLocation does (region, s3Url,
+// s3ForcePathStyle, profile); endpoint, when set, is an S3-compatible store's address.
 func parseBackupLocation(raw, endpoint string) (backupLocation, error) {
 	if !strings.Contains(raw, "://") {
 		if endpoint != "" {
@@ -94,19 +112,33 @@ func parseBackupLocation(raw, endpoint string) (backupLocation, error) {
 		loc.dir = "/"
 		return loc, nil
 	}
-	q := u.Query()
-	if endpoint != "" {
-		q.Set("endpoint", endpoint)
-		q.Set("use_path_style", "true")
-		if q.Get("region") == "" && os.Getenv("AWS_REGION") == "" && os.Getenv("AWS_DEFAULT_REGION") == "" {
-			q.Set("region", "us-east-1") // S3-compatible stores sign with one, and most take any
+	loc.bucket = u.Host
+	for k, v := range u.Query() {
+		opt, ok := s3Options[k]
+		if !ok {
+			return backupLocation{}, badInput("--backup %q: %q is not an option of an s3:// URL (region, s3Url, s3ForcePathStyle, profile)", raw, k)
+		}
+		switch opt {
+		case "region":
+			loc.s3.region = v[0]
+		case "endpoint":
+			loc.s3.endpoint = v[0]
+		case "profile":
+			loc.s3.profile = v[0]
+		case "pathStyle":
+			loc.s3.pathStyle = v[0] == "true"
 		}
 	}
-	loc.bucket = (&url.URL{Scheme: u.Scheme, Host: u.Host, RawQuery: q.Encode()}).String()
+	if endpoint != "" {
+		loc.s3.endpoint, loc.s3.pathStyle = endpoint, true
+	}
+	if loc.s3.endpoint != "" && loc.s3.region == "" && os.Getenv("AWS_REGION") == "" && os.Getenv("AWS_DEFAULT_REGION") == "" {
+		loc.s3.region = "us-east-1" // S3-compatible stores sign with one, and most take any
+	}
 	return loc, nil
 }
 
-// readBackup reads the backup --backup names; close releases it and the bucket. A
+// readBackup reads the backup --backup names; closeAll releases it. A
 // backup that cannot be found or read is bad input; a store that cannot be reached is
 // not (exitUnreachable).
 func readBackup(ctx context.Context, raw, endpoint string, progress io.Writer) (b *archive.Backup, closeAll func(), err error) {
@@ -125,22 +157,20 @@ func readBackup(ctx context.Context, raw, endpoint string, progress io.Writer) (
 		return b, func() { b.Close() }, nil
 	}
 	var src archive.Source
-	release := func() {}
 	if loc.dir != "" {
 		src = archive.DirSource(loc.dir)
 	} else {
-		bucket, err := blob.OpenBucket(ctx, loc.bucket)
+		client, err := loc.s3.client(ctx)
 		if err != nil {
 			return nil, nil, badInput("--backup %s: %v", loc.url, err)
 		}
-		src, release = bucketSource{bucket}, func() { bucket.Close() }
+		src = bucketSource{client: client, bucket: loc.bucket}
 	}
 	meter := &meteredSource{src: src}
 	stop := meter.show(progress, loc.url)
 	b, err = archive.Open(ctx, meter, loc.key, archive.Options{})
 	stop()
 	if err != nil {
-		release()
 		return nil, nil, sourceError(loc.url, err)
 	}
 	return b, func() {
@@ -152,7 +182,6 @@ func readBackup(ctx context.Context, raw, endpoint string, progress io.Writer) (
 			fmt.Fprintf(progress, "read %s: %s, resumed %d %s where the download broke\n", loc.url, mib(st.Bytes), st.Resumed, times)
 		}
 		b.Close()
-		release()
 	}, nil
 }
 
@@ -166,22 +195,80 @@ func sourceError(url string, err error) error {
 	return badInput("backup %s: %w", url, err)
 }
 
-// bucketSource is an archive.Source over a gocloud bucket: ranged reads, and the
-// store's not-found and permission errors as fs's.
-type bucketSource struct{ bucket *blob.Bucket }
+// client is an S3 client of the store, its credentials from the SDK's chain.
+func (st s3Store) client(ctx context.Context) (*s3.Client, error) {
+	var opts []func(*config.LoadOptions) error
+	if st.region != "" {
+		opts = append(opts, config.WithRegion(st.region))
+	}
+	if st.profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(st.profile))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if st.endpoint != "" {
+			o.BaseEndpoint = aws.String(st.endpoint)
+		}
+		o.UsePathStyle = st.pathStyle
+	}), nil
+}
+
+// bucketSource is an archive.Source over an S3 bucket: ranged GETs, and the store's
+// not-found and access-denied answers as fs's errors.
+type bucketSource struct {
+	client *s3.Client
+	bucket string
+}
 
 func (s bucketSource) Open(ctx context.Context, key string, offset int64) (io.ReadCloser, error) {
-	r, err := s.bucket.NewRangeReader(ctx, key, offset, -1, nil)
-	switch gcerrors.Code(err) {
-	case gcerrors.OK:
-		return r, nil // *blob.Reader's Size is the whole object's
-	case gcerrors.NotFound:
-		return nil, fmt.Errorf("%w: %v", fs.ErrNotExist, err)
-	case gcerrors.PermissionDenied:
-		return nil, fmt.Errorf("%w: %v", fs.ErrPermission, err)
+	in := &s3.GetObjectInput{Bucket: &s.bucket, Key: &key}
+	if offset > 0 {
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-", offset))
 	}
-	return nil, err
+	out, err := s.client.GetObject(ctx, in)
+	if err != nil {
+		var api smithy.APIError
+		var resp *smithyhttp.ResponseError
+		switch {
+		case errors.As(err, &api) && (api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NoSuchBucket" || api.ErrorCode() == "NotFound"):
+			return nil, fmt.Errorf("%w: %v", fs.ErrNotExist, err)
+		case errors.As(err, &api) && (api.ErrorCode() == "AccessDenied" || api.ErrorCode() == "InvalidAccessKeyId" || api.ErrorCode() == "SignatureDoesNotMatch"):
+			return nil, fmt.Errorf("%w: %v", fs.ErrPermission, err)
+		case errors.As(err, &resp) && resp.HTTPStatusCode() == 404:
+			return nil, fmt.Errorf("%w: %v", fs.ErrNotExist, err)
+		case errors.As(err, &resp) && resp.HTTPStatusCode() == 403:
+			return nil, fmt.Errorf("%w: %v", fs.ErrPermission, err)
+		}
+		return nil, err
+	}
+	return &s3Object{ReadCloser: out.Body, size: objectSize(out, offset)}, nil
 }
+
+// objectSize is the whole object's length: Content-Range's total for a ranged GET.
+func objectSize(out *s3.GetObjectOutput, offset int64) int64 {
+	if r := aws.ToString(out.ContentRange); r != "" {
+		if i := strings.LastIndexByte(r, '/'); i >= 0 {
+			var n int64
+			if _, err := fmt.Sscan(r[i+1:], &n); err == nil {
+				return n
+			}
+		}
+	}
+	if out.ContentLength != nil {
+		return offset + *out.ContentLength
+	}
+	return -1
+}
+
+type s3Object struct {
+	io.ReadCloser
+	size int64
+}
+
+func (o *s3Object) Size() int64 { return o.size }
 
 // meteredSource counts the bytes read from a source, to show them as they arrive.
 type meteredSource struct {

@@ -13,15 +13,15 @@ import (
 func TestParseBackupLocation(t *testing.T) {
 	for raw, want := range map[string]backupLocation{
 		"backup.tar.gz":                           {file: "backup.tar.gz"},
-		"s3://bucket/velero/nightly":              {bucket: "s3://bucket", key: "velero/backups/nightly/nightly.tar.gz"},
-		"s3://bucket/velero/backups/nightly/":     {bucket: "s3://bucket", key: "velero/backups/nightly/nightly.tar.gz"},
-		"s3://bucket/nightly":                     {bucket: "s3://bucket", key: "backups/nightly/nightly.tar.gz"},
-		"s3://bucket/backups/nightly":             {bucket: "s3://bucket", key: "backups/nightly/nightly.tar.gz"},
-		"s3://bucket/mybackups/nightly":           {bucket: "s3://bucket", key: "mybackups/backups/nightly/nightly.tar.gz"},
-		"s3://bucket/a/b.tar.gz?region=eu-west-1": {bucket: "s3://bucket?region=eu-west-1", key: "a/b.tar.gz"},
-		"gs://bucket/velero/nightly":              {bucket: "gs://bucket", key: "velero/backups/nightly/nightly.tar.gz"},
-		"azblob://container/nightly":              {bucket: "azblob://container", key: "backups/nightly/nightly.tar.gz"},
-		"file:///srv/velero/backups/nightly":      {dir: "/", key: "srv/velero/backups/nightly/nightly.tar.gz"},
+		"s3://bucket/velero/nightly":              {bucket: "bucket", key: "velero/backups/nightly/nightly.tar.gz"},
+		"s3://bucket/velero/backups/nightly/":     {bucket: "bucket", key: "velero/backups/nightly/nightly.tar.gz"},
+		"s3://bucket/nightly":                     {bucket: "bucket", key: "backups/nightly/nightly.tar.gz"},
+		"s3://bucket/backups/nightly":             {bucket: "bucket", key: "backups/nightly/nightly.tar.gz"},
+		"s3://bucket/mybackups/nightly":           {bucket: "bucket", key: "mybackups/backups/nightly/nightly.tar.gz"},
+		"s3://bucket/a/b.tar.gz?region=eu-west-1": {bucket: "bucket", s3: s3Store{region: "eu-west-1"}, key: "a/b.tar.gz"},
+		"s3://bucket/n?s3Url=http://minio:9000&s3ForcePathStyle=true&region=minio": {bucket: "bucket",
+			s3: s3Store{endpoint: "http://minio:9000", pathStyle: true, region: "minio"}, key: "backups/n/n.tar.gz"},
+		"file:///srv/velero/backups/nightly": {dir: "/", key: "srv/velero/backups/nightly/nightly.tar.gz"},
 	} {
 		got, err := parseBackupLocation(raw, "")
 		require.NoError(t, err, raw)
@@ -35,7 +35,7 @@ func TestParseBackupLocation(t *testing.T) {
 
 	got, err := parseBackupLocation("s3://bucket/velero/nightly", "http://127.0.0.1:7070")
 	require.NoError(t, err)
-	assert.Equal(t, "s3://bucket?endpoint=http%3A%2F%2F127.0.0.1%3A7070&region=us-east-1&use_path_style=true", got.bucket)
+	assert.Equal(t, s3Store{endpoint: "http://127.0.0.1:7070", pathStyle: true, region: "us-east-1"}, got.s3)
 
 	for raw, endpoint := range map[string]string{
 		"ftp://bucket/nightly":    "",
@@ -43,7 +43,10 @@ func TestParseBackupLocation(t *testing.T) {
 		"s3://bucket":             "",
 		"s3://bucket/":            "",
 		"file://host/srv/nightly": "",
-		"gs://bucket/nightly":     "http://127.0.0.1:7070",
+		"gs://bucket/nightly":     "",
+		"azblob://bucket/nightly": "",
+		"s3://bucket/n?bogus=1":   "",
+		"file:///srv/n":           "http://127.0.0.1:7070",
 		"nightly.tar.gz":          "http://127.0.0.1:7070",
 		"s3://bucket/%zz/nightly": "",
 	} {
