@@ -26,6 +26,9 @@ S3_BIN       ?= $(HOME)/.cache/restoregraph/versitygw-$(VERSITYGW_VERSION)
 KWOK_BIN     ?= $(HOME)/.cache/restoregraph/kwok-$(KWOK_VERSION)
 export RESTOREGRAPH_S3_BIN := $(S3_BIN)
 export RESTOREGRAPH_KWOK_BIN := $(KWOK_BIN)
+# The servers and tools the tests run are linked without symbol tables and DWARF (-s -w):
+# nobody debugs them, and their links are the slowest step of a cold build.
+TOOL_LDFLAGS := -s -w
 # The other DAG walkers and the chart library are in a module of their own too.
 PEERS        := bench/peers
 BENCH_OUT    ?= docs/bench
@@ -40,10 +43,13 @@ all: test
 ## test: lint, every unit test with the race detector, the Velero plugin host's tests, then the integration tests (what CI runs)
 test: lint unit plugins integration
 
+# go test runs without its own vet (-vet=off): lint has run go vet, a superset of its
+# checks, over the same packages and their tests, and go test -race would vet every
+# dependency once more from source.
 unit:
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
-	cd $(CLI) && $(GO) test -race -count=1 -timeout 20m ./...
-	cd $(PEERS) && $(GO) test -race -count=1 ./...
+	$(GO) test -race -vet=off -count=1 -timeout 20m $(PKGS)
+	cd $(CLI) && $(GO) test -race -vet=off -count=1 -timeout 20m ./...
+	cd $(PEERS) && $(GO) test -race -vet=off -count=1 ./...
 
 ## lint: gofmt and go vet
 lint:
@@ -61,14 +67,14 @@ fmt:
 
 ## plugins: the Velero plugin host against plugins built with Velero's framework and the velero command
 plugins: $(VELERO_BIN)/.built
-	cd $(HOST) && $(GO) test -race -count=1 -timeout 20m ./...
+	cd $(HOST) && $(GO) test -race -vet=off -count=1 -timeout 20m ./...
 
 # -X sets what `velero version` prints: the server refuses nothing without it, but a
 # client and server that both say "<no value>" hide which Velero answered.
 $(VELERO_BIN)/.built:
 	@mkdir -p $(VELERO_BIN)
 	@echo "building velero $(VELERO_VERSION) into $(VELERO_BIN) (a few minutes when cold)"
-	cd test/velero && $(GO) build -ldflags "-X github.com/vmware-tanzu/velero/pkg/buildinfo.Version=$(VELERO_VERSION)" \
+	cd test/velero && $(GO) build -ldflags "$(TOOL_LDFLAGS) -X github.com/vmware-tanzu/velero/pkg/buildinfo.Version=$(VELERO_VERSION)" \
 	  -o $(VELERO_BIN)/ github.com/vmware-tanzu/velero/cmd/velero
 	@touch $@
 
@@ -79,19 +85,19 @@ velero-stack: $(VELERO_BIN)/.built $(VELERO_BIN)/plugins/.aws-$(AWS_PLUGIN_VERSI
 $(VELERO_BIN)/plugins/.aws-$(AWS_PLUGIN_VERSION):
 	@mkdir -p $(VELERO_BIN)/plugins
 	@echo "building velero-plugin-for-aws $(AWS_PLUGIN_VERSION) into $(VELERO_BIN)/plugins (a few minutes when cold)"
-	cd test/velero && $(GO) build -o $(VELERO_BIN)/plugins/velero-plugin-for-aws github.com/vmware-tanzu/velero-plugin-for-aws/velero-plugin-for-aws
+	cd test/velero && $(GO) build -ldflags "$(TOOL_LDFLAGS)" -o $(VELERO_BIN)/plugins/velero-plugin-for-aws github.com/vmware-tanzu/velero-plugin-for-aws/velero-plugin-for-aws
 	@touch $@
 
 $(S3_BIN)/.built:
 	@mkdir -p $(S3_BIN)
 	@echo "building versitygw $(VERSITYGW_VERSION) into $(S3_BIN) (a few minutes when cold)"
-	GOBIN=$(S3_BIN) GOFLAGS=-mod=mod $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+	GOBIN=$(S3_BIN) GOFLAGS=-mod=mod $(GO) install -ldflags "$(TOOL_LDFLAGS)" github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
 	@touch $@
 
 $(KWOK_BIN)/.built:
 	@mkdir -p $(KWOK_BIN)
 	@echo "building kwok $(KWOK_VERSION) into $(KWOK_BIN) (a few minutes when cold)"
-	GOBIN=$(KWOK_BIN) GOFLAGS=-mod=mod $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+	GOBIN=$(KWOK_BIN) GOFLAGS=-mod=mod $(GO) install -ldflags "$(TOOL_LDFLAGS)" sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 	@# The release's own stages: nodes Ready with a heartbeat, Pods Running, Succeeded, deleted.
 	@mkdir -p $(KWOK_BIN)/stages
 	cd $$($(GO) env GOMODCACHE)/sigs.k8s.io/kwok@$(KWOK_VERSION)/kustomize/stage && \
@@ -101,12 +107,12 @@ $(KWOK_BIN)/.built:
 
 $(KUBE_BIN)/.scheduler: $(KUBE_BIN)/.built
 	@echo "building kube-scheduler $(KUBE_VERSION) into $(KUBE_BIN)"
-	cd test && $(GO) build -o $(KUBE_BIN)/ k8s.io/kubernetes/cmd/kube-scheduler
+	cd test && $(GO) build -ldflags "$(TOOL_LDFLAGS)" -o $(KUBE_BIN)/ k8s.io/kubernetes/cmd/kube-scheduler
 	@touch $@
 
 ## integration: the tests against a real kube-apiserver, etcd and garbage collector, and beside the real Velero server
 integration: etcd $(KUBE_BIN)/.built velero-stack
-	cd test && $(GO) test -race -count=1 -timeout 30m ./...
+	cd test && $(GO) test -race -vet=off -count=1 -timeout 30m ./...
 
 ## fixtures: the backups the real Velero server writes of an application namespace and a Cluster API fleet, into testdata/velero
 fixtures: etcd $(KUBE_BIN)/.built velero-stack
@@ -124,13 +130,15 @@ etcd:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq etcd-server >/dev/null; }
 
-# One stamp for both binaries: a rule with two targets would run its recipe twice. The
-# directory is named after the Kubernetes version, so a new version builds anew; a fresh
-# clone (whose go.mod is always newer) does not.
+# One stamp for the three binaries (one go build, so that they link side by side; .scheduler
+# stays for caches made before the scheduler was built here): a rule with several targets
+# would run its recipe for each. The directory is named after the Kubernetes version, so
+# a new version builds anew; a fresh clone (whose go.mod is always newer) does not.
 $(KUBE_BIN)/.built:
 	@mkdir -p $(KUBE_BIN)
-	@echo "building kube-apiserver and kube-controller-manager $(KUBE_VERSION) into $(KUBE_BIN) (several minutes when cold)"
-	cd test && $(GO) build -o $(KUBE_BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+	@echo "building kube-apiserver, kube-controller-manager and kube-scheduler $(KUBE_VERSION) into $(KUBE_BIN) (several minutes when cold)"
+	cd test && $(GO) build -ldflags "$(TOOL_LDFLAGS)" -o $(KUBE_BIN)/ k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+	@touch $(KUBE_BIN)/.scheduler
 	@touch $@
 
 ## bench: every benchmark once per size (BENCH=regexp BENCHTIME=5x to narrow or repeat), then
