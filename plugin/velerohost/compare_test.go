@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,7 +129,7 @@ func diff(path string, a, b any) []string {
 			keys[k] = true
 		}
 		var out []string
-		for _, k := range slices.Sorted(maps(keys)) {
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
 			out = append(out, diff(path+"."+k, am[k], bm[k])...)
 		}
 		return out
@@ -139,16 +140,6 @@ func diff(path string, a, b any) []string {
 		return []string{fmt.Sprintf("%s: velero %s, restoregraph %s", path, av, bv)}
 	}
 	return nil
-}
-
-func maps(m map[string]bool) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // TestVeleroBuiltinActionsAgainstRestoregraphs passes every object of the real shop

@@ -1,4 +1,6 @@
-// Package velerohost runs Velero's RestoreItemAction plugins unmodified: executables
+// Package velerohost runs Velero's plugins unmodified — RestoreItemActions, and the
+// object stores that read backups where Velero keeps them (ObjectStore, OpenLocation,
+// with the Backups and locations Velero's objects name) — executables
 // that Velero starts and talks to over gRPC (hashicorp go-plugin, Velero's handshake),
 // each serving plugin kinds at the versions it implements. The host starts them, asks
 // each which RestoreItemActions it serves (v1 or v2), and registers them in a
@@ -230,7 +232,7 @@ func (p *process) start() error {
 	cmd := exec.Command(p.command, p.args...)
 	cmd.Env = append(os.Environ(), p.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	plugins := map[string]goplugin.Plugin{kindPluginLister: grpcConn{}, KindRestoreItemAction: grpcConn{}, KindRestoreItemActionV2: grpcConn{}}
+	plugins := map[string]goplugin.Plugin{kindPluginLister: grpcConn{}, KindRestoreItemAction: grpcConn{}, KindRestoreItemActionV2: grpcConn{}, KindObjectStore: grpcConn{}}
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig: handshake, Plugins: plugins, Cmd: cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},

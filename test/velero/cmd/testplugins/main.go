@@ -1,5 +1,6 @@
-// Command testplugins serves the RestoreItemActions the plugin host is tested with,
-// built with Velero's own plugin framework, as any Velero plugin binary is.
+// Command testplugins serves the RestoreItemActions and the object store the plugin
+// host is tested with, built with Velero's own plugin framework, as any Velero plugin
+// binary is.
 package main
 
 import (
@@ -14,5 +15,6 @@ func main() {
 		RegisterRestoreItemAction("example.io/fail-on-flags", newFailOnFlags).
 		RegisterRestoreItemAction("example.io/crash-once", newCrashOnce).
 		RegisterRestoreItemAction("example.io/annotate-all", newAnnotateAll).
+		RegisterObjectStore("example.io/dir", newDirStore).
 		Serve()
 }

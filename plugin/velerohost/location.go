@@ -1,0 +1,256 @@
+package velerohost
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/restoregraph/restoregraph/archive"
+)
+
+// What finding a backup through Velero's objects can fail on; each error wraps one and
+// names the object.
+var (
+	ErrBackupNotFound      = errors.New("no such backup")
+	ErrBackupNotRestorable = errors.New("backup is not restorable")
+	ErrNoBackupOfSchedule  = errors.New("no completed backup of the schedule")
+	ErrLocationNotFound    = errors.New("no such backup storage location")
+	ErrLocationUnavailable = errors.New("backup storage location is unavailable")
+	ErrLocationInvalid     = errors.New("backup storage location cannot be read")
+	ErrSecretKey           = errors.New("the location's secret key is missing")
+)
+
+var (
+	backupsResource   = schema.GroupVersionResource{Group: "velero.io", Version: "v1", Resource: "backups"}
+	locationsResource = schema.GroupVersionResource{Group: "velero.io", Version: "v1", Resource: "backupstoragelocations"}
+)
+
+// scheduleLabel is the label Velero puts on the backups a Schedule makes.
+const scheduleLabel = "velero.io/schedule-name"
+
+// Velero reads Velero's own objects in its namespace: Backups, their
+// BackupStorageLocations, and the Secrets those name.
+type Velero struct {
+	Dynamic   dynamic.Interface
+	Secrets   corev1client.SecretsGetter
+	Namespace string // default "velero"
+}
+
+// Location is a BackupStorageLocation, as far as reading backups from it goes.
+type Location struct {
+	Name     string
+	Provider string // as the location names it: "aws", "velero.io/aws"
+	Bucket   string
+	Prefix   string
+	Config   map[string]string
+	CACert   []byte
+	// CACertRef and Credential name keys of Secrets in Velero's namespace.
+	CACertRef, Credential *SecretKey
+	Phase, Message        string
+}
+
+// SecretKey is one key of a Secret.
+type SecretKey struct{ Name, Key string }
+
+// Backup is a Velero Backup that can be restored, and where its tarball is kept.
+type Backup struct {
+	Name, Phase string
+	Schedule    string // the Schedule that made it, if one did
+	Started     time.Time
+	Location    Location
+}
+
+// Key is the backup tarball's key in its location's bucket.
+func (b *Backup) Key() string { return archive.TarballKey(b.Location.Prefix, b.Name) }
+
+func (v Velero) namespace() string {
+	if v.Namespace == "" {
+		return "velero"
+	}
+	return v.Namespace
+}
+
+// Backup reads backup name and its location, and checks that both serve a restore as
+// Velero would: the backup Completed or PartiallyFailed, the location Available.
+func (v Velero) Backup(ctx context.Context, name string) (*Backup, error) {
+	ns := v.namespace()
+	o, err := v.Dynamic.Resource(backupsResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("%w: %s/%s", ErrBackupNotFound, ns, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("backup %s/%s: %w", ns, name, err)
+	}
+	b := veleroBackup(o)
+	if b.Phase != "Completed" && b.Phase != "PartiallyFailed" {
+		phase := b.Phase
+		if phase == "" {
+			phase = "New"
+		}
+		return nil, fmt.Errorf("%w: backup %s/%s is %s, not Completed or PartiallyFailed", ErrBackupNotRestorable, ns, name, phase)
+	}
+	locName, _, _ := unstructured.NestedString(o.Object, "spec", "storageLocation")
+	if locName == "" {
+		return nil, fmt.Errorf("%w: backup %s/%s names no storage location", ErrLocationNotFound, ns, name)
+	}
+	if b.Location, err = v.location(ctx, locName); err != nil {
+		return nil, fmt.Errorf("backup %s/%s: %w", ns, name, err)
+	}
+	return b, nil
+}
+
+// LatestOfSchedule is the newest Completed backup schedule made, by start time, as
+// `velero restore create --from-schedule` takes it.
+func (v Velero) LatestOfSchedule(ctx context.Context, schedule string) (*Backup, error) {
+	ns := v.namespace()
+	list, err := v.Dynamic.Resource(backupsResource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: scheduleLabel + "=" + schedule})
+	if err != nil {
+		return nil, fmt.Errorf("backups of schedule %s/%s: %w", ns, schedule, err)
+	}
+	var latest *Backup
+	for i := range list.Items {
+		b := veleroBackup(&list.Items[i])
+		if b.Phase == "Completed" && (latest == nil || b.Started.After(latest.Started)) {
+			latest = b
+		}
+	}
+	if latest == nil {
+		return nil, fmt.Errorf("%w %s/%s (of %d backups)", ErrNoBackupOfSchedule, ns, schedule, len(list.Items))
+	}
+	return v.Backup(ctx, latest.Name)
+}
+
+func veleroBackup(o *unstructured.Unstructured) *Backup {
+	b := &Backup{Name: o.GetName(), Schedule: o.GetLabels()[scheduleLabel]}
+	b.Phase, _, _ = unstructured.NestedString(o.Object, "status", "phase")
+	if s, _, _ := unstructured.NestedString(o.Object, "status", "startTimestamp"); s != "" {
+		b.Started, _ = time.Parse(time.RFC3339, s)
+	}
+	return b
+}
+
+// location reads BackupStorageLocation name.
+func (v Velero) location(ctx context.Context, name string) (Location, error) {
+	ns := v.namespace()
+	o, err := v.Dynamic.Resource(locationsResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return Location{}, fmt.Errorf("%w: %s/%s", ErrLocationNotFound, ns, name)
+	}
+	if err != nil {
+		return Location{}, fmt.Errorf("backup storage location %s/%s: %w", ns, name, err)
+	}
+	loc := Location{Name: name}
+	str := func(fields ...string) string { s, _, _ := unstructured.NestedString(o.Object, fields...); return s }
+	loc.Provider = str("spec", "provider")
+	loc.Bucket = strings.Trim(str("spec", "objectStorage", "bucket"), "/")
+	loc.Prefix = strings.Trim(str("spec", "objectStorage", "prefix"), "/")
+	loc.Phase, loc.Message = str("status", "phase"), str("status", "message")
+	loc.Config, _, _ = unstructured.NestedStringMap(o.Object, "spec", "config")
+	if s := str("spec", "objectStorage", "caCert"); s != "" {
+		if loc.CACert, err = base64.StdEncoding.DecodeString(s); err != nil {
+			return Location{}, fmt.Errorf("%w: %s/%s: spec.objectStorage.caCert: %v", ErrLocationInvalid, ns, name, err)
+		}
+	}
+	loc.CACertRef = secretKey(o, "spec", "objectStorage", "caCertRef")
+	loc.Credential = secretKey(o, "spec", "credential")
+	switch {
+	case loc.Provider == "":
+		return Location{}, fmt.Errorf("%w: %s/%s names no provider", ErrLocationInvalid, ns, name)
+	case loc.Bucket == "":
+		return Location{}, fmt.Errorf("%w: %s/%s names no bucket (only object storage locations hold backups)", ErrLocationInvalid, ns, name)
+	case strings.Contains(loc.Bucket, "/"):
+		return Location{}, fmt.Errorf("%w: %s/%s: bucket %q has a '/' (a prefix goes in spec.objectStorage.prefix)", ErrLocationInvalid, ns, name, loc.Bucket)
+	case loc.Phase != "Available":
+		why := loc.Message
+		if why == "" {
+			why = "Velero has not found it Available"
+		}
+		phase := loc.Phase
+		if phase == "" {
+			phase = "not validated"
+		}
+		return Location{}, fmt.Errorf("%w: %s/%s is %s: %s", ErrLocationUnavailable, ns, name, phase, why)
+	}
+	return loc, nil
+}
+
+func secretKey(o *unstructured.Unstructured, fields ...string) *SecretKey {
+	m, ok, _ := unstructured.NestedStringMap(o.Object, fields...)
+	if !ok || m["name"] == "" {
+		return nil
+	}
+	return &SecretKey{Name: m["name"], Key: m["key"]}
+}
+
+// secret reads one key of a Secret in Velero's namespace. Its value is never put in an
+// error.
+func (v Velero) secret(ctx context.Context, k *SecretKey) ([]byte, error) {
+	ns := v.namespace()
+	s, err := v.Secrets.Secrets(ns).Get(ctx, k.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("%w: Secret %s/%s does not exist", ErrSecretKey, ns, k.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s/%s: %w", ns, k.Name, err)
+	}
+	data, ok := s.Data[k.Key]
+	if !ok {
+		return nil, fmt.Errorf("%w: Secret %s/%s has no key %q (it has %s)", ErrSecretKey, ns, k.Name, k.Key, strings.Join(slices.Sorted(maps.Keys(s.Data)), ", "))
+	}
+	return data, nil
+}
+
+// OpenLocation returns the object store of loc, through the plugin among commands that
+// serves its provider, configured as Velero configures it: the location's config with
+// bucket and prefix, caCert from the location or its Secret, and the credential's Secret
+// key written to a file only this user reads, as credentialsFile. A location that names
+// no credential leaves the plugin to its environment's (as Velero's server leaves it to
+// the credentials mounted into its Pod). Close removes the file.
+func (h *Host) OpenLocation(ctx context.Context, v Velero, loc Location, commands ...[]string) (*ObjectStore, error) {
+	config := maps.Clone(loc.Config)
+	if config == nil {
+		config = map[string]string{}
+	}
+	config["bucket"], config["prefix"] = loc.Bucket, loc.Prefix
+	switch {
+	case loc.CACertRef != nil:
+		ca, err := v.secret(ctx, loc.CACertRef)
+		if err != nil {
+			return nil, fmt.Errorf("backup storage location %s: caCertRef: %w", loc.Name, err)
+		}
+		config["caCert"] = string(ca)
+	case loc.CACert != nil:
+		config["caCert"] = string(loc.CACert)
+	}
+	remove := func() {}
+	if loc.Credential != nil {
+		creds, err := v.secret(ctx, loc.Credential)
+		if err != nil {
+			return nil, fmt.Errorf("backup storage location %s: credential: %w", loc.Name, err)
+		}
+		path, rm, err := writeSecretFile(creds)
+		if err != nil {
+			return nil, err
+		}
+		config["credentialsFile"], remove = path, rm
+	}
+	o, err := h.ObjectStore(ctx, ObjectStoreName(loc.Provider), loc.Bucket, config, commands...)
+	if err != nil {
+		remove()
+		return nil, fmt.Errorf("backup storage location %s: %w", loc.Name, err)
+	}
+	o.onClose = remove
+	return o, nil
+}

@@ -1,0 +1,217 @@
+package velerohost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	proto "github.com/vmware-tanzu/velero/pkg/plugin/generated"
+)
+
+// KindObjectStore is Velero's object-store plugin kind: what a BackupStorageLocation's
+// provider names, and what reads and writes the location's bucket.
+const KindObjectStore = "ObjectStore"
+
+// ErrNoObjectStore is returned when no executable given serves the object store a
+// location names.
+var ErrNoObjectStore = errors.New("no plugin serves the object store")
+
+// ObjectStoreName is the plugin name of a location's provider, as Velero resolves it:
+// a provider without a namespace ("aws") is one of Velero's own ("velero.io/aws").
+func ObjectStoreName(provider string) string {
+	if !strings.Contains(provider, "/") {
+		return "velero.io/" + provider
+	}
+	return provider
+}
+
+// ObjectStore is one bucket seen through an object-store plugin, run out of process as
+// Velero runs it and initialized with the location's config: an archive.Source, so
+// that a backup is read from any store Velero supports with no provider code here.
+//
+// Velero's protocol has no ranged read: a read resumed after a break asks for the object
+// again and skips what was already read, so the bytes before the break travel twice
+// (they are not read or parsed twice).
+type ObjectStore struct {
+	p       *process
+	name    string
+	bucket  string
+	config  map[string]string
+	onClose func()
+
+	mu          sync.Mutex
+	initialized int // the process start the plugin was initialized in
+}
+
+// ObjectStore finds the executable among commands that serves the object store name
+// (ObjectStoreName of a location's provider) and returns it for bucket, initialized
+// with config as Velero initializes it (the location's config with bucket, prefix and,
+// when the location names a credential, credentialsFile). The plugin is initialized
+// again whenever its process is started again.
+func (h *Host) ObjectStore(ctx context.Context, name, bucket string, config map[string]string, commands ...[]string) (*ObjectStore, error) {
+	var served []string
+	for _, c := range commands {
+		p := h.process(c[0], c[1:])
+		lister, err := p.dispense(kindPluginLister)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := proto.NewPluginListerClient(lister).ListPlugins(ctx, &proto.Empty{})
+		if err != nil {
+			return nil, fmt.Errorf("velerohost: %s: list plugins: %w", c[0], err)
+		}
+		for _, id := range resp.Plugins {
+			if id.Kind != KindObjectStore {
+				continue
+			}
+			if id.Name != name {
+				served = append(served, id.Name)
+				continue
+			}
+			o := &ObjectStore{p: p, name: name, bucket: bucket, config: config}
+			if _, err := o.client(ctx); err != nil {
+				return nil, err
+			}
+			return o, nil
+		}
+	}
+	slices.Sort(served)
+	what := "none"
+	if len(served) > 0 {
+		what = strings.Join(served, ", ")
+	}
+	return nil, fmt.Errorf("%w %s: the plugins given serve %s", ErrNoObjectStore, name, what)
+}
+
+// client is the plugin's client, initialized in the running process.
+func (o *ObjectStore) client(ctx context.Context) (proto.ObjectStoreClient, error) {
+	conn, err := o.p.dispense(KindObjectStore)
+	if err != nil {
+		return nil, err
+	}
+	o.p.mu.Lock()
+	starts := o.p.starts
+	o.p.mu.Unlock()
+	c := proto.NewObjectStoreClient(conn)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.initialized != starts {
+		if _, err := c.Init(ctx, &proto.ObjectStoreInitRequest{Plugin: o.name, Config: o.config}); err != nil {
+			return nil, fmt.Errorf("object store %s: Init: %w", o.name, o.p.callError(err))
+		}
+		o.initialized = starts
+	}
+	return c, nil
+}
+
+// Exists says whether the bucket holds key.
+func (o *ObjectStore) Exists(ctx context.Context, key string) (bool, error) {
+	c, err := o.client(ctx)
+	if err != nil {
+		return false, err
+	}
+	resp, err := c.ObjectExists(ctx, &proto.ObjectExistsRequest{Plugin: o.name, Bucket: o.bucket, Key: key})
+	if err != nil {
+		return false, fmt.Errorf("object store %s: %s: %w", o.name, key, o.p.callError(err))
+	}
+	return resp.Exists, nil
+}
+
+// Open reads key from offset on (archive.Source). A key the bucket does not hold is
+// fs.ErrNotExist.
+func (o *ObjectStore) Open(ctx context.Context, key string, offset int64) (io.ReadCloser, error) {
+	if offset == 0 {
+		// The protocol's GetObject tells a missing key only as the stream's error text:
+		// ask first, so that a missing backup is told from a broken read.
+		ok, err := o.Exists(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s in bucket %s: %w", key, o.bucket, fs.ErrNotExist)
+		}
+	}
+	c, err := o.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	stream, err := c.GetObject(sctx, &proto.GetObjectRequest{Plugin: o.name, Bucket: o.bucket, Key: key})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("object store %s: %s: %w", o.name, key, o.p.callError(err))
+	}
+	r := &streamReader{recv: stream.Recv, cancel: cancel, o: o}
+	if offset > 0 {
+		if _, err := io.CopyN(io.Discard, r, offset); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("object store %s: %s: skipping to byte %d: %w", o.name, key, offset, err)
+		}
+	}
+	return r, nil
+}
+
+// Close ends what the store holds of its own (the credentials file written for it);
+// the plugin process ends with its Host.
+func (o *ObjectStore) Close() error {
+	if o.onClose != nil {
+		o.onClose()
+		o.onClose = nil
+	}
+	return nil
+}
+
+// streamReader reads GetObject's stream of chunks.
+type streamReader struct {
+	recv   func() (*proto.Bytes, error)
+	cancel context.CancelFunc
+	o      *ObjectStore
+	buf    []byte
+}
+
+func (r *streamReader) Read(p []byte) (int, error) {
+	for len(r.buf) == 0 {
+		chunk, err := r.recv()
+		if err == io.EOF {
+			return 0, io.EOF
+		}
+		if err != nil {
+			return 0, fmt.Errorf("object store %s: %w", r.o.name, r.o.p.callError(err))
+		}
+		r.buf = chunk.Data
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
+}
+
+func (r *streamReader) Close() error {
+	r.cancel()
+	return nil
+}
+
+// writeSecretFile writes data to a file only this user reads, for a plugin that takes
+// a path: Velero hands credentials to object stores this way.
+func writeSecretFile(data []byte) (path string, remove func(), err error) {
+	f, err := os.CreateTemp("", "restoregraph-credentials-*")
+	if err != nil {
+		return "", nil, err
+	}
+	remove = func() { os.Remove(f.Name()) }
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		remove()
+		return "", nil, err
+	}
+	if err := f.Close(); err != nil {
+		remove()
+		return "", nil, err
+	}
+	return f.Name(), remove, nil
+}

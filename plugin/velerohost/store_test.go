@@ -1,0 +1,230 @@
+package velerohost
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/restoregraph/restoregraph/archive"
+)
+
+// The backup the real Velero server wrote (testdata/velero), and what it holds.
+const (
+	fixture        = "../../testdata/velero/shop-and-fleet/shop-and-fleet.tar.gz"
+	fixtureObjects = 102
+	credentials    = "aws_access_key_id=restoregraph\naws_secret_access_key=not-to-be-shown\n"
+)
+
+func veleroObject(kind, name string, labels map[string]string, spec, status map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "velero.io/v1", "kind": kind,
+		"metadata": map[string]any{"name": name, "namespace": "velero"}, "spec": spec, "status": status}}
+	if labels != nil {
+		u.SetLabels(labels)
+	}
+	return u
+}
+
+func completed(name string, started time.Time, labels map[string]string) *unstructured.Unstructured {
+	return veleroObject("Backup", name, labels, map[string]any{"storageLocation": "default"},
+		map[string]any{"phase": "Completed", "startTimestamp": started.UTC().Format(time.RFC3339)})
+}
+
+// store is a directory holding the fixture as a bucket holds it under prefix rg, the
+// location of the test plugin's object store over it, and the Secret of its credentials.
+func store(t *testing.T, config map[string]any) (root string, objs []runtime.Object, secret *corev1.Secret) {
+	t.Helper()
+	root = t.TempDir()
+	key := filepath.Join(root, "velero", filepath.FromSlash(archive.TarballKey("rg", "shop-and-fleet")))
+	require.NoError(t, os.MkdirAll(filepath.Dir(key), 0o755))
+	data, err := os.ReadFile(fixture)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(key, data, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, ".credentials"), []byte(credentials), 0o600))
+	cfg := map[string]any{"root": root}
+	for k, v := range config {
+		cfg[k] = v
+	}
+	loc := veleroObject("BackupStorageLocation", "default", nil,
+		map[string]any{"provider": "example.io/dir", "objectStorage": map[string]any{"bucket": "velero", "prefix": "rg/"},
+			"config": cfg, "credential": map[string]any{"name": "cloud-credentials", "key": "cloud"}},
+		map[string]any{"phase": "Available"})
+	secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cloud-credentials", Namespace: "velero"},
+		Data: map[string][]byte{"cloud": []byte(credentials)}}
+	return root, []runtime.Object{loc, completed("shop-and-fleet", time.Now(), nil)}, secret
+}
+
+func velero(secret *corev1.Secret, objs ...runtime.Object) Velero {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{backupsResource: "BackupList", locationsResource: "BackupStorageLocationList"}, objs...)
+	var kube *kubefake.Clientset
+	if secret != nil {
+		kube = kubefake.NewClientset(secret)
+	} else {
+		kube = kubefake.NewClientset()
+	}
+	return Velero{Dynamic: dyn, Secrets: kube.CoreV1()}
+}
+
+// A backup named as Velero names it is found through its Backup and location, and read
+// through the location's object-store plugin, run out of process with Velero's
+// framework: the credential reaches the plugin as a file, a stream that breaks half way
+// is resumed, and the file is gone once the store is closed.
+func TestReadABackupThroughItsLocation(t *testing.T) {
+	ctx := context.Background()
+	size := fileLen(t, fixture)
+	_, objs, secret := store(t, map[string]any{"breakAt": strconv.FormatInt(size/2, 10)})
+	v := velero(secret, objs...)
+	b, err := v.Backup(ctx, "shop-and-fleet")
+	require.NoError(t, err)
+	assert.Equal(t, "rg/backups/shop-and-fleet/shop-and-fleet.tar.gz", b.Key())
+
+	h := &Host{}
+	defer h.Close()
+	st, err := h.OpenLocation(ctx, v, b.Location, []string{pluginsBinary(t)})
+	require.NoError(t, err)
+	creds := st.config["credentialsFile"]
+	info, err := os.Stat(creds)
+	require.NoError(t, err, "the credential is written for the plugin")
+	assert.Equal(t, fs.FileMode(0o600), info.Mode().Perm(), "and only this user reads it")
+
+	backup, err := archive.Open(ctx, st, b.Key(), archive.Options{Resume: fastResume})
+	require.NoError(t, err)
+	defer backup.Close()
+	assert.Equal(t, fixtureObjects, backup.Manifest().Len())
+	stats := backup.SourceStats()
+	assert.Equal(t, 1, stats.Resumed, "the broken stream is resumed")
+	assert.Equal(t, size, stats.Bytes)
+
+	require.NoError(t, st.Close())
+	_, err = os.Stat(creds)
+	assert.ErrorIs(t, err, fs.ErrNotExist, "the credentials file is removed with the store")
+}
+
+// Each reason a backup cannot be read through Velero is an error of its own kind that
+// names the object, and never shows a Secret's value.
+func TestFindingABackupFails(t *testing.T) {
+	ctx := context.Background()
+	h := &Host{}
+	defer h.Close()
+	bin := pluginsBinary(t)
+
+	open := func(v Velero, name string) error {
+		b, err := v.Backup(ctx, name)
+		if err != nil {
+			return err
+		}
+		st, err := h.OpenLocation(ctx, v, b.Location, []string{bin})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		backup, err := archive.Open(ctx, st, b.Key(), archive.Options{Resume: fastResume})
+		if err == nil {
+			backup.Close()
+		}
+		return err
+	}
+	_, objs, secret := store(t, nil)
+	loc := objs[0].(*unstructured.Unstructured)
+	with := func(mutate func(loc, backup *unstructured.Unstructured)) Velero {
+		l, b := loc.DeepCopy(), objs[1].(*unstructured.Unstructured).DeepCopy()
+		mutate(l, b)
+		return velero(secret, l, b)
+	}
+	require.NoError(t, open(velero(secret, objs...), "shop-and-fleet"), "the store as it is reads")
+
+	for _, c := range []struct {
+		name   string
+		v      Velero
+		backup string // default shop-and-fleet
+		is     error
+		names  string
+	}{
+		{"no such backup", velero(secret, objs...), "nope", ErrBackupNotFound, "velero/nope"},
+		{"in progress", with(func(_, b *unstructured.Unstructured) {
+			unstructured.SetNestedField(b.Object, "InProgress", "status", "phase")
+		}), "", ErrBackupNotRestorable, "is InProgress"},
+		{"no such location", with(func(_, b *unstructured.Unstructured) {
+			unstructured.SetNestedField(b.Object, "elsewhere", "spec", "storageLocation")
+		}), "", ErrLocationNotFound, "velero/elsewhere"},
+		{"location unavailable", with(func(l, _ *unstructured.Unstructured) {
+			unstructured.SetNestedField(l.Object, "Unavailable", "status", "phase")
+			unstructured.SetNestedField(l.Object, "the bucket is gone", "status", "message")
+		}), "", ErrLocationUnavailable, "velero/default is Unavailable: the bucket is gone"},
+		{"no such secret key", with(func(l, _ *unstructured.Unstructured) {
+			unstructured.SetNestedField(l.Object, "aws", "spec", "credential", "key")
+		}), "", ErrSecretKey, `has no key "aws" (it has cloud)`},
+		{"no plugin of the provider", with(func(l, _ *unstructured.Unstructured) {
+			unstructured.SetNestedField(l.Object, "aws", "spec", "provider")
+		}), "", ErrNoObjectStore, "velero.io/aws: the plugins given serve example.io/dir"},
+		{"no tarball under the prefix", with(func(l, _ *unstructured.Unstructured) {
+			unstructured.SetNestedField(l.Object, "other", "spec", "objectStorage", "prefix")
+		}), "", fs.ErrNotExist, "other/backups/shop-and-fleet/shop-and-fleet.tar.gz"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			name := c.backup
+			if name == "" {
+				name = "shop-and-fleet"
+			}
+			err := open(c.v, name)
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, c.is), "%v is %v", err, c.is)
+			assert.Contains(t, err.Error(), c.names)
+			assert.NotContains(t, err.Error(), "not-to-be-shown")
+		})
+	}
+
+	// Credentials the store refuses: the plugin's Init says so.
+	wrong := secret.DeepCopy()
+	wrong.Data["cloud"] = []byte("aws_secret_access_key=not-to-be-shown-either\n")
+	err := open(velero(wrong, objs...), "shop-and-fleet")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "credentials: not the store's")
+	assert.NotContains(t, err.Error(), "not-to-be-shown")
+}
+
+// --from-schedule's backup: the newest that Completed, by start time.
+func TestLatestOfSchedule(t *testing.T) {
+	ctx := context.Background()
+	_, objs, secret := store(t, nil)
+	nightly := map[string]string{scheduleLabel: "nightly"}
+	now := time.Now()
+	failed := completed("nightly-3", now, nightly)
+	unstructured.SetNestedField(failed.Object, "Failed", "status", "phase")
+	v := velero(secret, objs[0], completed("nightly-1", now.Add(-2*time.Hour), nightly),
+		completed("nightly-2", now.Add(-time.Hour), nightly), failed, completed("weekly-1", now, map[string]string{scheduleLabel: "weekly"}))
+	b, err := v.LatestOfSchedule(ctx, "nightly")
+	require.NoError(t, err)
+	assert.Equal(t, "nightly-2", b.Name)
+	assert.Equal(t, "nightly", b.Schedule)
+
+	_, err = v.LatestOfSchedule(ctx, "hourly")
+	assert.ErrorIs(t, err, ErrNoBackupOfSchedule)
+	assert.Contains(t, err.Error(), "velero/hourly (of 0 backups)")
+}
+
+var fastResume = archive.DefaultResume
+
+func init() { fastResume.Duration = 10 * time.Millisecond }
+
+func fileLen(t *testing.T, path string) int64 {
+	t.Helper()
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	return info.Size()
+}
