@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -24,25 +26,46 @@ func manifestBeside(tarball string) string {
 }
 
 func newBackupCmd() *cobra.Command {
-	var out, mode, admissionNS string
+	var out, mode, admissionNS, endpoint, locationName, veleroNS string
 	var ff filterFlags
 	t := &target{flags: genericclioptions.NewConfigFlags(true)}
 	cmd := &cobra.Command{
-		Use:   "backup -o FILE",
+		Use:   "backup -o FILE|URL",
 		Short: "Write a Velero-format backup of the cluster, with its manifest",
 		Long: `Writes every listable resource the cluster serves, at every version it serves (the
 preferred one marked), as a Velero backup tarball (format 1.1.0), selected by the same
 flags as restore. The manifest is written inside the tarball and beside it. A resource
-whose list fails makes the backup incomplete: it is named, and the exit code is 1.`,
+whose list fails makes the backup incomplete: it is named, and the exit code is 1.
+
+-o s3://BUCKET/PREFIX/NAME (or file:///DIR/PREFIX/NAME) writes it where Velero keeps
+backups, PREFIX/backups/NAME/NAME.tar.gz, with what Velero's backup sync reads beside it
+(velero-backup.json, the resource list, the log) and the manifest (NAME-manifest.json.gz),
+so that a Velero server whose location is that bucket and prefix lists and restores it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
-				return badInput("-o FILE is required")
+				return badInput("-o FILE|URL is required")
 			}
 			spec, err := ff.spec()
 			if err != nil {
 				return err
 			}
+			var loc backupLocation
+			local := out
+			if strings.Contains(out, "://") {
+				if loc, err = parseBackupLocation(out, endpoint); err != nil {
+					return err
+				}
+				dir, err := os.MkdirTemp("", "restoregraph-backup-*")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				local = filepath.Join(dir, backupName(out)+".tar.gz")
+			} else if endpoint != "" {
+				return badInput("--s3-endpoint is for -o s3://...")
+			}
+			started := time.Now()
 			cfg, stop, err := t.config()
 			if err != nil {
 				return err
@@ -58,7 +81,7 @@ whose list fails makes the backup incomplete: it is named, and the exit code is 
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			tmp := out + ".partial"
+			tmp := local + ".partial"
 			f, err := os.Create(tmp)
 			if err != nil {
 				return badInput("%w", err)
@@ -69,27 +92,38 @@ whose list fails makes the backup incomplete: it is named, and the exit code is 
 				return err
 			}
 			res, err := backup.Run(ctx, backup.Source{Dynamic: dyn, Discovery: disc}, f, backup.Options{Filter: spec,
-				SpillDir: filepath.Dir(out), Admitter: adm, Name: backupName(out)})
+				SpillDir: filepath.Dir(local), Admitter: adm, Name: backupName(out)})
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
 			if err != nil {
 				return &exitError{code: exitBadInput, err: err}
 			}
-			if err := os.Rename(tmp, out); err != nil {
+			if err := os.Rename(tmp, local); err != nil {
 				return err
 			}
-			if err := manifest.WriteFile(manifestBeside(out), res.Manifest); err != nil {
+			var log bytes.Buffer
+			w := io.MultiWriter(cmd.OutOrStdout(), &log)
+			beside := manifestBeside(out)
+			if loc.url != "" {
+				beside = loc.beside(backupName(out) + "-manifest.json.gz")
+			} else if err := manifest.WriteFile(beside, res.Manifest); err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "%d objects (%d bodies, every served version) written to %s; manifest beside it in %s; %d left out by the filter\n",
-				res.Objects, res.Copies, out, manifestBeside(out), res.Excluded)
+				res.Objects, res.Copies, out, beside, res.Excluded)
 			for _, x := range res.Warnings {
 				fmt.Fprintf(w, "warning: %s\n", x)
 			}
 			for _, e := range res.Incomplete {
 				fmt.Fprintf(w, "incomplete: %v\n", e)
+			}
+			if loc.url != "" {
+				k := keptAsVelero{name: backupName(out), namespace: veleroNS, location: locationName, filter: ff,
+					started: started, completed: time.Now(), result: res, log: log.Bytes()}
+				if err := putBackup(ctx, loc, local, k); err != nil {
+					return err
+				}
 			}
 			if len(res.Incomplete) > 0 {
 				return &exitError{code: exitIncomplete, err: fmt.Errorf("the backup is incomplete: %d list(s) failed", len(res.Incomplete))}
@@ -97,7 +131,10 @@ whose list fails makes the backup incomplete: it is named, and the exit code is 
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&out, "output", "o", "", "the backup tarball to write")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the backup tarball to write, or a URL where Velero keeps backups: s3://BUCKET/PREFIX/NAME, file:///DIR/PREFIX/NAME")
+	cmd.Flags().StringVar(&endpoint, "s3-endpoint", "", "the address of an S3-compatible store for -o s3://..., with path-style requests")
+	cmd.Flags().StringVar(&locationName, "location-name", "default", "for -o URL: the BackupStorageLocation velero-backup.json names, the one whose bucket and prefix the URL are")
+	cmd.Flags().StringVar(&veleroNS, "velero-namespace", "velero", "for -o URL: the namespace velero-backup.json names")
 	ff.add(cmd.Flags(), "back up")
 	cmd.Flags().StringVar(&mode, "admission", "cluster", "admit the backup, as a reader of what it backs up, against other operations on the cluster: cluster, local or off")
 	cmd.Flags().StringVar(&admissionNS, "admission-namespace", "restoregraph-admission", "the namespace of the admission Leases")
@@ -110,7 +147,7 @@ func newVerifyCmd() *cobra.Command {
 	var rf restoreFlags
 	t := &target{flags: genericclioptions.NewConfigFlags(true)}
 	cmd := &cobra.Command{
-		Use:   "verify --backup FILE",
+		Use:   "verify --backup FILE|URL | --from-backup NAME",
 		Short: "Check that the cluster holds what restoring the backup makes",
 		Long: `Checks, with the same flags as restore, that every object the restore makes exists,
 that its ownerReferences name live objects, and that what the restore made holds what

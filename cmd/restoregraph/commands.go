@@ -37,7 +37,7 @@ func newPlanCmd() *cobra.Command {
 	var rf restoreFlags
 	t := &target{flags: genericclioptions.NewConfigFlags(true)}
 	cmd := &cobra.Command{
-		Use:   "plan --backup FILE",
+		Use:   "plan --backup FILE|URL | --from-backup NAME",
 		Short: "Show what a restore would do, without writing anything",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -154,7 +154,7 @@ func newRestoreCmd() *cobra.Command {
 	)
 	t := &target{flags: genericclioptions.NewConfigFlags(true)}
 	cmd := &cobra.Command{
-		Use:   "restore --backup FILE",
+		Use:   "restore --backup FILE|URL | --from-backup NAME",
 		Short: "Restore a backup into the cluster",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -36,6 +36,8 @@ type restoreFlags struct {
 	filterFlags
 	backup                          string
 	s3Endpoint                      string
+	velero                          veleroFlags
+	name                            string // the backup's name, once open has read it
 	namespaceMappings               string
 	restoreName                     string
 	priorities, prioritiesConfigMap string
@@ -82,6 +84,7 @@ func (f *filterFlags) spec() (filter.Spec, error) {
 func (f *restoreFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.backup, "backup", "", backupUsage)
 	fs.StringVar(&f.s3Endpoint, "s3-endpoint", "", s3EndpointUsage)
+	f.velero.add(fs)
 	f.filterFlags.add(fs, "restore")
 	fs.StringVar(&f.namespaceMappings, "namespace-mappings", "", "restore namespaces under other names: src1:dst1,src2:dst2")
 	fs.StringVar(&f.restoreName, "restore-name", "", "the restore's name, in the velero.io/restore-name label of what it makes (default <backup>-<time>)")
@@ -98,9 +101,6 @@ func (f *restoreFlags) add(fs *pflag.FlagSet) {
 		strings.Join(append(slices.Clone(builtin.Names), restore.ControllerManaged, restore.NamespaceDefaults), ", "))
 }
 
-// options turns the flags into restore.Options. cfg reaches the target, for its
-// ConfigMap of version priorities; warnings about skipped priority lines go to warn.
-// The caller calls stop when done: it ends the plugin processes.
 // session is what plan, restore and verify open alike: the backup, the target, the
 // options the flags make, and a context that an interrupt cancels.
 type session struct {
@@ -112,75 +112,102 @@ type session struct {
 }
 
 // open reads the backup, connects to the target and starts the plugins; the session's
-// close undoes all three.
-func (f *restoreFlags) open(cmd *cobra.Command, t *target) (*session, error) {
+// close undoes all three. A backup named by --backup is read first, so that a wrong one
+// is told before the target is reached; one named through Velero (--from-backup,
+// --from-schedule) is read once the plugins that reach its location have started.
+func (f *restoreFlags) open(cmd *cobra.Command, t *target) (s *session, err error) {
 	ctx, cancel := signalContext()
-	b, closeBackup, err := readBackup(ctx, f.backup, f.s3Endpoint, cmd.ErrOrStderr())
+	warn := cmd.ErrOrStderr()
+	closers := []func(){cancel}
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
+	byName, err := f.velero.check(f.backup, f.s3Endpoint, f.pluginDir != "" || len(f.pluginPaths) > 0, t.embedded)
 	if err != nil {
-		cancel()
 		return nil, err
+	}
+	var b *archive.Backup
+	if !byName {
+		var closeBackup func()
+		if b, closeBackup, err = readBackup(ctx, f.backup, f.s3Endpoint, warn); err != nil {
+			return nil, err
+		}
+		closers = append(closers, closeBackup)
+		f.name = backupName(f.backup)
 	}
 	tgt, cfg, stopTarget, err := t.restoreTarget()
 	if err != nil {
-		closeBackup()
-		cancel()
 		return nil, err
 	}
-	opts, stopPlugins, err := f.options(ctx, cfg, cmd.ErrOrStderr())
-	s := &session{backup: b, target: tgt, ctx: ctx, opts: opts, close: func() {
-		stopPlugins()
-		cancel()
-		stopTarget()
-		closeBackup()
-	}}
+	closers = append(closers, stopTarget)
+	host, commands, stopHost, err := f.pluginHost(cfg, warn)
 	if err != nil {
-		s.close()
 		return nil, err
 	}
-	return s, nil
-}
-
-func (f *restoreFlags) options(ctx context.Context, cfg *rest.Config, warn io.Writer) (opts restore.Options, stop func(), err error) {
-	stop = func() {}
-	opts, err = f.restoreOptions(ctx, cfg, warn)
-	if err != nil || (f.pluginDir == "" && len(f.pluginPaths) == 0) {
-		return opts, stop, err
+	closers = append(closers, stopHost)
+	if byName {
+		var closeBackup func()
+		if b, f.name, closeBackup, err = f.velero.read(ctx, cfg, host, commands, warn); err != nil {
+			return nil, err
+		}
+		closers = append(closers, closeBackup)
 	}
-	reg, stop, err := f.plugins(ctx, cfg, warn)
-	opts.Plugins = reg
-	return opts, stop, err
+	opts, err := f.restoreOptions(ctx, cfg, warn)
+	if err != nil {
+		return nil, err
+	}
+	if host != nil {
+		if opts.Plugins, err = f.register(ctx, host, commands, warn); err != nil {
+			return nil, err
+		}
+	}
+	return &session{backup: b, target: tgt, ctx: ctx, opts: opts, close: closeAll}, nil
 }
 
-// plugins starts the plugin executables the flags name and registers what they serve;
-// stop ends them.
-func (f *restoreFlags) plugins(ctx context.Context, cfg *rest.Config, warn io.Writer) (reg *plugin.Registry, stop func(), err error) {
+// pluginHost returns the host of the plugin executables the flags name, with the
+// commands that start them (it starts nothing yet); a nil host when none is named. stop
+// ends every process the host started. The plugins' standard error goes to warn.
+func (f *restoreFlags) pluginHost(cfg *rest.Config, warn io.Writer) (host *velerohost.Host, commands [][]string, stop func(), err error) {
 	stop = func() {}
 	paths := slices.Clone(f.pluginPaths)
 	if f.pluginDir != "" {
 		found, err := velerohost.Executables(f.pluginDir)
 		if err != nil {
-			return nil, stop, badInput("--plugins: %w", err)
+			return nil, nil, stop, badInput("--plugins: %w", err)
 		}
 		paths = append(paths, found...)
+	}
+	if len(paths) == 0 {
+		return nil, nil, stop, nil
 	}
 	// Velero's own actions build a Kubernetes client when they start, from $KUBECONFIG:
 	// they are given the target's.
 	kubeconfig, err := writeKubeconfig(cfg)
 	if err != nil {
-		return nil, stop, err
+		return nil, nil, stop, err
 	}
-	host := &velerohost.Host{Env: []string{"KUBECONFIG=" + kubeconfig}, Log: warn}
-	stop = func() { host.Close(); os.Remove(kubeconfig) }
-	var commands [][]string
+	host = &velerohost.Host{Env: []string{"KUBECONFIG=" + kubeconfig}, Log: warn}
 	for _, p := range paths {
 		commands = append(commands, []string{p})
 	}
+	return host, commands, func() { host.Close(); os.Remove(kubeconfig) }, nil
+}
+
+// register registers the RestoreItemActions the plugins serve, but those disabled.
+func (f *restoreFlags) register(ctx context.Context, host *velerohost.Host, commands [][]string, warn io.Writer) (*plugin.Registry, error) {
 	found, err := host.Discover(ctx, commands...)
 	if err != nil {
 		fmt.Fprintf(warn, "restoregraph: warning: %v\n", err)
 	}
-	reg = &plugin.Registry{}
-	return reg, stop, host.Register(reg, found, f.disable...)
+	reg := &plugin.Registry{}
+	return reg, host.Register(reg, found, f.disable...)
 }
 
 // writeKubeconfig writes cfg as a kubeconfig file, for plugin processes.
@@ -201,10 +228,12 @@ func writeKubeconfig(cfg *rest.Config) (string, error) {
 	return f.Name(), clientcmd.WriteToFile(*kc, f.Name())
 }
 
+// restoreOptions turns the flags into restore.Options. cfg reaches the target, for its
+// ConfigMap of version priorities; warnings about skipped priority lines go to warn.
 func (f *restoreFlags) restoreOptions(ctx context.Context, cfg *rest.Config, warn io.Writer) (restore.Options, error) {
 	opts := restore.Options{
 		StrictVersions: f.strict, PreserveNodePorts: f.preserveNodePorts, DisablePlugins: f.disable, Name: f.restoreName,
-		BackupName: backupName(f.backup),
+		BackupName: f.name,
 	}
 	var err error
 	if opts.Filter, err = f.spec(); err != nil {

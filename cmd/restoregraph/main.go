@@ -11,7 +11,10 @@
 // reads them), or is the embedded in-process API server with --embedded.
 //
 // --backup is a tarball, or a URL of one kept in object storage as Velero keeps it
-// (s3://BUCKET/PREFIX/NAME, file://).
+// (s3://BUCKET/PREFIX/NAME, file://). plan, restore and verify also take a backup by
+// its name in Velero (--from-backup NAME, --from-schedule NAME): its Backup and
+// BackupStorageLocation are read from the cluster where Velero runs, and the tarball
+// through the location's object-store plugin (--plugins DIR), as Velero reads it.
 //
 // Exit codes: 0 when everything was restored, 1 when something failed or was skipped,
 // 2 for bad usage or bad input, 3 when the backup's store could not be reached.

@@ -174,15 +174,20 @@ func readBackup(ctx context.Context, raw, endpoint string, progress io.Writer) (
 		return nil, nil, sourceError(loc.url, err)
 	}
 	return b, func() {
-		if st := b.SourceStats(); st.Resumed > 0 && progress != nil {
-			times := "times"
-			if st.Resumed == 1 {
-				times = "time"
-			}
-			fmt.Fprintf(progress, "read %s: %s, resumed %d %s where the download broke\n", loc.url, mib(st.Bytes), st.Resumed, times)
-		}
+		reportResumed(progress, loc.url, b)
 		b.Close()
 	}, nil
+}
+
+// reportResumed says how often reading b from its store was resumed, when it was.
+func reportResumed(progress io.Writer, name string, b *archive.Backup) {
+	if st := b.SourceStats(); st.Resumed > 0 && progress != nil {
+		times := "times"
+		if st.Resumed == 1 {
+			times = "time"
+		}
+		fmt.Fprintf(progress, "read %s: %s, resumed %d %s where the download broke\n", name, mib(st.Bytes), st.Resumed, times)
+	}
 }
 
 // sourceError says why a backup in a store could not be read, with the exit code that

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"compress/gzip"
+	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -8,6 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/manifest"
 )
 
 func TestParseBackupLocation(t *testing.T) {
@@ -93,4 +99,74 @@ func TestBackupByURL(t *testing.T) {
 	r = rg(t, cmd...)
 	assert.Equal(t, exitUnreachable, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "velero/backups/nightly/nightly.tar.gz")
+}
+
+// backup -o URL writes the backup where Velero keeps them, with what Velero's backup
+// sync and describe read beside it; it is then planned by the same URL. (What Velero
+// makes of it is TestVeleroRestoresARestoregraphBackup's.)
+func TestBackupToURL(t *testing.T) {
+	root := t.TempDir()
+	url := "file://" + filepath.ToSlash(filepath.Join(root, "velero", "nightly"))
+	r := rg(t, "backup", "-o", url, "--embedded", "--location-name", "primary")
+	require.Equal(t, 0, r.code, r.stderr)
+	dir := filepath.Join(root, "velero", "backups", "nightly")
+	b, err := archive.ReadFile(filepath.Join(dir, "nightly.tar.gz"), archive.Options{})
+	require.NoError(t, err)
+	defer b.Close() // the embedded server holds nothing: the objects are in the integration test's
+
+	beside, err := manifest.ReadFile(filepath.Join(dir, "nightly-manifest.json.gz"))
+	require.NoError(t, err)
+	assert.Equal(t, b.Manifest().Len(), beside.Len(), "the manifest beside the tarball is the one in it")
+
+	var obj struct {
+		Metadata struct {
+			Name   string            `json:"name"`
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+		Spec struct {
+			StorageLocation    string   `json:"storageLocation"`
+			IncludedNamespaces []string `json:"includedNamespaces"`
+		} `json:"spec"`
+		Status struct {
+			Phase         string `json:"phase"`
+			FormatVersion string `json:"formatVersion"`
+			Progress      struct {
+				TotalItems int `json:"totalItems"`
+			} `json:"progress"`
+		} `json:"status"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "velero-backup.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &obj))
+	assert.Equal(t, "nightly", obj.Metadata.Name)
+	assert.Equal(t, "primary", obj.Spec.StorageLocation)
+	assert.Equal(t, "primary", obj.Metadata.Labels["velero.io/storage-location"])
+	assert.Equal(t, []string{"*"}, obj.Spec.IncludedNamespaces)
+	assert.Equal(t, "Completed", obj.Status.Phase)
+	assert.Equal(t, "1.1.0", obj.Status.FormatVersion)
+	assert.Equal(t, b.Manifest().Len(), obj.Status.Progress.TotalItems)
+
+	var list map[string][]string
+	require.NoError(t, json.Unmarshal(gunzip(t, filepath.Join(dir, "nightly-resource-list.json.gz")), &list))
+	listed := 0
+	for _, names := range list {
+		listed += len(names)
+	}
+	assert.Equal(t, b.Manifest().Len(), listed, "the resource list names every object")
+	assert.Contains(t, string(gunzip(t, filepath.Join(dir, "nightly-logs.gz"))), "objects (")
+
+	plan := rg(t, "plan", "--backup", url, "--embedded")
+	assert.Equal(t, 0, plan.code, plan.stderr)
+}
+
+func gunzip(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	data, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	return data
 }

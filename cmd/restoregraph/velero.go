@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/plugin/velerohost"
+)
+
+// veleroFlags name a backup as Velero names it: by its Backup object, or as the newest
+// of a Schedule's, read where the Backup's BackupStorageLocation keeps it through the
+// location's own object-store plugin, as Velero reads it. Any store Velero supports is
+// then reached with no provider code here.
+type veleroFlags struct {
+	backup, schedule, namespace, sourceKubeconfig string
+}
+
+func (v *veleroFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&v.backup, "from-backup", "", "the backup by its name in Velero: its Backup and BackupStorageLocation are read from the cluster where Velero runs "+
+		"(--source-kubeconfig, default the target) and the tarball through the location's object-store plugin, one of the executables of --plugins or --plugin, as Velero reads it")
+	fs.StringVar(&v.schedule, "from-schedule", "", "the newest Completed backup of this Velero Schedule, read as --from-backup reads one")
+	fs.StringVar(&v.namespace, "velero-namespace", "velero", "the namespace Velero runs in, where its Backups, locations and their Secrets are")
+	fs.StringVar(&v.sourceKubeconfig, "source-kubeconfig", "", "the kubeconfig of the cluster where Velero runs, for --from-backup and --from-schedule (default the target's)")
+}
+
+// check says whether the backup is named through Velero, and that it is named once, with
+// what reading it that way needs.
+func (v *veleroFlags) check(backup, s3Endpoint string, plugins, embedded bool) (byName bool, err error) {
+	named := 0
+	for _, s := range []string{backup, v.backup, v.schedule} {
+		if s != "" {
+			named++
+		}
+	}
+	switch {
+	case named == 0:
+		return false, badInput("name the backup: --backup FILE|URL, --from-backup NAME or --from-schedule NAME")
+	case named > 1:
+		return false, badInput("--backup, --from-backup and --from-schedule each name a backup: give one")
+	case backup != "":
+		if v.sourceKubeconfig != "" {
+			return false, badInput("--source-kubeconfig is where Velero runs, for --from-backup and --from-schedule; --backup names the backup itself")
+		}
+		return false, nil
+	case s3Endpoint != "":
+		return false, badInput("--s3-endpoint is for an s3:// --backup: --from-backup reaches the store as its location says")
+	case !plugins:
+		return false, badInput("--from-backup and --from-schedule read the backup through its location's object-store plugin: " +
+			"give the directory of Velero's plugins with --plugins (as Velero's /plugins), or the plugin with --plugin")
+	case embedded && v.sourceKubeconfig == "":
+		return false, badInput("--from-backup and --from-schedule with --embedded: give --source-kubeconfig, the cluster where Velero runs")
+	}
+	return true, nil
+}
+
+// read finds the backup through Velero's objects in the source cluster (target is the
+// target's configuration, the default) and opens it through its location's object store,
+// with the plugins of host. It returns the backup, its name, and what closes both.
+func (v *veleroFlags) read(ctx context.Context, target *rest.Config, host *velerohost.Host, commands [][]string, progress io.Writer) (
+	b *archive.Backup, name string, closeAll func(), err error) {
+	cfg := target
+	if v.sourceKubeconfig != "" {
+		if cfg, err = clientcmd.BuildConfigFromFlags("", v.sourceKubeconfig); err != nil {
+			return nil, "", nil, badInput("--source-kubeconfig: %w", err)
+		}
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	velero := velerohost.Velero{Dynamic: dyn, Secrets: cs.CoreV1(), Namespace: v.namespace}
+	var vb *velerohost.Backup
+	if v.schedule != "" {
+		vb, err = velero.LatestOfSchedule(ctx, v.schedule)
+	} else {
+		vb, err = velero.Backup(ctx, v.backup)
+	}
+	if err != nil {
+		return nil, "", nil, veleroError(err)
+	}
+	store, err := host.OpenLocation(ctx, velero, vb.Location, commands...)
+	if err != nil {
+		return nil, "", nil, veleroError(err)
+	}
+	label := fmt.Sprintf("backup %s/%s", v.namespace, vb.Name)
+	if vb.Phase != "Completed" {
+		fmt.Fprintf(progress, "restoregraph: warning: %s is %s: what it failed to back up is not in it\n", label, vb.Phase)
+	}
+	meter := &meteredSource{src: store}
+	stop := meter.show(progress, label)
+	b, err = archive.Open(ctx, meter, vb.Key(), archive.Options{})
+	stop()
+	if err != nil {
+		store.Close()
+		return nil, "", nil, sourceError(fmt.Sprintf("%s/%s in location %s", v.namespace, vb.Name, vb.Location.Name), err)
+	}
+	return b, vb.Name, func() {
+		reportResumed(progress, label, b)
+		b.Close()
+		store.Close()
+	}, nil
+}
+
+// veleroError gives what Velero's objects say of a backup its exit code: a backup, a
+// location, a Secret or a plugin that is missing or not ready is bad input; the cluster
+// not answering is not.
+func veleroError(err error) error {
+	for _, kind := range []error{velerohost.ErrBackupNotFound, velerohost.ErrBackupNotRestorable, velerohost.ErrNoBackupOfSchedule,
+		velerohost.ErrLocationNotFound, velerohost.ErrLocationUnavailable, velerohost.ErrLocationInvalid,
+		velerohost.ErrSecretKey, velerohost.ErrNoObjectStore} {
+		if errors.Is(err, kind) {
+			return badInput("%w", err)
+		}
+	}
+	return err
+}
