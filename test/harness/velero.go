@@ -191,6 +191,10 @@ func (v *Velero) Run(ctx context.Context, args ...string) (string, error) {
 // Log is what the Velero server wrote.
 func (v *Velero) Log() string { return v.cluster.Log(veleroServer) }
 
+// PluginDir is the directory of the plugins the server runs (Velero's /plugins): the AWS
+// object-store plugin.
+func (v *Velero) PluginDir() string { return filepath.Join(filepath.Dir(v.bin), "plugins") }
+
 var bslGVR = schema.GroupVersionResource{Group: "velero.io", Version: "v1", Resource: "backupstoragelocations"}
 
 // install makes what `velero install` makes that the server outside the cluster needs:
