@@ -413,6 +413,7 @@ func TestFromBackupFlags(t *testing.T) {
 		"no plugins":            {[]string{"restore", "--from-backup", "nightly", "--embedded"}, "give the directory of Velero's plugins with --plugins"},
 		"embedded, no source":   {[]string{"verify", "--from-schedule", "daily", "--plugins", t.TempDir(), "--embedded"}, "give --source-kubeconfig"},
 		"endpoint with a name":  {[]string{"plan", "--from-backup", "nightly", "--s3-endpoint", "http://127.0.0.1:1", "--embedded"}, "--s3-endpoint is for an s3:// --backup"},
+		"no plugin in the dir":  {[]string{"plan", "--from-backup", "nightly", "--plugins", t.TempDir(), "--source-kubeconfig", "kc", "--embedded"}, "holds no executable"},
 		"source with a tarball": {[]string{"plan", "--backup", backup, "--source-kubeconfig", "kc", "--embedded"}, "--source-kubeconfig is where Velero runs"},
 	} {
 		t.Run(name, func(t *testing.T) {

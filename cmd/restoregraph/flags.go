@@ -153,6 +153,9 @@ func (f *restoreFlags) open(cmd *cobra.Command, t *target) (s *session, err erro
 	}
 	closers = append(closers, stopHost)
 	if byName {
+		if host == nil {
+			return nil, badInput("--plugins %s holds no executable: --from-backup and --from-schedule read the backup through its location's object-store plugin", f.pluginDir)
+		}
 		var closeBackup func()
 		if b, f.name, closeBackup, err = f.velero.read(ctx, cfg, host, commands, warn); err != nil {
 			return nil, err
