@@ -95,6 +95,22 @@ func (b bucketPutter) put(ctx context.Context, key string, body io.ReadSeeker, s
 // velero-backup.json last: Velero's sync takes a backup once that is there, and by then
 // all the rest is.
 func putBackup(ctx context.Context, loc backupLocation, local string, k keptAsVelero) error {
+	var m bytes.Buffer
+	if err := manifest.EncodeGzip(&m, k.result.Manifest); err != nil {
+		return fmt.Errorf("the manifest: %w", err)
+	}
+	list, err := gzipJSON(resourceList(k.result.Manifest))
+	if err != nil {
+		return fmt.Errorf("the resource list: %w", err)
+	}
+	logs, err := gzipBytes(k.log)
+	if err != nil {
+		return fmt.Errorf("the log: %w", err)
+	}
+	backupJSON, err := json.Marshal(k.backupObject())
+	if err != nil {
+		return fmt.Errorf("velero-backup.json: %w", err)
+	}
 	p, err := loc.putter(ctx)
 	if err != nil {
 		return err
@@ -111,40 +127,16 @@ func putBackup(ctx context.Context, loc backupLocation, local string, k keptAsVe
 	if err := p.put(ctx, loc.key, f, st.Size()); err != nil {
 		return &exitError{code: exitUnreachable, err: fmt.Errorf("writing %s: %w", loc.url, err)}
 	}
-	dir := path.Dir(loc.key)
-	var records []struct {
+	for _, r := range []struct {
 		name string
 		data []byte
-	}
-	add := func(name string, data []byte, err error) error {
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		records = append(records, struct {
-			name string
-			data []byte
-		}{name, data})
-		return nil
-	}
-	var m bytes.Buffer
-	err = manifest.EncodeGzip(&m, k.result.Manifest)
-	if err := add(k.name+"-manifest.json.gz", m.Bytes(), err); err != nil {
-		return err
-	}
-	list, err := gzipJSON(resourceList(k.result.Manifest))
-	if err := add(k.name+"-resource-list.json.gz", list, err); err != nil {
-		return err
-	}
-	logs, err := gzipBytes(k.log)
-	if err := add(k.name+"-logs.gz", logs, err); err != nil {
-		return err
-	}
-	backupJSON, err := json.Marshal(k.backupObject())
-	if err := add("velero-backup.json", backupJSON, err); err != nil {
-		return err
-	}
-	for _, r := range records {
-		key := path.Join(dir, r.name)
+	}{
+		{k.name + "-manifest.json.gz", m.Bytes()},
+		{k.name + "-resource-list.json.gz", list},
+		{k.name + "-logs.gz", logs},
+		{"velero-backup.json", backupJSON},
+	} {
+		key := path.Join(path.Dir(loc.key), r.name)
 		if err := p.put(ctx, key, bytes.NewReader(r.data), int64(len(r.data))); err != nil {
 			return &exitError{code: exitUnreachable, err: fmt.Errorf("writing %s beside %s: %w", r.name, loc.url, err)}
 		}

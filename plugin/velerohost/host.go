@@ -118,16 +118,11 @@ func (h *Host) Discover(ctx context.Context, commands ...[]string) ([]Plugin, er
 	var out []Plugin
 	var failed []error
 	for _, c := range commands {
-		p := h.process(c[0], c[1:])
-		lister, err := p.dispense(kindPluginLister)
+		p, ids, err := h.list(ctx, c)
 		if err != nil {
 			return nil, err
 		}
-		resp, err := proto.NewPluginListerClient(lister).ListPlugins(ctx, &proto.Empty{})
-		if err != nil {
-			return nil, fmt.Errorf("velerohost: %s: list plugins: %w", c[0], err)
-		}
-		for _, id := range resp.Plugins {
+		for _, id := range ids {
 			if id.Kind != KindRestoreItemAction && id.Kind != KindRestoreItemActionV2 {
 				continue
 			}
@@ -140,6 +135,21 @@ func (h *Host) Discover(ctx context.Context, commands ...[]string) ([]Plugin, er
 		}
 	}
 	return out, errors.Join(failed...)
+}
+
+// list starts the executable c (command and its arguments) and returns the plugins it
+// serves.
+func (h *Host) list(ctx context.Context, c []string) (*process, []*proto.PluginIdentifier, error) {
+	p := h.process(c[0], c[1:])
+	lister, err := p.dispense(kindPluginLister)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := proto.NewPluginListerClient(lister).ListPlugins(ctx, &proto.Empty{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("velerohost: %s: list plugins: %w", c[0], err)
+	}
+	return p, resp.Plugins, nil
 }
 
 // Register registers the plugins in reg, but those named in disabled: v2 ones at V2, v1

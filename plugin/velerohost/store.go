@@ -57,16 +57,11 @@ type ObjectStore struct {
 func (h *Host) ObjectStore(ctx context.Context, name, bucket string, config map[string]string, commands ...[]string) (*ObjectStore, error) {
 	var served []string
 	for _, c := range commands {
-		p := h.process(c[0], c[1:])
-		lister, err := p.dispense(kindPluginLister)
+		p, ids, err := h.list(ctx, c)
 		if err != nil {
 			return nil, err
 		}
-		resp, err := proto.NewPluginListerClient(lister).ListPlugins(ctx, &proto.Empty{})
-		if err != nil {
-			return nil, fmt.Errorf("velerohost: %s: list plugins: %w", c[0], err)
-		}
-		for _, id := range resp.Plugins {
+		for _, id := range ids {
 			if id.Kind != KindObjectStore {
 				continue
 			}
