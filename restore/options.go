@@ -69,7 +69,9 @@ type Options struct {
 	BackupName string
 	// OnEvent receives progress events, in order, from one goroutine.
 	OnEvent func(Event)
-	// Retry spaces retries of transient errors; default 100ms doubling to 5s.
+	// Retry spaces retries of transient errors (connection failures, timeouts, 429, 5xx);
+	// default 100ms doubling to 5s, each wait jittered by up to 20%. Retries go on at the
+	// Cap for as long as the object's ItemTimeout allows; without a Cap, Steps bounds them.
 	Retry wait.Backoff
 	// Clock stamps the report and drives readiness waits; default the real clock.
 	Clock clock.Clock
@@ -112,7 +114,7 @@ func (o Options) withDefaults() Options {
 		o.Existing = Adopt
 	}
 	if o.Retry.Duration == 0 {
-		o.Retry = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Cap: 5 * time.Second, Steps: 1 << 30}
+		o.Retry = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Cap: 5 * time.Second, Steps: 1 << 30}
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

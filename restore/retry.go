@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -35,20 +36,32 @@ func transient(err error) bool {
 	return errors.As(err, &ne)
 }
 
-// retryTransient calls f until it returns a non-transient result, backing off between attempts,
-// within ctx. It returns f's last error, or ctx's.
+// retryTransient calls f until it returns a non-transient result, backing off between
+// attempts as b says, within ctx. It returns f's last error, joined with ctx's when ctx
+// ended the retries.
+//
+// Once the backoff reaches b.Cap it stays there, and the retries go on for as long as
+// ctx (the object's own time) allows: a server away for a minute, restarting or behind
+// a load balancer changing its leader, is the most ordinary fault there is.
+// wait.ExponentialBackoff would stop at the Cap, a few seconds in. Without a Cap,
+// b.Steps bounds the attempts.
 func retryTransient(ctx context.Context, b wait.Backoff, retries *int, f func() error) error {
-	var last error
-	err := wait.ExponentialBackoffWithContext(ctx, b, func(ctx context.Context) (bool, error) {
-		last = f()
-		if transient(last) {
-			*retries++
-			return false, nil
+	delay := b.DelayFunc()
+	for attempt := 1; ; attempt++ {
+		last := f()
+		if !transient(last) {
+			return last
 		}
-		return true, last
-	})
-	if last != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || wait.Interrupted(err)) {
-		return errors.Join(err, last)
+		if b.Cap <= 0 && attempt >= b.Steps {
+			return last
+		}
+		*retries++
+		t := time.NewTimer(delay())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(ctx.Err(), last)
+		case <-t.C:
+		}
 	}
-	return err
 }
