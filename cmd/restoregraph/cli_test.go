@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -420,6 +421,38 @@ func TestFromBackupFlags(t *testing.T) {
 			r := rg(t, c.args...)
 			assert.Equal(t, 2, r.code, "stderr: %s", r.stderr)
 			assert.Contains(t, r.stderr, c.says)
+		})
+	}
+}
+
+// A cluster that does not answer is not bad input: each command that reaches it exits 3,
+// so that a script tells "try again" from "fix the command", and says what it could not
+// reach.
+func TestUnreachableCluster(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close()) // nothing listens there now
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: gone, cluster: {server: "http://%s"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: gone, context: {cluster: gone, user: u}}]
+current-context: gone
+`, addr)), 0o600))
+	backup := capiTarball(t, 1)
+	for name, args := range map[string][]string{
+		"plan":    {"plan", "--backup", backup},
+		"restore": {"restore", "--backup", backup, "--admission", "off"},
+		"verify":  {"verify", "--backup", backup},
+		"backup":  {"backup", "-o", filepath.Join(t.TempDir(), "b.tar.gz"), "--admission", "off"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := rg(t, append(args, "--kubeconfig", kubeconfig)...)
+			assert.Equal(t, 3, r.code, "stderr: %s", r.stderr)
+			assert.Contains(t, r.stderr, addr)
+			assert.Contains(t, r.stderr, "connection refused")
 		})
 	}
 }

@@ -17,15 +17,19 @@
 // through the location's object-store plugin (--plugins DIR), as Velero reads it.
 //
 // Exit codes: 0 when everything was restored, 1 when something failed or was skipped,
-// 2 for bad usage or bad input, 3 when the backup's store could not be reached.
+// 2 for bad usage or bad input, 3 when the cluster or the backup's store could not be
+// reached or stopped answering (trying again may succeed).
 package main
 
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 
@@ -38,8 +42,8 @@ const (
 	exitOK         = 0
 	exitIncomplete = 1
 	exitBadInput   = 2
-	// exitUnreachable: the backup's store could not be reached or read (the network,
-	// the store's service), where trying again may succeed.
+	// exitUnreachable: the cluster or the backup's store could not be reached or read
+	// (the network, the server's or the store's service), where trying again may succeed.
 	exitUnreachable = 3
 )
 
@@ -67,15 +71,32 @@ func run(args []string) int {
 	if err == nil {
 		return exitOK
 	}
+	code := exitBadInput // cobra's usage errors: unknown flags, missing arguments
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.code != exitIncomplete || ee.err.Error() != "" {
-			fmt.Fprintln(os.Stderr, "restoregraph:", ee.err)
-		}
-		return ee.code
+		code, err = ee.code, ee.err
 	}
-	fmt.Fprintln(os.Stderr, "restoregraph:", err)
-	return exitBadInput // cobra's usage errors: unknown flags, missing arguments
+	if code == exitBadInput && unreachable(err) {
+		code = exitUnreachable
+	}
+	if code != exitIncomplete || err.Error() != "" {
+		fmt.Fprintln(os.Stderr, "restoregraph:", err)
+	}
+	return code
+}
+
+// unreachable says whether err is the cluster or a store out of reach, or not
+// answering, rather than anything wrong with what was asked: a connection refused,
+// reset or timed out, a server unavailable or throttling. A script retries those, not
+// bad input.
+func unreachable(err error) bool {
+	var oe *net.OpError // dial, read, write: refused, reset, timed out
+	var ue *url.Error   // a request that got no response: TLS handshake, EOF, timeout
+	var de *net.DNSError
+	if errors.As(err, &oe) || errors.As(err, &ue) || errors.As(err, &de) {
+		return true
+	}
+	return apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err)
 }
 
 // target is where a command restores to.
@@ -102,6 +123,13 @@ func (t *target) config() (*rest.Config, func(), error) {
 	cfg, err := t.flags.ToRESTConfig()
 	if err != nil {
 		return nil, nil, badInput("kubeconfig: %w (use --embedded for the in-process API server)", err)
+	}
+	// With no kubeconfig at all and not in a Pod, client-go falls back to
+	// http://localhost:8080, which is not a cluster anybody meant: say what is missing
+	// instead of failing to reach it.
+	if raw, err := t.flags.ToRawKubeConfigLoader().RawConfig(); err == nil && len(raw.Clusters) == 0 &&
+		(t.flags.APIServer == nil || *t.flags.APIServer == "") && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		return nil, nil, badInput("no kubeconfig: set KUBECONFIG, --kubeconfig or --server, or use --embedded for the in-process API server")
 	}
 	if t.qps <= 0 || t.burst <= 0 {
 		return nil, nil, badInput("--client-qps and --client-burst must be positive")
