@@ -213,17 +213,28 @@ func (f *restoreFlags) register(ctx context.Context, host *velerohost.Host, comm
 	return reg, host.Register(reg, found, f.disable...)
 }
 
-// writeKubeconfig writes cfg as a kubeconfig file, for plugin processes.
+// writeKubeconfig writes cfg as a kubeconfig file only this user reads, for plugin
+// processes: every way cfg authenticates goes with it, an exec credential plugin or an
+// auth provider (EKS, GKE, AKS) and impersonation included.
 func writeKubeconfig(cfg *rest.Config) (string, error) {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["target"] = &clientcmdapi.Cluster{Server: cfg.Host, InsecureSkipTLSVerify: cfg.Insecure,
-		CertificateAuthority: cfg.CAFile, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["restoregraph"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, TokenFile: cfg.BearerTokenFile,
+		CertificateAuthority: cfg.CAFile, CertificateAuthorityData: cfg.CAData, TLSServerName: cfg.ServerName}
+	user := &clientcmdapi.AuthInfo{Token: cfg.BearerToken, TokenFile: cfg.BearerTokenFile,
 		ClientCertificate: cfg.CertFile, ClientCertificateData: cfg.CertData, ClientKey: cfg.KeyFile, ClientKeyData: cfg.KeyData,
-		Username: cfg.Username, Password: cfg.Password}
+		Username: cfg.Username, Password: cfg.Password, AuthProvider: cfg.AuthProvider,
+		Impersonate: cfg.Impersonate.UserName, ImpersonateUID: cfg.Impersonate.UID, ImpersonateGroups: cfg.Impersonate.Groups,
+		ImpersonateUserExtra: cfg.Impersonate.Extra}
+	if cfg.ExecProvider != nil {
+		user.Exec = cfg.ExecProvider.DeepCopy()
+		if user.Exec.InteractiveMode == "" {
+			user.Exec.InteractiveMode = clientcmdapi.IfAvailableExecInteractiveMode
+		}
+	}
+	kc.AuthInfos["restoregraph"] = user
 	kc.Contexts["target"] = &clientcmdapi.Context{Cluster: "target", AuthInfo: "restoregraph"}
 	kc.CurrentContext = "target"
-	f, err := os.CreateTemp("", "restoregraph-kubeconfig-*")
+	f, err := os.CreateTemp("", "restoregraph-kubeconfig-*") // 0600
 	if err != nil {
 		return "", err
 	}

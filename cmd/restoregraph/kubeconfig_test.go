@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// The kubeconfig plugins are given authenticates as the command does: a cluster reached
+// through an exec credential plugin (as EKS, GKE and AKS are), an auth provider, or
+// impersonation is reached by the plugins the same way.
+func TestKubeconfigForPluginsKeepsCredentials(t *testing.T) {
+	exec := &clientcmdapi.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "aws",
+		Args: []string{"eks", "get-token", "--cluster-name", "prod"}, Env: []clientcmdapi.ExecEnvVar{{Name: "AWS_PROFILE", Value: "ops"}},
+		InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
+	for name, cfg := range map[string]*rest.Config{
+		"exec": {Host: "https://127.0.0.1:6443", ExecProvider: exec,
+			TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca"), ServerName: "api.prod"}},
+		"auth provider": {Host: "https://127.0.0.1:6443", AuthProvider: &clientcmdapi.AuthProviderConfig{Name: "oidc",
+			Config: map[string]string{"client-id": "restoregraph"}}},
+		"impersonation": {Host: "https://127.0.0.1:6443", BearerToken: "t",
+			Impersonate: rest.ImpersonationConfig{UserName: "velero", Groups: []string{"ops"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path, err := writeKubeconfig(cfg)
+			require.NoError(t, err)
+			defer os.Remove(path)
+			st, err := os.Stat(path)
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "credentials are read by this user only")
+			got, err := clientcmd.BuildConfigFromFlags("", path)
+			require.NoError(t, err)
+			assert.Equal(t, cfg.Host, got.Host)
+			assert.Equal(t, cfg.ExecProvider, got.ExecProvider)
+			assert.Equal(t, cfg.AuthProvider, got.AuthProvider)
+			assert.Equal(t, cfg.Impersonate.UserName, got.Impersonate.UserName)
+			assert.Equal(t, cfg.Impersonate.Groups, got.Impersonate.Groups)
+			assert.Equal(t, cfg.BearerToken, got.BearerToken)
+			assert.Equal(t, cfg.ServerName, got.ServerName)
+			assert.Equal(t, cfg.CAData, got.CAData)
+		})
+	}
+}
