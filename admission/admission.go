@@ -3,6 +3,7 @@ package admission
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -19,7 +20,19 @@ type Operation struct {
 	Kind   string // "restore", "backup", or the caller's
 	Writes manifest.Set
 	Reads  manifest.Set
+	// OnWait, when set, is told once what the operation waits for, when Admit finds
+	// that it must wait, before it waits.
+	OnWait func([]Conflict)
+	// Lost, when set, is called from another goroutine when an admitted operation
+	// loses its admission before it is released, with an error that wraps ErrLost: its
+	// Lease could not be renewed in time, or was removed or taken by another process.
+	// Others may then be admitted to what it touches: the holder must stop writing.
+	// Local never loses an admission.
+	Lost func(error)
 }
+
+// ErrLost is wrapped by the error Operation.Lost is given.
+var ErrLost = errors.New("admission lost")
 
 // Conflict is an earlier operation that an operation must wait for.
 type Conflict struct {

@@ -48,13 +48,15 @@ type Cluster struct {
 	// Holder names this process in the Leases; default host name and process ID.
 	Holder string
 	// LeaseDuration is how long a Lease lives without renewal; default 30s. It is
-	// renewed every third of it.
+	// renewed every third of it. An operation whose Lease goes unrenewed for that long
+	// has lost its admission (Operation.Lost).
 	LeaseDuration time.Duration
 	// Poll is how often a waiting operation looks again; default 500ms.
 	Poll  time.Duration
 	Clock clock.WithTicker
 
 	keys      sync.Map // Lease UID -> footprint: an operation's keys never change
+	setup     sync.Once
 	namespace sync.Once
 	nsErr     error
 }
@@ -73,7 +75,10 @@ const (
 	maxCoarseLength = 200_000
 )
 
-func (c *Cluster) defaults() {
+// defaults fills the fields left zero, once: a Cluster admits from many goroutines.
+func (c *Cluster) defaults() { c.setup.Do(c.fillDefaults) }
+
+func (c *Cluster) fillDefaults() {
 	if c.Namespace == "" {
 		c.Namespace = "restoregraph-admission"
 	}
@@ -105,8 +110,8 @@ func (c *Cluster) Admit(ctx context.Context, op Operation) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	for {
-		cs, err := c.conflictsOf(ctx, mine)
+	for told := false; ; {
+		cs, err := c.conflictsOf(ctx, mine, true)
 		if err != nil {
 			mine.abandon()
 			return nil, err
@@ -117,6 +122,10 @@ func (c *Cluster) Admit(ctx context.Context, op Operation) (func(), error) {
 				return nil, err
 			}
 			return mine.release, nil
+		}
+		if !told && op.OnWait != nil {
+			op.OnWait(cs)
+			told = true
 		}
 		t := c.Clock.NewTimer(c.Poll)
 		select {
@@ -135,7 +144,7 @@ func (c *Cluster) TryAdmit(ctx context.Context, op Operation) (func(), []Conflic
 	if err != nil {
 		return nil, nil, err
 	}
-	cs, err := c.conflictsOf(ctx, mine)
+	cs, err := c.conflictsOf(ctx, mine, true)
 	if err != nil || len(cs) > 0 {
 		mine.abandon()
 		return nil, cs, err
@@ -148,9 +157,11 @@ func (c *Cluster) TryAdmit(ctx context.Context, op Operation) (func(), []Conflic
 }
 
 // Conflicts implements Admitter: every live operation is earlier than one not yet made.
+// It only reads: expired Leases are passed over, not removed, so that a dry run writes
+// nothing to the cluster.
 func (c *Cluster) Conflicts(ctx context.Context, op Operation) ([]Conflict, error) {
 	c.defaults()
-	return c.conflictsOf(ctx, &ticketed{c: c, op: op, fp: stableFootprint(op)})
+	return c.conflictsOf(ctx, &ticketed{c: c, op: op, fp: stableFootprint(op)}, false)
 }
 
 // ticketed is this process's operation in the cluster.
@@ -297,12 +308,15 @@ func (t *ticketed) markAdmitted(ctx context.Context) error {
 	return nil
 }
 
-// renew keeps the Lease alive until stop.
+// renew keeps the Lease alive until stop. When it cannot for LeaseDuration, or finds
+// the Lease removed or held by another, the operation has lost its admission: others
+// may be admitted to what it touches, so it tells the holder (Operation.Lost) and stops.
 func (t *ticketed) renew() {
 	defer close(t.done)
 	tick := t.c.Clock.NewTicker(t.c.LeaseDuration / 3)
 	defer tick.Stop()
 	leases := t.c.Client.CoordinationV1().Leases(t.c.Namespace)
+	renewed := t.c.Clock.Now()
 	for {
 		select {
 		case <-t.stop:
@@ -310,10 +324,19 @@ func (t *ticketed) renew() {
 		case <-tick.C():
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), t.c.LeaseDuration/3)
-		retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		var lost error
+		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 			l, err := leases.Get(ctx, t.lease.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				lost = fmt.Errorf("%w: %s %s: its lease %s/%s was removed", ErrLost, t.op.Kind, t.op.ID, t.c.Namespace, t.lease.Name)
+				return nil
+			}
 			if err != nil {
 				return err
+			}
+			if l.UID != t.lease.UID || ptr.Deref(l.Spec.HolderIdentity, "") != ptr.Deref(t.lease.Spec.HolderIdentity, "") {
+				lost = fmt.Errorf("%w: %s %s: its lease %s/%s is held by %q", ErrLost, t.op.Kind, t.op.ID, t.c.Namespace, t.lease.Name, ptr.Deref(l.Spec.HolderIdentity, ""))
+				return nil
 			}
 			now := metav1.NewMicroTime(t.c.Clock.Now())
 			l.Spec.RenewTime = &now
@@ -321,6 +344,20 @@ func (t *ticketed) renew() {
 			return err
 		})
 		cancel()
+		switch {
+		case lost == nil && err == nil:
+			renewed = t.c.Clock.Now()
+			continue
+		case lost == nil && t.c.Clock.Since(renewed) < t.c.LeaseDuration:
+			continue // try again at the next tick: others see it live until then
+		case lost == nil:
+			lost = fmt.Errorf("%w: %s %s: its lease %s/%s was not renewed for %s: %w", ErrLost, t.op.Kind, t.op.ID,
+				t.c.Namespace, t.lease.Name, t.c.Clock.Since(renewed).Round(time.Second), err)
+		}
+		if t.op.Lost != nil {
+			t.op.Lost(lost)
+		}
+		return
 	}
 }
 
@@ -358,8 +395,8 @@ func (c *Cluster) remove(ctx context.Context, lease string, n int) {
 
 // conflictsOf lists the live operations mine must wait for: those with an earlier
 // ticket that conflict with it, and those with no ticket yet. Expired Leases are
-// removed.
-func (c *Cluster) conflictsOf(ctx context.Context, mine *ticketed) ([]Conflict, error) {
+// removed when prune is set. The keys of operations no longer listed are forgotten.
+func (c *Cluster) conflictsOf(ctx context.Context, mine *ticketed, prune bool) ([]Conflict, error) {
 	list, err := c.Client.CoordinationV1().Leases(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: leaseLabel + "=operation"})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -367,6 +404,16 @@ func (c *Cluster) conflictsOf(ctx context.Context, mine *ticketed) ([]Conflict, 
 		}
 		return nil, fmt.Errorf("admission: list operations: %w", err)
 	}
+	live := make(map[types.UID]bool, len(list.Items))
+	for i := range list.Items {
+		live[list.Items[i].UID] = true
+	}
+	c.keys.Range(func(uid, _ any) bool {
+		if !live[uid.(types.UID)] {
+			c.keys.Delete(uid)
+		}
+		return true
+	})
 	mineCoarse := coarseModes(mine.fp)
 	var out []Conflict
 	for i := range list.Items {
@@ -376,9 +423,11 @@ func (c *Cluster) conflictsOf(ctx context.Context, mine *ticketed) ([]Conflict, 
 		}
 		h := readHeld(l)
 		if c.expired(l) {
-			n, _ := strconv.Atoi(l.Annotations[annChunks])
-			c.remove(ctx, l.Name, n)
-			c.keys.Delete(l.UID)
+			if prune {
+				n, _ := strconv.Atoi(l.Annotations[annChunks])
+				c.remove(ctx, l.Name, n)
+				c.keys.Delete(l.UID)
+			}
 			continue
 		}
 		id, kind := holderOp(l)

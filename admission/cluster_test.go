@@ -2,6 +2,8 @@ package admission
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,8 +11,10 @@ import (
 	"github.com/restoregraph/restoregraph/memcluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 )
 
 // replicas returns two admitters, as two processes would have, on one memcluster.
@@ -109,4 +113,103 @@ func TestClusterConflictsAdmitsNothing(t *testing.T) {
 	cs, err = b.Conflicts(ctx, op("backup-2", nil, []manifest.ID{cm("n", "x")}))
 	require.NoError(t, err)
 	assert.Empty(t, cs, "two readers")
+}
+
+// One Cluster, left at its zero values, admits from many goroutines at once (go test
+// -race tells a data race in filling its defaults).
+func TestClusterAdmitsFromManyGoroutines(t *testing.T) {
+	_, _, cs := replicas(t, time.Second)
+	c := &Cluster{Client: cs}
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			release, err := c.Admit(context.Background(), op(fmt.Sprintf("restore-%d", i), []manifest.ID{cm("shop", fmt.Sprint(i))}, nil))
+			if assert.NoError(t, err) {
+				release()
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, "restoregraph-admission", c.Namespace)
+}
+
+// An operation whose Lease is removed (as another replica removes one it finds expired)
+// or taken by another holder is told, with ErrLost, so that it stops writing.
+func TestClusterLeaseLostIsTold(t *testing.T) {
+	for name, takeOver := range map[string]func(ctx context.Context, cs kubernetes.Interface, l *coordinationv1.Lease) error{
+		"removed": func(ctx context.Context, cs kubernetes.Interface, l *coordinationv1.Lease) error {
+			return cs.CoordinationV1().Leases(l.Namespace).Delete(ctx, l.Name, metav1.DeleteOptions{})
+		},
+		"taken by another holder": func(ctx context.Context, cs kubernetes.Interface, l *coordinationv1.Lease) error {
+			l.Spec.HolderIdentity = ptr.To("replica-b restore-2")
+			_, err := cs.CoordinationV1().Leases(l.Namespace).Update(ctx, l, metav1.UpdateOptions{})
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a, _, cs := replicas(t, 600*time.Millisecond)
+			ctx := context.Background()
+			lost := make(chan error, 1)
+			o := op("restore-1", []manifest.ID{cm("shop", "settings")}, nil)
+			o.Lost = func(err error) { lost <- err }
+			release, err := a.Admit(ctx, o)
+			require.NoError(t, err)
+			defer release()
+			leases, err := cs.CoordinationV1().Leases("restoregraph-admission").List(ctx, metav1.ListOptions{})
+			require.NoError(t, err)
+			require.Len(t, leases.Items, 1)
+			require.NoError(t, takeOver(ctx, cs, &leases.Items[0]))
+			select {
+			case err := <-lost:
+				assert.ErrorIs(t, err, ErrLost)
+				assert.Contains(t, err.Error(), "restore restore-1")
+			case <-time.After(5 * time.Second):
+				t.Fatal("the holder was not told that it lost its lease")
+			}
+		})
+	}
+}
+
+// What waits is told what it waits for, once, by the Admit that makes it wait: no
+// TryAdmit first, which would ask the cluster twice and lose the operation's place.
+func TestClusterOnWaitIsToldOnce(t *testing.T) {
+	a, b, _ := replicas(t, 30*time.Second)
+	ctx := context.Background()
+	x := cm("shop", "settings")
+	ra, err := a.Admit(ctx, op("restore-1", []manifest.ID{x}, nil))
+	require.NoError(t, err)
+	var told [][]Conflict
+	var mu sync.Mutex
+	o := op("restore-2", []manifest.ID{x}, nil)
+	o.OnWait = func(cs []Conflict) { mu.Lock(); told = append(told, cs); mu.Unlock() }
+	waiting := clusterAdmitAsync(b, o)
+	time.Sleep(200 * time.Millisecond) // several polls
+	notYet(t, waiting)
+	ra()
+	admitted(t, waiting)()
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, told, 1)
+	assert.Equal(t, "restore-1", told[0][0].ID)
+}
+
+// Conflicts, what a dry run asks, writes nothing: an expired Lease it finds is passed
+// over and left for Admit to remove.
+func TestClusterConflictsLeavesExpiredLeases(t *testing.T) {
+	a, b, cs := replicas(t, 300*time.Millisecond)
+	ctx := context.Background()
+	x := cm("shop", "settings")
+	crashed, err := a.enter(ctx, op("restore-1", []manifest.ID{x}, nil))
+	require.NoError(t, err)
+	require.NoError(t, crashed.markAdmitted(ctx))
+	crashed.stopRenewing()
+	time.Sleep(time.Second) // expired
+	conflicts, err := b.Conflicts(ctx, op("restore-2", []manifest.ID{x}, nil))
+	require.NoError(t, err)
+	assert.Empty(t, conflicts, "an expired operation is no conflict")
+	assert.Equal(t, 2, left(t, cs), "and its Lease and keys are still there")
+	r, err := b.Admit(ctx, op("restore-2", []manifest.ID{x}, nil))
+	require.NoError(t, err)
+	r()
+	assert.Equal(t, 0, left(t, cs), "Admit removes them")
 }

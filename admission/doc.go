@@ -15,6 +15,10 @@
 //     earlier runs at once.
 //   - Withdrawal. Cancelling a waiting operation's context withdraws it; what waited
 //     behind it is reconsidered.
+//   - Loss is told. A Cluster operation whose Lease goes unrenewed for its duration, or
+//     is removed or taken by another process, has lost its admission: its
+//     Operation.Lost is called with ErrLost, and the holder stops writing (restore and
+//     backup cancel themselves). A dry run (Conflicts) writes nothing to the cluster.
 //   - Speed. A decision looks up the operation's identities in an index of the holders
 //     of each, rather than intersecting sets pairwise: its cost grows with the size of
 //     the operation, not with the number running.

@@ -65,6 +65,9 @@ func (l *Local) Admit(ctx context.Context, op Operation) (func(), error) {
 		l.admit(e)
 	}
 	l.mu.Unlock()
+	if len(cs) > 0 && op.OnWait != nil {
+		op.OnWait(cs)
+	}
 	select {
 	case <-e.admitted:
 		return func() { l.leave(e) }, nil

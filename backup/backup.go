@@ -97,7 +97,7 @@ type resource struct {
 // Run writes the backup to w. Its error is for what stopped the backup as a whole
 // (discovery, an unknown resource name, writing); resources that could not be listed
 // are in Result.Incomplete.
-func Run(ctx context.Context, src Source, w io.Writer, opts Options) (*Result, error) {
+func Run(ctx context.Context, src Source, w io.Writer, opts Options) (_ *Result, err error) {
 	if opts.PageSize <= 0 {
 		opts.PageSize = 500
 	}
@@ -139,11 +139,21 @@ func Run(ctx context.Context, src Source, w io.Writer, opts Options) (*Result, e
 	}
 	b.res.Excluded, b.res.Manifest = len(excluded), kept
 	if opts.Admitter != nil {
-		release, err := opts.Admitter.Admit(ctx, admission.Operation{ID: opts.Name, Kind: "backup", Reads: kept.Set()})
+		// An admission lost while the backup reads (a restore may now write what it
+		// reads) ends it, with the reason as the context's cause.
+		var lost context.CancelCauseFunc
+		ctx, lost = context.WithCancelCause(ctx)
+		defer lost(nil)
+		release, err := opts.Admitter.Admit(ctx, admission.Operation{ID: opts.Name, Kind: "backup", Reads: kept.Set(), Lost: lost})
 		if err != nil {
 			return b.res, fmt.Errorf("backup: admission: %w", err)
 		}
 		defer release()
+		defer func() {
+			if cause := context.Cause(ctx); errors.Is(cause, admission.ErrLost) && err == nil {
+				err = fmt.Errorf("backup: %w", cause)
+			}
+		}()
 		if err := b.reread(ctx, resources); err != nil {
 			return b.res, err
 		}

@@ -2,14 +2,25 @@ package restore
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/restoregraph/restoregraph/admission"
 	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/memcluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 )
 
 // Two restores into one namespace run together when they touch different objects; one
@@ -60,4 +71,90 @@ func TestRestoresAdmittedByWhatTheyTouch(t *testing.T) {
 	cs2, err := adm.Conflicts(ctx, admission.Operation{ID: "q", Writes: manifest.NewSet(manifest.ID{Resource: "configmaps", Namespace: "shop", Name: "settings"})})
 	require.NoError(t, err)
 	assert.Empty(t, cs2, "the restores released what they held")
+}
+
+// requestLog records the method and path of every request a client sends.
+type requestLog struct {
+	mu   sync.Mutex
+	sent []string
+}
+
+func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		l.mu.Lock()
+		l.sent = append(l.sent, r.Method+" "+r.URL.Path)
+		l.mu.Unlock()
+		return rt.RoundTrip(r)
+	})
+}
+
+func (l *requestLog) writes() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, s := range l.sent {
+		if !strings.HasPrefix(s, "GET ") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A plan is a dry run: it sends the cluster no write request at all, even through
+// cluster admission that finds an operation whose Lease has expired (which Admit
+// removes, and a plan leaves).
+func TestPlanThroughClusterAdmissionWritesNothing(t *testing.T) {
+	s, _ := cluster(t, memcluster.Options{ServiceCIDR: "10.96.0.0/24"})
+	var log requestLog
+	cfg := rest.CopyConfig(s.Config())
+	cfg.Wrap(log.wrap)
+	tgt, err := NewTarget(cfg)
+	require.NoError(t, err)
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	ctx := context.Background()
+	// A process died holding an admission: its Lease was last renewed an hour ago.
+	renewed := metav1.NewMicroTime(time.Now().Add(-time.Hour))
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "restoregraph-admission"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cs.CoordinationV1().Leases("restoregraph-admission").Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "op-crashed", Labels: map[string]string{"restoregraph.dev/admission": "operation"},
+			Annotations: map[string]string{"restoregraph.dev/kind": "restore", "restoregraph.dev/ticket": "1", "restoregraph.dev/chunks": "0"}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("crashed restore-1"), LeaseDurationSeconds: ptr.To(int32(30)), RenewTime: &renewed},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	adm := &admission.Cluster{Client: cs, Holder: "planner"}
+
+	log.sent = nil
+	p, err := PlanRestore(ctx, tgt, shop(t), Options{Admitter: adm})
+	require.NoError(t, err)
+	assert.NotZero(t, p.Len())
+	log.mu.Lock()
+	assert.NotEmpty(t, log.sent, "the plan read the cluster")
+	log.mu.Unlock()
+	assert.Empty(t, log.writes(), "and wrote nothing to it")
+	_, err = cs.CoordinationV1().Leases("restoregraph-admission").Get(ctx, "op-crashed", metav1.GetOptions{})
+	assert.NoError(t, err, "the expired Lease is left for an admission to remove")
+}
+
+// A restore whose admission is lost (another process may now write what it writes)
+// stops, with an error that says so.
+func TestRestoreStopsWhenItsAdmissionIsLost(t *testing.T) {
+	rep, err := Run(context.Background(), shopTarget(t), shop(t), Options{Retry: fastRetry, Admitter: losingAdmitter{&admission.Local{}}})
+	require.ErrorIs(t, err, admission.ErrLost)
+	assert.Contains(t, err.Error(), "lease gone")
+	assert.Zero(t, rep.Count(Restored), "nothing is written once the admission is lost")
+	assert.Equal(t, rep.Len(), rep.Count(Cancelled))
+}
+
+// losingAdmitter admits at once and loses the admission straight away.
+type losingAdmitter struct{ *admission.Local }
+
+func (losingAdmitter) Admit(_ context.Context, op admission.Operation) (func(), error) {
+	op.Lost(fmt.Errorf("%w: lease gone", admission.ErrLost))
+	return func() {}, nil
 }

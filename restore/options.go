@@ -92,7 +92,8 @@ type Options struct {
 	DisablePlugins []string
 	// Admitter, when set, admits the restore before it writes anything: it waits while
 	// an earlier operation touches what it writes (package admission). OnAdmissionWait
-	// is told whom it waits for.
+	// is told whom it waits for. A restore whose admission is lost while it runs stops,
+	// with an error that wraps admission.ErrLost.
 	Admitter        admission.Admitter
 	OnAdmissionWait func([]admission.Conflict)
 	// Steps, when set, is given the default pipeline (DefaultStepNames in order) and

@@ -47,9 +47,16 @@ func Run(ctx context.Context, target Target, backup Backup, opts Options) (*Repo
 	}
 	p := r.plan
 	if opts.Admitter != nil {
-		release, err := admit(ctx, opts, p.operation(opts.Name, opts.Existing))
+		// An admission lost while the restore runs (another process may now write what
+		// it writes) ends it, with the reason as the context's cause.
+		var lost context.CancelCauseFunc
+		ctx, lost = context.WithCancelCause(ctx)
+		defer lost(nil)
+		op := p.operation(opts.Name, opts.Existing)
+		op.OnWait, op.Lost = opts.OnAdmissionWait, lost
+		release, err := opts.Admitter.Admit(ctx, op)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("restore: admission: %w", err)
 		}
 		defer release()
 	}
@@ -62,6 +69,9 @@ func Run(ctx context.Context, target Target, backup Backup, opts Options) (*Repo
 		sopts.OnEvent = func(ev scheduler.Event) { opts.OnEvent(newEvent(ev, p.item(ev.Node))) }
 	}
 	srep, runErr := scheduler.Run(ctx, p.graph, r.restoreNode, sopts)
+	if cause := context.Cause(ctx); errors.Is(cause, admission.ErrLost) {
+		runErr = fmt.Errorf("restore: %w", cause)
+	}
 	rep := r.report(srep, started, p)
 	if opts.HealthTimeout > 0 && runErr == nil {
 		rep.Health = r.waitHealthy(ctx, rep)
@@ -203,24 +213,4 @@ func actions(backup Backup, opts Options) ([]*plugin.Action, error) {
 		}
 	}
 	return out, nil
-}
-
-// admit waits until the restore may run: at once when nothing earlier conflicts with
-// it, else after telling OnAdmissionWait whom it waits for.
-func admit(ctx context.Context, opts Options, op admission.Operation) (func(), error) {
-	release, conflicts, err := opts.Admitter.TryAdmit(ctx, op)
-	if err != nil {
-		return nil, fmt.Errorf("restore: admission: %w", err)
-	}
-	if release != nil {
-		return release, nil
-	}
-	if opts.OnAdmissionWait != nil {
-		opts.OnAdmissionWait(conflicts)
-	}
-	release, err = opts.Admitter.Admit(ctx, op)
-	if err != nil {
-		return nil, fmt.Errorf("restore: admission: %w", err)
-	}
-	return release, nil
 }
