@@ -186,6 +186,7 @@ func newRestoreCmd() *cobra.Command {
 			prog := newProgress(cmd.ErrOrStderr(), b.Manifest().Len())
 			if t.limiter != nil {
 				prog.throttle = t.limiter.Waited
+				prog.reach = &t.reach
 			}
 			opts.OnEvent = prog.event
 			rep, err := restore.Run(ctx, tgt, b, opts)

@@ -106,6 +106,7 @@ type target struct {
 	qps      float32
 	burst    int
 	limiter  *meteredLimiter // set by config for a kubeconfig's cluster
+	reach    reachability
 }
 
 func (t *target) addFlags(cmd *cobra.Command) {
@@ -137,6 +138,7 @@ func (t *target) config() (*rest.Config, func(), error) {
 	cfg.QPS, cfg.Burst = t.qps, t.burst
 	t.limiter = newMeteredLimiter(t.qps, t.burst)
 	cfg.RateLimiter = t.limiter
+	cfg.Wrap(t.reach.wrap)
 	return cfg, func() {}, nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,8 @@ type progress struct {
 	// limiter; the line shows the share of the last interval they spent waiting.
 	throttle   func() time.Duration
 	lastWaited time.Duration
+	// reach, when set, says whether the API server answers.
+	reach *reachability
 }
 
 func newProgress(w io.Writer, total int) *progress {
@@ -89,6 +92,12 @@ func (p *progress) draw(final bool) {
 		}
 		p.lastWaited = waited
 	}
+	if p.reach != nil {
+		if since, last, down := p.reach.down(); down {
+			line += fmt.Sprintf(", the API server has not answered for %s (%s): retrying within --item-timeout",
+				time.Since(since).Round(time.Second), failureCause(last))
+		}
+	}
 	if !p.tty {
 		fmt.Fprintln(p.w, line)
 		return
@@ -115,4 +124,16 @@ func (p *progress) finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.draw(true)
+}
+
+// failureCause is the innermost words of a connection failure: "connection refused",
+// not the request's URL and the dial's addresses, which the line has no room for.
+func failureCause(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
 }

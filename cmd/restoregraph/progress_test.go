@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestProgressLine(t *testing.T) {
@@ -51,4 +55,34 @@ func TestNoThrottlingWithoutWaiting(t *testing.T) {
 		throttle: func() time.Duration { return 400 * time.Microsecond }}
 	p.draw(false)
 	assert.NotContains(t, buf.String(), "throttling", "less than a millisecond is no wait")
+}
+
+// While the API server does not answer, the line says so, for how long and why, and
+// that the restore is retrying; once it answers again, the line stops saying it.
+func TestProgressLineSaysTheServerIsAway(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	var reach reachability
+	client := &http.Client{Transport: reach.wrap(http.DefaultTransport)}
+	_, err = client.Get("http://" + addr + "/api")
+	require.Error(t, err)
+	reach.mu.Lock()
+	reach.since = reach.since.Add(-7 * time.Second) // refused for 7 s by now
+	reach.mu.Unlock()
+
+	var buf bytes.Buffer
+	p := &progress{w: &buf, total: 300, done: 100, start: time.Now().Add(-10 * time.Second), reach: &reach}
+	p.draw(false)
+	assert.Contains(t, buf.String(), "the API server has not answered for 7s (connection refused): retrying within --item-timeout")
+
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }))
+	defer up.Close()
+	resp, err := client.Get(up.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	buf.Reset()
+	p.draw(false)
+	assert.NotContains(t, buf.String(), "not answered", "an answer, even an error, is the server there")
 }
