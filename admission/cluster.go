@@ -48,8 +48,7 @@ type Cluster struct {
 	// Holder names this process in the Leases; default host name and process ID.
 	Holder string
 	// LeaseDuration is how long a Lease lives without renewal; default 30s. It is
-	// renewed every third of it. An operation whose Lease goes unrenewed for that long
-	// has lost its admission (Operation.Lost).
+	// renewed every third of it.
 	LeaseDuration time.Duration
 	// Poll is how often a waiting operation looks again; default 500ms.
 	Poll  time.Duration
@@ -308,15 +307,19 @@ func (t *ticketed) markAdmitted(ctx context.Context) error {
 	return nil
 }
 
-// renew keeps the Lease alive until stop. When it cannot for LeaseDuration, or finds
-// the Lease removed or held by another, the operation has lost its admission: others
-// may be admitted to what it touches, so it tells the holder (Operation.Lost) and stops.
+// renew keeps the Lease alive until stop. When it finds the Lease removed or held by
+// another, the operation has lost its admission: others may be admitted to what it
+// touches, so it tells the holder (Operation.Lost) and stops.
+//
+// A renewal that fails is tried again at the next tick, for as long as it takes: an
+// expired Lease is removed only with a precondition on the version that was seen
+// expired, so a Lease renewed late, but renewed, was passed over by no one. While the
+// server does not answer its renewals, it does not take the holder's writes either.
 func (t *ticketed) renew() {
 	defer close(t.done)
 	tick := t.c.Clock.NewTicker(t.c.LeaseDuration / 3)
 	defer tick.Stop()
 	leases := t.c.Client.CoordinationV1().Leases(t.c.Namespace)
-	renewed := t.c.Clock.Now()
 	for {
 		select {
 		case <-t.stop:
@@ -325,7 +328,7 @@ func (t *ticketed) renew() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), t.c.LeaseDuration/3)
 		var lost error
-		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 			l, err := leases.Get(ctx, t.lease.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				lost = fmt.Errorf("%w: %s %s: its lease %s/%s was removed", ErrLost, t.op.Kind, t.op.ID, t.c.Namespace, t.lease.Name)
@@ -344,15 +347,8 @@ func (t *ticketed) renew() {
 			return err
 		})
 		cancel()
-		switch {
-		case lost == nil && err == nil:
-			renewed = t.c.Clock.Now()
-			continue
-		case lost == nil && t.c.Clock.Since(renewed) < t.c.LeaseDuration:
-			continue // try again at the next tick: others see it live until then
-		case lost == nil:
-			lost = fmt.Errorf("%w: %s %s: its lease %s/%s was not renewed for %s: %w", ErrLost, t.op.Kind, t.op.ID,
-				t.c.Namespace, t.lease.Name, t.c.Clock.Since(renewed).Round(time.Second), err)
+		if lost == nil {
+			continue // renewed, or to be tried again at the next tick
 		}
 		if t.op.Lost != nil {
 			t.op.Lost(lost)
@@ -383,6 +379,23 @@ func (t *ticketed) stopRenewing() bool {
 		stopped = true
 	})
 	return stopped
+}
+
+// removeExpired deletes an expired Lease and its ConfigMaps, on the condition that the
+// Lease is as it was seen: one renewed since (its holder was away, not dead) stays, and
+// so does its holder's admission. It reports whether the Lease is gone.
+func (c *Cluster) removeExpired(ctx context.Context, l *coordinationv1.Lease) bool {
+	err := c.Client.CoordinationV1().Leases(c.Namespace).Delete(ctx, l.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false
+	}
+	n, _ := strconv.Atoi(l.Annotations[annChunks])
+	for i := range n {
+		c.Client.CoreV1().ConfigMaps(c.Namespace).Delete(ctx, chunkName(l.Name, i), metav1.DeleteOptions{})
+	}
+	c.keys.Delete(l.UID)
+	return true
 }
 
 // remove deletes a Lease and its ConfigMaps; what is gone already is no error.
@@ -422,12 +435,7 @@ func (c *Cluster) conflictsOf(ctx context.Context, mine *ticketed, prune bool) (
 			continue
 		}
 		h := readHeld(l)
-		if c.expired(l) {
-			if prune {
-				n, _ := strconv.Atoi(l.Annotations[annChunks])
-				c.remove(ctx, l.Name, n)
-				c.keys.Delete(l.UID)
-			}
+		if c.expired(l) && (!prune || c.removeExpired(ctx, l)) {
 			continue
 		}
 		id, kind := holderOp(l)

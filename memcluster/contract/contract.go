@@ -223,6 +223,18 @@ func (s *suite) crud(t *testing.T) {
 	uid := types.UID("00000000-0000-0000-0000-000000000000")
 	err = cms.Delete(ctx, "crud-other", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	assert.True(t, apierrors.IsConflict(err), "a delete whose UID precondition fails conflicts: %v", err)
+
+	// Admission removes an expired Lease only as it saw it: one renewed since stays.
+	seen, err := cms.Create(ctx, obj("v1", "ConfigMap", s.ns, "crud-renewed", nil), metav1.CreateOptions{})
+	require.NoError(t, err)
+	seen.Object["data"] = map[string]any{"renewed": "yes"}
+	renewed, err := cms.Update(ctx, seen.DeepCopy(), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	uid, stale := seen.GetUID(), seen.GetResourceVersion()
+	err = cms.Delete(ctx, "crud-renewed", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &stale}})
+	assert.True(t, apierrors.IsConflict(err), "a delete whose resourceVersion precondition is stale conflicts: %v", err)
+	current := renewed.GetResourceVersion()
+	require.NoError(t, cms.Delete(ctx, "crud-renewed", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &current}}))
 }
 
 func (s *suite) errors(t *testing.T) {
