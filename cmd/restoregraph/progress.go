@@ -31,14 +31,47 @@ type progress struct {
 	lastWaited time.Duration
 	// reach, when set, says whether the API server answers.
 	reach *reachability
+	// stop ends the ticker that draws the line when no event comes (all waiting or
+	// retrying); stopped is closed when it has.
+	stop, stopped chan struct{}
 }
 
+// newProgress starts drawing a restore's progress on w; finish ends it.
 func newProgress(w io.Writer, total int) *progress {
-	p := &progress{w: w, total: total, start: time.Now()}
+	p := &progress{w: w, total: total, start: time.Now(), stop: make(chan struct{}), stopped: make(chan struct{})}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.tty = true
 	}
+	go p.tick()
 	return p
+}
+
+// interval is how often the line is drawn.
+func (p *progress) interval() time.Duration {
+	if p.tty {
+		return 100 * time.Millisecond
+	}
+	return 2 * time.Second
+}
+
+// tick draws the line when events have not for an interval: while the server is away,
+// no object ends, and the line must still say what the restore is doing.
+func (p *progress) tick() {
+	defer close(p.stopped)
+	t := time.NewTicker(p.interval())
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+		p.mu.Lock()
+		if time.Since(p.lastDraw) >= p.interval() {
+			p.draw(false)
+		}
+		p.mu.Unlock()
+	}
 }
 
 func (p *progress) event(ev restore.Event) {
@@ -62,11 +95,7 @@ func (p *progress) event(ev restore.Event) {
 	case restore.EventSkipped, restore.EventCancelled:
 		p.done++
 	}
-	interval := 2 * time.Second
-	if p.tty {
-		interval = 100 * time.Millisecond
-	}
-	if time.Since(p.lastDraw) >= interval {
+	if time.Since(p.lastDraw) >= p.interval() {
 		p.draw(false)
 	}
 }
@@ -121,6 +150,8 @@ func (p *progress) draw(final bool) {
 }
 
 func (p *progress) finish() {
+	close(p.stop)
+	<-p.stopped
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.draw(true)

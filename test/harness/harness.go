@@ -279,3 +279,10 @@ func writeKeyPair(keyPath, pubPath string) error {
 	}
 	return os.WriteFile(pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644)
 }
+
+// WaitReady returns once kube-apiserver answers ready again, after a restart of it or of
+// etcd.
+func (c *Cluster) WaitReady(ctx context.Context, timeout time.Duration) error {
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	return c.waitHTTP(ctx, "kube-apiserver", insecure, c.Config.Host+"/readyz", token, timeout)
+}

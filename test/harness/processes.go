@@ -20,6 +20,9 @@ type process struct {
 	name   string
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when the process exits
+	env    []string      // what it was started with, to start it again
+	path   string
+	args   []string
 }
 
 func (ps *processes) logPath(name string) string { return filepath.Join(ps.dir, name+".log") }
@@ -30,7 +33,8 @@ func (ps *processes) start(name, path string, args ...string) error {
 }
 
 func (ps *processes) startEnv(name string, env []string, path string, args ...string) error {
-	log, err := os.Create(ps.logPath(name))
+	// Appended to: a process started again (Restart) logs after what it wrote before.
+	log, err := os.OpenFile(ps.logPath(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -48,8 +52,41 @@ func (ps *processes) startEnv(name string, env []string, path string, args ...st
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); log.Close(); close(exited) }()
-	ps.procs = append(ps.procs, process{name: name, cmd: cmd, exited: exited})
+	ps.procs = append(ps.procs, process{name: name, cmd: cmd, exited: exited, env: env, path: path, args: args})
 	return nil
+}
+
+// Kill ends the process of that name at once (SIGKILL), as a crash or a lost machine
+// does, and returns once it has exited. Restart starts it again.
+func (ps *processes) Kill(name string) error {
+	for _, p := range ps.procs {
+		if p.name == name {
+			if err := p.cmd.Process.Kill(); err != nil {
+				return err
+			}
+			<-p.exited
+			return nil
+		}
+	}
+	return fmt.Errorf("no process %s", name)
+}
+
+// Restart starts the process of that name again, as it was first started; it must have
+// exited (Kill).
+func (ps *processes) Restart(name string) error {
+	for i, p := range ps.procs {
+		if p.name != name {
+			continue
+		}
+		select {
+		case <-p.exited:
+		default:
+			return fmt.Errorf("%s is running", name)
+		}
+		ps.procs = append(ps.procs[:i], ps.procs[i+1:]...)
+		return ps.startEnv(p.name, p.env, p.path, p.args...)
+	}
+	return fmt.Errorf("no process %s", name)
 }
 
 // exitedChan is closed when the process of that name exits; nil (never ready) when there
