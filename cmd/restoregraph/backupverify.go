@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -10,12 +11,17 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
+	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/backup"
 	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/plugin/velerohost"
 	"github.com/restoregraph/restoregraph/restore"
 )
 
@@ -26,11 +32,12 @@ func manifestBeside(tarball string) string {
 }
 
 func newBackupCmd() *cobra.Command {
-	var out, mode, admissionNS, endpoint, locationName, veleroNS string
+	var out, mode, admissionNS, endpoint, locationName, veleroNS, storageLocation, name, pluginDir string
+	var pluginPaths []string
 	var ff filterFlags
 	t := &target{flags: genericclioptions.NewConfigFlags(true)}
 	cmd := &cobra.Command{
-		Use:   "backup -o FILE|URL",
+		Use:   "backup -o FILE|URL | --storage-location LOCATION --name NAME --plugins DIR",
 		Short: "Write a Velero-format backup of the cluster, with its manifest",
 		Long: `Writes every listable resource the cluster serves, at every version it serves (the
 preferred one marked), as a Velero backup tarball (format 1.1.0), selected by the same
@@ -40,28 +47,46 @@ whose list fails makes the backup incomplete: it is named, and the exit code is 
 -o s3://BUCKET/PREFIX/NAME (or file:///DIR/PREFIX/NAME) writes it where Velero keeps
 backups, PREFIX/backups/NAME/NAME.tar.gz, with what Velero's backup sync reads beside it
 (velero-backup.json, the resource list, the log) and the manifest (NAME-manifest.json.gz),
-so that a Velero server whose location is that bucket and prefix lists and restores it.`,
+so that a Velero server whose location is that bucket and prefix lists and restores it.
+
+--storage-location LOCATION --name NAME writes the same into one of Velero's
+BackupStorageLocations, read from the cluster backed up, through the location's own
+object-store plugin (one of the executables of --plugins), configured as Velero
+configures it: any store Velero supports, with the location's credentials. A ReadOnly
+location is refused, as Velero refuses it. A backup already there under that name is
+never written over.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if out == "" {
-				return badInput("-o FILE|URL is required")
+			byLocation := storageLocation != ""
+			switch {
+			case out == "" && !byLocation:
+				return badInput("-o FILE|URL or --storage-location LOCATION is required")
+			case out != "" && byLocation:
+				return badInput("-o and --storage-location each say where the backup goes: give one")
+			case byLocation && name == "":
+				return badInput("--storage-location needs --name, the backup's name in Velero")
+			case byLocation && pluginDir == "" && len(pluginPaths) == 0:
+				return badInput("--storage-location writes through the location's object-store plugin: give the directory of Velero's plugins with --plugins, or the plugin with --plugin")
+			case !byLocation && (name != "" || pluginDir != "" || len(pluginPaths) > 0):
+				return badInput("--name, --plugins and --plugin are for --storage-location")
+			case byLocation && endpoint != "":
+				return badInput("--s3-endpoint is for -o s3://...: a location reaches its store as it says")
+			}
+			if !byLocation {
+				name = backupName(out)
+			}
+			if msgs := validation.IsDNS1123Subdomain(name); byLocation && len(msgs) > 0 {
+				return badInput("--name %q: %s", name, strings.Join(msgs, "; "))
 			}
 			spec, err := ff.spec()
 			if err != nil {
 				return err
 			}
 			var loc backupLocation
-			local := out
 			if strings.Contains(out, "://") {
 				if loc, err = parseBackupLocation(out, endpoint); err != nil {
 					return err
 				}
-				dir, err := os.MkdirTemp("", "restoregraph-backup-*")
-				if err != nil {
-					return err
-				}
-				defer os.RemoveAll(dir)
-				local = filepath.Join(dir, backupName(out)+".tar.gz")
 			} else if endpoint != "" {
 				return badInput("--s3-endpoint is for -o s3://...")
 			}
@@ -71,6 +96,47 @@ so that a Velero server whose location is that bucket and prefix lists and resto
 				return err
 			}
 			defer stop()
+			ctx, cancel := signalContext()
+			defer cancel()
+
+			// Where it goes is settled, and found free, before anything is read.
+			var dest *destination
+			switch {
+			case byLocation:
+				rf := restoreFlags{pluginDir: pluginDir, pluginPaths: pluginPaths}
+				host, commands, stopHost, err := rf.pluginHost(cfg, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				defer stopHost()
+				if host == nil {
+					return badInput("--plugins %s holds no executable", pluginDir)
+				}
+				d, closeStore, err := locationDestination(ctx, cfg, host, commands, veleroNS, storageLocation, name)
+				if err != nil {
+					return err
+				}
+				defer closeStore()
+				dest = &d
+			case loc.url != "":
+				d, err := loc.destination(ctx, locationName)
+				if err != nil {
+					return err
+				}
+				dest = &d
+			}
+			local := out
+			if dest != nil {
+				if err := dest.free(ctx, name); err != nil {
+					return err
+				}
+				dir, err := os.MkdirTemp("", "restoregraph-backup-*")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+				local = filepath.Join(dir, name+".tar.gz")
+			}
 			dyn, err := dynamic.NewForConfig(cfg)
 			if err != nil {
 				return err
@@ -79,10 +145,8 @@ so that a Velero server whose location is that bucket and prefix lists and resto
 			if err != nil {
 				return err
 			}
-			ctx, cancel := signalContext()
-			defer cancel()
 			tmp := local + ".partial"
-			f, err := os.Create(tmp)
+			f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600) // Secrets are in it
 			if err != nil {
 				return badInput("%w", err)
 			}
@@ -92,7 +156,7 @@ so that a Velero server whose location is that bucket and prefix lists and resto
 				return err
 			}
 			res, err := backup.Run(ctx, backup.Source{Dynamic: dyn, Discovery: disc}, f, backup.Options{Filter: spec,
-				SpillDir: filepath.Dir(local), Admitter: adm, Name: backupName(out)})
+				SpillDir: filepath.Dir(local), Admitter: adm, Name: name})
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
@@ -104,24 +168,24 @@ so that a Velero server whose location is that bucket and prefix lists and resto
 			}
 			var log bytes.Buffer
 			w := io.MultiWriter(cmd.OutOrStdout(), &log)
-			beside := manifestBeside(out)
-			if loc.url != "" {
-				beside = loc.beside(backupName(out) + "-manifest.json.gz")
+			written, beside := out, manifestBeside(out)
+			if dest != nil {
+				written, beside = dest.where+" ("+dest.key+")", dest.beside(name+"-manifest.json.gz")
 			} else if err := manifest.WriteFile(beside, res.Manifest); err != nil {
 				return err
 			}
 			fmt.Fprintf(w, "%d objects (%d bodies, every served version) written to %s; manifest beside it in %s; %d left out by the filter\n",
-				res.Objects, res.Copies, out, beside, res.Excluded)
+				res.Objects, res.Copies, written, beside, res.Excluded)
 			for _, x := range res.Warnings {
 				fmt.Fprintf(w, "warning: %s\n", x)
 			}
 			for _, e := range res.Incomplete {
 				fmt.Fprintf(w, "incomplete: %v\n", e)
 			}
-			if loc.url != "" {
-				k := keptAsVelero{name: backupName(out), namespace: veleroNS, location: locationName, filter: ff,
+			if dest != nil {
+				k := keptAsVelero{name: name, namespace: veleroNS, location: dest.location, filter: ff,
 					started: started, completed: time.Now(), result: res, log: log.Bytes()}
-				if err := putBackup(ctx, loc, local, k); err != nil {
+				if err := putBackup(ctx, *dest, local, k); err != nil {
 					return err
 				}
 			}
@@ -131,15 +195,49 @@ so that a Velero server whose location is that bucket and prefix lists and resto
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&out, "output", "o", "", "the backup tarball to write, or a URL where Velero keeps backups: s3://BUCKET/PREFIX/NAME, file:///DIR/PREFIX/NAME")
-	cmd.Flags().StringVar(&endpoint, "s3-endpoint", "", "the address of an S3-compatible store for -o s3://..., with path-style requests")
-	cmd.Flags().StringVar(&locationName, "location-name", "default", "for -o URL: the BackupStorageLocation velero-backup.json names, the one whose bucket and prefix the URL are")
-	cmd.Flags().StringVar(&veleroNS, "velero-namespace", "velero", "for -o URL: the namespace velero-backup.json names")
-	ff.add(cmd.Flags(), "back up")
-	cmd.Flags().StringVar(&mode, "admission", "cluster", "admit the backup, as a reader of what it backs up, against other operations on the cluster: cluster, local or off")
-	cmd.Flags().StringVar(&admissionNS, "admission-namespace", "restoregraph-admission", "the namespace of the admission Leases")
+	f := cmd.Flags()
+	f.StringVarP(&out, "output", "o", "", "the backup tarball to write, or a URL where Velero keeps backups: s3://BUCKET/PREFIX/NAME, file:///DIR/PREFIX/NAME")
+	f.StringVar(&endpoint, "s3-endpoint", "", "the address of an S3-compatible store for -o s3://..., with path-style requests")
+	f.StringVar(&locationName, "location-name", "default", "for -o URL: the BackupStorageLocation velero-backup.json names, the one whose bucket and prefix the URL are")
+	f.StringVar(&storageLocation, "storage-location", "", "write the backup into this BackupStorageLocation of Velero's, through its object-store plugin (with --name and --plugins)")
+	f.StringVar(&name, "name", "", "for --storage-location: the backup's name in Velero")
+	f.StringVar(&pluginDir, "plugins", "", "for --storage-location: a directory of Velero plugin executables, as Velero's /plugins, among them the location's object store")
+	f.StringArrayVar(&pluginPaths, "plugin", nil, "for --storage-location: a Velero plugin executable (repeatable)")
+	f.StringVar(&veleroNS, "velero-namespace", "velero", "the namespace Velero runs in: its locations and their Secrets, and the one velero-backup.json names")
+	ff.add(f, "back up")
+	f.StringVar(&mode, "admission", "cluster", "admit the backup, as a reader of what it backs up, against other operations on the cluster: cluster, local or off")
+	f.StringVar(&admissionNS, "admission-namespace", "restoregraph-admission", "the namespace of the admission Leases")
 	t.addFlags(cmd)
 	return cmd
+}
+
+// locationDestination opens BackupStorageLocation name of Velero's, in the cluster cfg
+// reaches, through its object-store plugin among commands, for a backup to be written
+// there.
+func locationDestination(ctx context.Context, cfg *rest.Config, host *velerohost.Host, commands [][]string, namespace, location, name string) (
+	destination, func(), error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return destination{}, nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return destination{}, nil, err
+	}
+	v := velerohost.Velero{Dynamic: dyn, Secrets: cs.CoreV1(), Namespace: namespace}
+	loc, err := v.Location(ctx, location)
+	if err == nil {
+		err = loc.Writable()
+	}
+	if err != nil {
+		return destination{}, nil, veleroError(err)
+	}
+	store, err := host.OpenLocation(ctx, v, loc, commands...)
+	if err != nil {
+		return destination{}, nil, veleroError(err)
+	}
+	return destination{store: storePutter{store}, key: archive.TarballKey(loc.Prefix, name), location: loc.Name,
+		where: fmt.Sprintf("location %s/%s (%s, bucket %s)", namespace, loc.Name, loc.Provider, loc.Bucket)}, func() { store.Close() }, nil
 }
 
 func newVerifyCmd() *cobra.Command {

@@ -5,8 +5,10 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -15,13 +17,16 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/restoregraph/restoregraph/backup"
 	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/plugin/velerohost"
 )
 
-// keptAsVelero is what `backup -o URL` writes beside the tarball, so that Velero's
+// keptAsVelero is what `backup -o URL` and `backup --storage-location` write beside the tarball, so that Velero's
 // backup sync lists the backup (`velero backup get`) and restores it: velero-backup.json
 // (its Backup object), the resource list and the log, as Velero writes them, and the
 // manifest, for tools that plan without the tarball.
@@ -33,39 +38,72 @@ type keptAsVelero struct {
 	log                       []byte // what the command printed
 }
 
-// putter writes objects where a URL names them: a bucket or a directory.
+// putter writes objects where a backup goes: a bucket, a directory, or a
+// BackupStorageLocation through its object-store plugin.
 type putter interface {
 	put(ctx context.Context, key string, body io.ReadSeeker, size int64) error
+	exists(ctx context.Context, key string) (bool, error)
 }
 
-func (loc backupLocation) putter(ctx context.Context) (putter, error) {
+// destination is where `backup` writes a backup kept as Velero keeps them: the
+// tarball's key, and the store it goes to.
+type destination struct {
+	store    putter
+	key      string // PREFIX/backups/NAME/NAME.tar.gz
+	where    string // for messages: the URL, or the location
+	location string // the BackupStorageLocation velero-backup.json names
+}
+
+// beside is the key of a file in the backup's directory.
+func (d destination) beside(file string) string { return path.Join(path.Dir(d.key), file) }
+
+// free refuses to write over a backup of that name: Velero never overwrites one, and a
+// backup written over is one lost.
+func (d destination) free(ctx context.Context, name string) error {
+	for _, key := range []string{d.beside("velero-backup.json"), d.key} {
+		there, err := d.store.exists(ctx, key)
+		if err != nil {
+			return &exitError{code: exitUnreachable, err: fmt.Errorf("%s: %w", d.where, err)}
+		}
+		if there {
+			return badInput("%w: %s in %s (%s): choose another name", velerohost.ErrBackupExists, name, d.where, key)
+		}
+	}
+	return nil
+}
+
+func (loc backupLocation) destination(ctx context.Context, location string) (destination, error) {
+	d := destination{key: loc.key, where: loc.url, location: location}
 	if loc.dir != "" {
-		return dirPutter(loc.dir), nil
+		d.store = dirPutter(loc.dir)
+		return d, nil
 	}
 	client, err := loc.s3.client(ctx)
 	if err != nil {
-		return nil, badInput("-o %s: %v", loc.url, err)
+		return d, badInput("-o %s: %v", loc.url, err)
 	}
-	return bucketPutter{client: client, bucket: loc.bucket}, nil
-}
-
-// beside is the URL of the object file beside the tarball loc names.
-func (loc backupLocation) beside(file string) string {
-	key := path.Join(path.Dir(loc.key), file)
-	if loc.dir != "" {
-		return "file://" + path.Join(filepath.ToSlash(loc.dir), key)
-	}
-	return "s3://" + loc.bucket + "/" + key
+	d.store = bucketPutter{client: client, bucket: loc.bucket}
+	return d, nil
 }
 
 type dirPutter string
 
+func (d dirPutter) path(key string) string { return filepath.Join(string(d), filepath.FromSlash(key)) }
+
+func (d dirPutter) exists(_ context.Context, key string) (bool, error) {
+	_, err := os.Stat(d.path(key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 func (d dirPutter) put(_ context.Context, key string, body io.ReadSeeker, _ int64) error {
-	p := filepath.Join(string(d), filepath.FromSlash(key))
+	p := d.path(key)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(p + ".partial")
+	f, err := os.OpenFile(p+".partial", os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
@@ -91,10 +129,30 @@ func (b bucketPutter) put(ctx context.Context, key string, body io.ReadSeeker, s
 	return err
 }
 
-// putBackup writes the tarball at local and its records under the key loc names,
-// velero-backup.json last: Velero's sync takes a backup once that is there, and by then
-// all the rest is.
-func putBackup(ctx context.Context, loc backupLocation, local string, k keptAsVelero) error {
+func (b bucketPutter) exists(ctx context.Context, key string) (bool, error) {
+	_, err := b.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b.bucket, Key: &key})
+	var nf *s3types.NotFound
+	var resp *smithyhttp.ResponseError
+	if errors.As(err, &nf) || errors.As(err, &resp) && resp.HTTPStatusCode() == 404 {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// storePutter writes through a BackupStorageLocation's own object-store plugin.
+type storePutter struct{ store *velerohost.ObjectStore }
+
+func (s storePutter) put(ctx context.Context, key string, body io.ReadSeeker, _ int64) error {
+	return s.store.Put(ctx, key, body)
+}
+
+func (s storePutter) exists(ctx context.Context, key string) (bool, error) {
+	return s.store.Exists(ctx, key)
+}
+
+// putBackup writes the tarball at local and its records where d says, velero-backup.json
+// last: Velero's sync takes a backup once that is there, and by then all the rest is.
+func putBackup(ctx context.Context, d destination, local string, k keptAsVelero) error {
 	var m bytes.Buffer
 	if err := manifest.EncodeGzip(&m, k.result.Manifest); err != nil {
 		return fmt.Errorf("the manifest: %w", err)
@@ -111,10 +169,6 @@ func putBackup(ctx context.Context, loc backupLocation, local string, k keptAsVe
 	if err != nil {
 		return fmt.Errorf("velero-backup.json: %w", err)
 	}
-	p, err := loc.putter(ctx)
-	if err != nil {
-		return err
-	}
 	f, err := os.Open(local)
 	if err != nil {
 		return err
@@ -124,8 +178,8 @@ func putBackup(ctx context.Context, loc backupLocation, local string, k keptAsVe
 	if err != nil {
 		return err
 	}
-	if err := p.put(ctx, loc.key, f, st.Size()); err != nil {
-		return &exitError{code: exitUnreachable, err: fmt.Errorf("writing %s: %w", loc.url, err)}
+	if err := d.store.put(ctx, d.key, f, st.Size()); err != nil {
+		return &exitError{code: exitUnreachable, err: fmt.Errorf("writing %s to %s: %w", d.key, d.where, err)}
 	}
 	for _, r := range []struct {
 		name string
@@ -136,9 +190,8 @@ func putBackup(ctx context.Context, loc backupLocation, local string, k keptAsVe
 		{k.name + "-logs.gz", logs},
 		{"velero-backup.json", backupJSON},
 	} {
-		key := path.Join(path.Dir(loc.key), r.name)
-		if err := p.put(ctx, key, bytes.NewReader(r.data), int64(len(r.data))); err != nil {
-			return &exitError{code: exitUnreachable, err: fmt.Errorf("writing %s beside %s: %w", r.name, loc.url, err)}
+		if err := d.store.put(ctx, d.beside(r.name), bytes.NewReader(r.data), int64(len(r.data))); err != nil {
+			return &exitError{code: exitUnreachable, err: fmt.Errorf("writing %s to %s: %w", d.beside(r.name), d.where, err)}
 		}
 	}
 	return nil

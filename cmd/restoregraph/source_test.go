@@ -157,6 +157,42 @@ func TestBackupToURL(t *testing.T) {
 
 	plan := rg(t, "plan", "--backup", url, "--embedded")
 	assert.Equal(t, 0, plan.code, plan.stderr)
+
+	// A backup is never written over: the second is refused before anything is read,
+	// and the first is as it was.
+	before, err := os.ReadFile(filepath.Join(dir, "nightly.tar.gz"))
+	require.NoError(t, err)
+	again := rg(t, "backup", "-o", url, "--embedded")
+	assert.Equal(t, exitBadInput, again.code, again.stderr)
+	assert.Contains(t, again.stderr, "a backup of that name is in the location already: nightly")
+	after, err := os.ReadFile(filepath.Join(dir, "nightly.tar.gz"))
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "the first backup is untouched")
+	st, err := os.Stat(filepath.Join(dir, "nightly.tar.gz"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "a backup holds Secrets: only its owner reads it")
+}
+
+// backup --storage-location checks what it is given before it reads the cluster.
+func TestBackupDestinationFlags(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		says string
+	}{
+		"nowhere":            {[]string{"backup", "--embedded"}, "-o FILE|URL or --storage-location LOCATION is required"},
+		"two places":         {[]string{"backup", "--embedded", "-o", "b.tar.gz", "--storage-location", "default"}, "give one"},
+		"no name":            {[]string{"backup", "--embedded", "--storage-location", "default", "--plugins", "/p"}, "needs --name"},
+		"no plugins":         {[]string{"backup", "--embedded", "--storage-location", "default", "--name", "n"}, "--plugins"},
+		"name with -o":       {[]string{"backup", "--embedded", "-o", "b.tar.gz", "--name", "n"}, "are for --storage-location"},
+		"not a name":         {[]string{"backup", "--embedded", "--storage-location", "default", "--name", "Not_A_Name", "--plugin", "/p"}, `--name "Not_A_Name"`},
+		"endpoint, location": {[]string{"backup", "--embedded", "--storage-location", "default", "--name", "n", "--plugin", "/p", "--s3-endpoint", "http://127.0.0.1:1"}, "--s3-endpoint is for -o"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := rg(t, tc.args...)
+			assert.Equal(t, exitBadInput, r.code, r.stderr)
+			assert.Contains(t, r.stderr, tc.says)
+		})
+	}
 }
 
 func gunzip(t *testing.T, path string) []byte {

@@ -120,7 +120,7 @@ func (v *veleroFlags) read(ctx context.Context, target *rest.Config, host *veler
 func veleroError(err error) error {
 	for _, kind := range []error{velerohost.ErrBackupNotFound, velerohost.ErrBackupNotRestorable, velerohost.ErrNoBackupOfSchedule,
 		velerohost.ErrLocationNotFound, velerohost.ErrLocationUnavailable, velerohost.ErrLocationInvalid,
-		velerohost.ErrSecretKey, velerohost.ErrNoObjectStore} {
+		velerohost.ErrSecretKey, velerohost.ErrNoObjectStore, velerohost.ErrLocationReadOnly} {
 		if errors.Is(err, kind) {
 			return badInput("%w", err)
 		}

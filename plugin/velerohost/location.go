@@ -30,6 +30,8 @@ var (
 	ErrLocationUnavailable = errors.New("backup storage location is unavailable")
 	ErrLocationInvalid     = errors.New("backup storage location cannot be read")
 	ErrSecretKey           = errors.New("the location's secret key is missing")
+	ErrLocationReadOnly    = errors.New("backup storage location is read-only")
+	ErrBackupExists        = errors.New("a backup of that name is in the location already")
 )
 
 var (
@@ -59,6 +61,16 @@ type Location struct {
 	// CACertRef and Credential name keys of Secrets in Velero's namespace.
 	CACertRef, Credential *SecretKey
 	Phase, Message        string
+	AccessMode            string // ReadWrite (the default) or ReadOnly
+}
+
+// Writable says whether backups may be written to the location: Velero writes none to a
+// ReadOnly one.
+func (l Location) Writable() error {
+	if l.AccessMode == "ReadOnly" {
+		return fmt.Errorf("%w: %s (spec.accessMode ReadOnly): Velero writes no backup there, and neither does restoregraph", ErrLocationReadOnly, l.Name)
+	}
+	return nil
 }
 
 // SecretKey is one key of a Secret.
@@ -105,7 +117,7 @@ func (v Velero) Backup(ctx context.Context, name string) (*Backup, error) {
 	if locName == "" {
 		return nil, fmt.Errorf("%w: backup %s/%s names no storage location", ErrLocationNotFound, ns, name)
 	}
-	if b.Location, err = v.location(ctx, locName); err != nil {
+	if b.Location, err = v.Location(ctx, locName); err != nil {
 		return nil, fmt.Errorf("backup %s/%s: %w", ns, name, err)
 	}
 	return b, nil
@@ -141,8 +153,8 @@ func veleroBackup(o *unstructured.Unstructured) *Backup {
 	return b
 }
 
-// location reads BackupStorageLocation name.
-func (v Velero) location(ctx context.Context, name string) (Location, error) {
+// Location reads BackupStorageLocation name, and checks that Velero found it Available.
+func (v Velero) Location(ctx context.Context, name string) (Location, error) {
 	ns := v.namespace()
 	o, err := v.Dynamic.Resource(locationsResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -157,6 +169,7 @@ func (v Velero) location(ctx context.Context, name string) (Location, error) {
 	loc.Bucket = strings.Trim(str("spec", "objectStorage", "bucket"), "/")
 	loc.Prefix = strings.Trim(str("spec", "objectStorage", "prefix"), "/")
 	loc.Phase, loc.Message = str("status", "phase"), str("status", "message")
+	loc.AccessMode = str("spec", "accessMode")
 	loc.Config, _, _ = unstructured.NestedStringMap(o.Object, "spec", "config")
 	if s := str("spec", "objectStorage", "caCert"); s != "" {
 		if loc.CACert, err = base64.StdEncoding.DecodeString(s); err != nil {

@@ -152,6 +152,48 @@ func (o *ObjectStore) Open(ctx context.Context, key string, offset int64) (io.Re
 	return r, nil
 }
 
+// putChunk is how much of a body one PutObject message carries: well under gRPC's
+// 4 MiB message limit, and few messages for a large tarball.
+const putChunk = 1 << 20
+
+// Put writes body to key (PutObject), streamed to the plugin in chunks; the plugin
+// uploads as its provider does (Velero's AWS plugin in parts). At least one message is
+// sent, for an empty body too: the plugin reads the bucket and key from the first. A
+// body that fails to read ends the stream with an error, so that the plugin drops what
+// it had instead of storing a part as the whole.
+func (o *ObjectStore) Put(ctx context.Context, key string, body io.Reader) error {
+	c, err := o.client(ctx)
+	if err != nil {
+		return err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.PutObject(sctx)
+	if err != nil {
+		return fmt.Errorf("object store %s: %s: %w", o.name, key, o.p.callError(err))
+	}
+	buf := make([]byte, putChunk)
+	for sent := false; ; sent = true {
+		n, rerr := io.ReadFull(body, buf)
+		if rerr != nil && rerr != io.EOF && rerr != io.ErrUnexpectedEOF {
+			cancel()
+			return fmt.Errorf("object store %s: %s: reading what to write: %w", o.name, key, rerr)
+		}
+		if n > 0 || !sent {
+			if err := stream.Send(&proto.PutObjectRequest{Plugin: o.name, Bucket: o.bucket, Key: key, Body: buf[:n]}); err != nil {
+				break // the plugin's own error comes with CloseAndRecv
+			}
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	if _, err := stream.CloseAndRecv(); err != nil {
+		return fmt.Errorf("object store %s: writing %s: %w", o.name, key, o.p.callError(err))
+	}
+	return nil
+}
+
 // Close ends what the store holds of its own (the credentials file written for it);
 // the plugin process ends with its Host.
 func (o *ObjectStore) Close() error {

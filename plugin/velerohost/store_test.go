@@ -1,13 +1,16 @@
 package velerohost
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -227,4 +230,46 @@ func fileLen(t *testing.T, path string) int64 {
 	info, err := os.Stat(path)
 	require.NoError(t, err)
 	return info.Size()
+}
+
+// A backup is written through the location's plugin as Velero writes one: bodies of
+// any size, an empty one included (the plugin reads the key from the first message),
+// read back as written; a body that fails to read stores nothing.
+func TestPutThroughTheLocation(t *testing.T) {
+	ctx := context.Background()
+	root, objs, secret := store(t, nil)
+	v := velero(secret, objs...)
+	loc, err := v.Location(ctx, "default")
+	require.NoError(t, err)
+	require.NoError(t, loc.Writable())
+	h := &Host{}
+	defer h.Close()
+	st, err := h.OpenLocation(ctx, v, loc, []string{pluginsBinary(t)})
+	require.NoError(t, err)
+	defer st.Close()
+
+	big := make([]byte, 3<<20+17)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	for key, body := range map[string][]byte{"rg/backups/n/n.tar.gz": big, "rg/backups/n/empty": {}} {
+		require.NoError(t, st.Put(ctx, key, bytes.NewReader(body)))
+		written, err := os.ReadFile(filepath.Join(root, "velero", filepath.FromSlash(key)))
+		require.NoError(t, err)
+		assert.Equal(t, body, written, key)
+		there, err := st.Exists(ctx, key)
+		require.NoError(t, err)
+		assert.True(t, there)
+	}
+
+	broken := io.MultiReader(bytes.NewReader(big[:2<<20]), iotest.ErrReader(errors.New("disk gone")))
+	err = st.Put(ctx, "rg/backups/n/broken", broken)
+	assert.ErrorContains(t, err, "disk gone")
+	time.Sleep(100 * time.Millisecond) // the plugin has seen the stream end
+	_, err = os.Stat(filepath.Join(root, "velero", "rg", "backups", "n", "broken"))
+	assert.ErrorIs(t, err, fs.ErrNotExist, "a part is not stored as the whole")
+
+	ro := loc
+	ro.AccessMode = "ReadOnly"
+	assert.ErrorIs(t, ro.Writable(), ErrLocationReadOnly)
 }
