@@ -321,7 +321,39 @@ func TestVeleroRestoresARestoregraphBackup(t *testing.T) {
 		assert.True(t, found, "Velero restored the %s of restoregraph's backup", kind)
 	}
 	t.Logf("Velero restored %d of the %d objects of restoregraph's backup", len(at.present), b.Manifest().Len())
+
+	// Written into Velero's location by name, through the location's own object-store
+	// plugin (Velero's AWS plugin) and the location's credentials, none from the
+	// environment: refused while the location is ReadOnly, as Velero refuses it; then
+	// synced by Velero to Completed and described; never written over.
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	const second = "rg-shop-by-location"
+	byLocation := []string{"backup", "--storage-location", "default", "--name", second, "--plugins", v.PluginDir(),
+		"--include-namespaces", "shop", "--kubeconfig", dst.Kubeconfig}
+	code, text = cli(t, byLocation...)
+	assert.Equal(t, 2, code, text)
+	assert.Contains(t, text, "backup storage location is read-only: default")
+	dyn, err := dynamic.NewForConfig(dst.Config)
+	require.NoError(t, err)
+	_, err = dyn.Resource(veleroLocations).Namespace("velero").Patch(ctx, "default", types.MergePatchType,
+		[]byte(`{"spec":{"accessMode":"ReadWrite"}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	code, text = cli(t, byLocation...)
+	require.Equal(t, 0, code, text)
+	for _, f := range []string{second + ".tar.gz", second + "-manifest.json.gz", second + "-resource-list.json.gz", second + "-logs.gz", "velero-backup.json"} {
+		assert.FileExists(t, s.Path("backups/"+second+"/"+f))
+	}
+	veleroPhase(t, dst, veleroBackups, second, "Completed")
+	out, err = v.Run(ctx, "backup", "describe", second, "--details")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "shop/web", "velero backup describe --details lists what restoregraph wrote through the plugin")
+	code, text = cli(t, byLocation...)
+	assert.Equal(t, 2, code, "never written over\n%s", text)
+	assert.Contains(t, text, "a backup of that name is in the location already")
 }
+
+var veleroLocations = schema.GroupVersionResource{Group: "velero.io", Version: "v1", Resource: "backupstoragelocations"}
 
 var capiClusters = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta1", Resource: "clusters"}
 
