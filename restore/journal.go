@@ -63,7 +63,7 @@ var ErrJournalCorrupt = errors.New("restore journal is corrupt")
 // holds. A torn last line, as a crash mid-write leaves, is dropped and overwritten; any
 // other unreadable line is an error wrapping ErrJournalCorrupt.
 func OpenJournal(path string) (*FileJournal, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}

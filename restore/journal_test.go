@@ -15,6 +15,9 @@ func TestJournal(t *testing.T) {
 	j, err := OpenJournal(path)
 	require.NoError(t, err)
 	assert.Empty(t, j.Journaled())
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "what a restore did is its owner's to read")
 	j.SyncEvery = 2
 	require.NoError(t, j.Record("a", "A", Restored))
 	require.NoError(t, j.Record("b", "B", Adopted))
