@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -454,5 +455,54 @@ current-context: gone
 			assert.Contains(t, r.stderr, addr)
 			assert.Contains(t, r.stderr, "connection refused")
 		})
+	}
+}
+
+// A Secret's data never reaches what the command prints or writes: plans, reports,
+// progress, errors, journals. Every output of a plan, a restore and a verify of a
+// backup holding a Secret is searched for its value, encoded and decoded.
+func TestSecretsStaySecret(t *testing.T) {
+	b, err := archive.ReadFile(shopBackup, archive.Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	var values []string
+	for _, it := range b.Manifest().Items() {
+		if it.Resource != "secrets" {
+			continue
+		}
+		body, err := b.Body(it.GroupResource(), it.Version, it.Namespace, it.Name)
+		require.NoError(t, err)
+		var s struct{ Data map[string]string }
+		require.NoError(t, json.Unmarshal(body, &s))
+		for _, v := range s.Data {
+			plain, err := base64.StdEncoding.DecodeString(v)
+			require.NoError(t, err)
+			values = append(values, v, string(plain))
+		}
+	}
+	require.NotEmpty(t, values, "the backup holds a Secret with data")
+
+	journal := filepath.Join(t.TempDir(), "journal")
+	var outputs []string
+	for _, args := range [][]string{
+		{"plan", "--backup", shopBackup, "--embedded"},
+		{"plan", "--backup", shopBackup, "--embedded", "-o", "json"},
+		{"plan", "--backup", shopBackup, "--embedded", "-o", "dot"},
+		{"restore", "--backup", shopBackup, "--embedded", "--journal", journal},
+		{"restore", "--backup", shopBackup, "--embedded", "-o", "json", "--include-resources", "secrets", "--existing", "fail"},
+		{"verify", "--backup", shopBackup, "--embedded"},
+		{"verify", "--backup", shopBackup, "--embedded", "-o", "json"},
+	} {
+		r := rg(t, args...)
+		require.Contains(t, []int{0, 1}, r.code, "%v: %s", args, r.stderr)
+		outputs = append(outputs, r.stdout, r.stderr)
+	}
+	data, err := os.ReadFile(journal)
+	require.NoError(t, err)
+	outputs = append(outputs, string(data))
+	for _, out := range outputs {
+		for _, v := range values {
+			assert.NotContains(t, out, v)
+		}
 	}
 }
