@@ -18,6 +18,7 @@ import (
 	"github.com/restoregraph/restoregraph/test/harness"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -351,6 +352,35 @@ func TestVeleroRestoresARestoregraphBackup(t *testing.T) {
 	code, text = cli(t, byLocation...)
 	assert.Equal(t, 2, code, "never written over\n%s", text)
 	assert.Contains(t, text, "a backup of that name is in the location already")
+
+	// restoregraph's restore by name is recorded as Velero records its own: `velero restore
+	// get`, `describe --details` and `logs` show it, and Velero's controller leaves it as
+	// it is. A name Velero has is refused before anything is restored.
+	const restoreName = "rg-shop-to-shop2"
+	code, text = cli(t, "restore", "--from-backup", name, "--plugins", v.PluginDir(), "--kubeconfig", dst.Kubeconfig,
+		"--namespace-mappings", "shop:shop2", "--restore-name", restoreName)
+	require.Equal(t, 0, code, text)
+	assert.Contains(t, text, "recorded in Velero as restore velero/"+restoreName+" (Completed)")
+	out, err = v.Run(ctx, "restore", "get")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, restoreName)
+	out, err = v.Run(ctx, "restore", "describe", restoreName, "--details")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "Phase:  Completed")
+	assert.Contains(t, out, "Backup:  "+name)
+	assert.Contains(t, out, "shop2/web(created)", "the resource list, read through Velero's download request")
+	out, err = v.Run(ctx, "restore", "logs", restoreName)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "objects in", "the log is what restoregraph printed")
+	time.Sleep(5 * time.Second)
+	assert.Equal(t, "Completed", veleroPhase(t, dst, veleroRestores, restoreName, "Completed", "PartiallyFailed", "Failed", "InProgress", "New"),
+		"Velero's restore controller leaves a finished restore as it is")
+	code, text = cli(t, "restore", "--from-backup", name, "--plugins", v.PluginDir(), "--kubeconfig", dst.Kubeconfig,
+		"--namespace-mappings", "shop:shop3", "--restore-name", restoreName)
+	assert.Equal(t, 2, code, text)
+	assert.Contains(t, text, "velero has a restore of that name: velero/"+restoreName)
+	_, err = dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(ctx, "shop3", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "nothing was restored: %v", err)
 }
 
 var veleroLocations = schema.GroupVersionResource{Group: "velero.io", Version: "v1", Resource: "backupstoragelocations"}

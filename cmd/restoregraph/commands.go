@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,7 +19,9 @@ import (
 
 	"github.com/restoregraph/restoregraph/manifest"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
+	"github.com/restoregraph/restoregraph/plugin/velerohost"
 	"github.com/restoregraph/restoregraph/restore"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -149,7 +152,7 @@ func newRestoreCmd() *cobra.Command {
 		journal, existing, output string
 		workers                   int
 		itemTimeout, waitTimeout  time.Duration
-		waitHealthy               bool
+		waitHealthy, record       bool
 		rf                        restoreFlags
 	)
 	t := &target{flags: genericclioptions.NewConfigFlags(true)}
@@ -172,6 +175,16 @@ func newRestoreCmd() *cobra.Command {
 			defer s.close()
 			b, tgt, ctx, opts := s.backup, s.target, s.ctx, s.opts
 			opts.Workers, opts.ItemTimeout, opts.Existing = workers, itemTimeout, policy
+			record = record && s.velero != nil
+			if record {
+				// Named now, and checked against Velero's restores before anything is written.
+				if opts.Name == "" {
+					opts.Name = rf.name + "-" + time.Now().UTC().Format("20060102150405")
+				}
+				if err := s.velero.velero.CheckRestoreName(ctx, opts.Name); err != nil {
+					return veleroError(err)
+				}
+			}
 			if waitHealthy {
 				opts.HealthTimeout = waitTimeout
 			}
@@ -194,12 +207,23 @@ func newRestoreCmd() *cobra.Command {
 			if rep == nil {
 				return &exitError{code: exitBadInput, err: err}
 			}
+			var log bytes.Buffer
+			printReport(&log, rep)
 			if output == "json" {
 				if werr := rep.WriteJSON(cmd.OutOrStdout()); werr != nil {
 					return werr
 				}
-			} else {
-				printReport(cmd.OutOrStdout(), rep)
+			} else if _, werr := cmd.OutOrStdout().Write(log.Bytes()); werr != nil {
+				return werr
+			}
+			if record {
+				rec := restoreRecord(opts.Name, rf.name, rep, log.Bytes())
+				if rerr := s.velero.velero.RecordRestore(ctx, s.velero.store, s.velero.location, rec); rerr != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "restoregraph: warning: the restore is not recorded in Velero: %v\n", rerr)
+				} else {
+					fmt.Fprintf(cmd.ErrOrStderr(), "recorded in Velero as restore %s/%s (%s): velero restore describe %s --details\n",
+						s.velero.velero.Namespace, opts.Name, rec.Phase(), opts.Name)
+				}
 			}
 			if err != nil {
 				return &exitError{code: exitIncomplete, err: err}
@@ -222,8 +246,59 @@ func newRestoreCmd() *cobra.Command {
 	f.BoolVar(&waitHealthy, "wait", false, "after the restore, wait until everything restored is healthy (kstatus Current), and fail if it is not")
 	f.DurationVar(&waitTimeout, "wait-timeout", 5*time.Minute, "how long --wait waits")
 	f.StringVarP(&output, "output", "o", "text", "text or json")
+	f.BoolVar(&record, "record-in-velero", true, "with --from-backup or --from-schedule: record the restore as Velero records its own (a Restore object, and its results, "+
+		"resource list and log in the backup's location), so that velero restore get|describe|logs show it")
 	t.addFlags(cmd)
 	return cmd
+}
+
+// restoreRecord is what Velero would keep of rep: each object the restore took on in
+// the resource list with its outcome (created, updated, skipped when it existed, failed),
+// failures and what they blocked as errors, warnings as warnings, by the namespace the
+// object was restored into. What the plan left out is not listed, as Velero lists only
+// what it took on.
+func restoreRecord(name, backup string, rep *restore.Report, log []byte) velerohost.RestoreRecord {
+	rec := velerohost.RestoreRecord{Name: name, Backup: backup, Started: rep.Started, Completed: rep.Finished, Log: log}
+	for o := range rep.Objects() {
+		if o.Status == restore.Skipped && (o.SkippedBy == restore.NonRestorable || o.SkippedBy == restore.ControllerManaged || o.SkippedBy == restore.Filtered) {
+			continue
+		}
+		ns, nm := o.Namespace, o.Name
+		if o.TargetNamespace != "" {
+			ns = o.TargetNamespace
+		}
+		if o.TargetName != "" {
+			nm = o.TargetName
+		}
+		what := schema.GroupResource{Group: o.Group, Resource: o.Resource}.String() + " " + qualified(ns, nm)
+		outcome, there := velerohost.ItemFailed, true
+		switch o.Status {
+		case restore.Restored:
+			outcome = velerohost.ItemCreated
+		case restore.Updated:
+			outcome = velerohost.ItemUpdated
+		case restore.Adopted:
+			outcome = velerohost.ItemSkipped // there already, left as it was
+		case restore.Skipped:
+			outcome, there = velerohost.ItemSkipped, false
+			if o.SkippedBy == "" { // not a plugin's choice: what it needed failed
+				rec.Errors.Add(ns, fmt.Sprintf("not restoring %s: %s", what, o.Reason))
+			}
+		default:
+			there = false
+			rec.Errors.Add(ns, fmt.Sprintf("error restoring %s: %s", what, o.Reason))
+		}
+		rec.Total++
+		if there {
+			rec.Restored++
+		}
+		rec.AddResource(o.Group, o.Version, o.Kind, ns, nm, outcome)
+		for _, w := range o.Warnings {
+			rec.Warnings.Add(ns, what+": "+w)
+		}
+	}
+	rec.Warnings.Velero = rep.Warnings
+	return rec
 }
 
 func printReport(w io.Writer, rep *restore.Report) {

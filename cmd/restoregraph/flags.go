@@ -105,6 +105,7 @@ func (f *restoreFlags) add(fs *pflag.FlagSet) {
 // options the flags make, and a context that an interrupt cancels.
 type session struct {
 	backup *archive.Backup
+	velero *veleroSource // the backup was read through Velero
 	target restore.Target
 	ctx    context.Context
 	opts   restore.Options
@@ -134,6 +135,7 @@ func (f *restoreFlags) open(cmd *cobra.Command, t *target) (s *session, err erro
 		return nil, err
 	}
 	var b *archive.Backup
+	var src *veleroSource
 	if !byName {
 		var closeBackup func()
 		if b, closeBackup, err = readBackup(ctx, f.backup, f.s3Endpoint, warn); err != nil {
@@ -157,9 +159,10 @@ func (f *restoreFlags) open(cmd *cobra.Command, t *target) (s *session, err erro
 			return nil, badInput("--plugins %s holds no executable: --from-backup and --from-schedule read the backup through its location's object-store plugin", f.pluginDir)
 		}
 		var closeBackup func()
-		if b, f.name, closeBackup, err = f.velero.read(ctx, cfg, host, commands, warn); err != nil {
+		if b, src, closeBackup, err = f.velero.read(ctx, cfg, host, commands, warn); err != nil {
 			return nil, err
 		}
+		f.name = src.backup
 		closers = append(closers, closeBackup)
 	}
 	opts, err := f.restoreOptions(ctx, cfg, warn)
@@ -171,7 +174,7 @@ func (f *restoreFlags) open(cmd *cobra.Command, t *target) (s *session, err erro
 			return nil, err
 		}
 	}
-	return &session{backup: b, target: tgt, ctx: ctx, opts: opts, close: closeAll}, nil
+	return &session{backup: b, velero: src, target: tgt, ctx: ctx, opts: opts, close: closeAll}, nil
 }
 
 // pluginHost returns the host of the plugin executables the flags name, with the

@@ -14,7 +14,9 @@
 // (s3://BUCKET/PREFIX/NAME, file://). plan, restore and verify also take a backup by
 // its name in Velero (--from-backup NAME, --from-schedule NAME): its Backup and
 // BackupStorageLocation are read from the cluster where Velero runs, and the tarball
-// through the location's object-store plugin (--plugins DIR), as Velero reads it.
+// through the location's object-store plugin (--plugins DIR), as Velero reads it; a
+// restore of it is recorded in Velero as Velero records its own. backup writes into one
+// of Velero's locations the same way (--storage-location LOCATION --name NAME).
 //
 // Exit codes: 0 when everything was restored, 1 when something failed or was skipped,
 // 2 for bad usage or bad input, 3 when the cluster or the backup's store could not be

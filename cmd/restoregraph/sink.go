@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +10,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/restoregraph/restoregraph/backup"
-	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/plugin/velerohost"
 )
 
@@ -153,21 +149,9 @@ func (s storePutter) exists(ctx context.Context, key string) (bool, error) {
 // putBackup writes the tarball at local and its records where d says, velero-backup.json
 // last: Velero's sync takes a backup once that is there, and by then all the rest is.
 func putBackup(ctx context.Context, d destination, local string, k keptAsVelero) error {
-	var m bytes.Buffer
-	if err := manifest.EncodeGzip(&m, k.result.Manifest); err != nil {
-		return fmt.Errorf("the manifest: %w", err)
-	}
-	list, err := gzipJSON(resourceList(k.result.Manifest))
+	files, err := velerohost.BackupRecord{Name: k.name, Manifest: k.result.Manifest, Object: k.backupObject(), Log: k.log}.Files()
 	if err != nil {
-		return fmt.Errorf("the resource list: %w", err)
-	}
-	logs, err := gzipBytes(k.log)
-	if err != nil {
-		return fmt.Errorf("the log: %w", err)
-	}
-	backupJSON, err := json.Marshal(k.backupObject())
-	if err != nil {
-		return fmt.Errorf("velero-backup.json: %w", err)
+		return err
 	}
 	f, err := os.Open(local)
 	if err != nil {
@@ -181,41 +165,12 @@ func putBackup(ctx context.Context, d destination, local string, k keptAsVelero)
 	if err := d.store.put(ctx, d.key, f, st.Size()); err != nil {
 		return &exitError{code: exitUnreachable, err: fmt.Errorf("writing %s to %s: %w", d.key, d.where, err)}
 	}
-	for _, r := range []struct {
-		name string
-		data []byte
-	}{
-		{k.name + "-manifest.json.gz", m.Bytes()},
-		{k.name + "-resource-list.json.gz", list},
-		{k.name + "-logs.gz", logs},
-		{"velero-backup.json", backupJSON},
-	} {
-		if err := d.store.put(ctx, d.beside(r.name), bytes.NewReader(r.data), int64(len(r.data))); err != nil {
-			return &exitError{code: exitUnreachable, err: fmt.Errorf("writing %s to %s: %w", d.beside(r.name), d.where, err)}
+	for _, r := range files {
+		if err := d.store.put(ctx, d.beside(r.Name), bytes.NewReader(r.Data), int64(len(r.Data))); err != nil {
+			return &exitError{code: exitUnreachable, err: fmt.Errorf("writing %s to %s: %w", d.beside(r.Name), d.where, err)}
 		}
 	}
 	return nil
-}
-
-// resourceList is Velero's NAME-resource-list.json.gz: each group/version/Kind's
-// objects, namespace/name or name.
-func resourceList(m *manifest.Manifest) map[string][]string {
-	out := map[string][]string{}
-	for _, it := range m.Items() {
-		gvk := it.Version + "/" + it.Kind
-		if it.Group != "" {
-			gvk = it.Group + "/" + gvk
-		}
-		name := it.Name
-		if it.Namespace != "" {
-			name = it.Namespace + "/" + name
-		}
-		out[gvk] = append(out[gvk], name)
-	}
-	for _, names := range out {
-		slices.Sort(names)
-	}
-	return out
 }
 
 // backupObject is the Backup Velero's sync makes of the backup: its name, location,
@@ -257,24 +212,4 @@ func (k keptAsVelero) backupObject() map[string]any {
 			"progress": map[string]any{"totalItems": k.result.Objects, "itemsBackedUp": k.result.Objects},
 			"errors":   len(k.result.Incomplete), "warnings": len(k.result.Warnings)},
 	}
-}
-
-func gzipJSON(v any) ([]byte, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return gzipBytes(data)
-}
-
-func gzipBytes(data []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(data); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }

@@ -62,24 +62,33 @@ func (v *veleroFlags) check(backup, s3Endpoint string, plugins, embedded bool) (
 	return true, nil
 }
 
+// veleroSource is a backup read through Velero: where it is, and what recording a
+// restore of it in Velero needs.
+type veleroSource struct {
+	velero   velerohost.Velero
+	location velerohost.Location
+	store    *velerohost.ObjectStore
+	backup   string // its name
+}
+
 // read finds the backup through Velero's objects in the source cluster (target is the
 // target's configuration, the default) and opens it through its location's object store,
-// with the plugins of host. It returns the backup, its name, and what closes both.
+// with the plugins of host. It returns the backup, where it is, and what closes both.
 func (v *veleroFlags) read(ctx context.Context, target *rest.Config, host *velerohost.Host, commands [][]string, progress io.Writer) (
-	b *archive.Backup, name string, closeAll func(), err error) {
+	b *archive.Backup, src *veleroSource, closeAll func(), err error) {
 	cfg := target
 	if v.sourceKubeconfig != "" {
 		if cfg, err = clientcmd.BuildConfigFromFlags("", v.sourceKubeconfig); err != nil {
-			return nil, "", nil, badInput("--source-kubeconfig: %w", err)
+			return nil, nil, nil, badInput("--source-kubeconfig: %w", err)
 		}
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, nil, nil, err
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, nil, nil, err
 	}
 	velero := velerohost.Velero{Dynamic: dyn, Secrets: cs.CoreV1(), Namespace: v.namespace}
 	var vb *velerohost.Backup
@@ -89,11 +98,11 @@ func (v *veleroFlags) read(ctx context.Context, target *rest.Config, host *veler
 		vb, err = velero.Backup(ctx, v.backup)
 	}
 	if err != nil {
-		return nil, "", nil, veleroError(err)
+		return nil, nil, nil, veleroError(err)
 	}
 	store, err := host.OpenLocation(ctx, velero, vb.Location, commands...)
 	if err != nil {
-		return nil, "", nil, veleroError(err)
+		return nil, nil, nil, veleroError(err)
 	}
 	label := fmt.Sprintf("backup %s/%s", v.namespace, vb.Name)
 	if vb.Phase != "Completed" {
@@ -105,9 +114,9 @@ func (v *veleroFlags) read(ctx context.Context, target *rest.Config, host *veler
 	stop()
 	if err != nil {
 		store.Close()
-		return nil, "", nil, sourceError(fmt.Sprintf("%s/%s in location %s", v.namespace, vb.Name, vb.Location.Name), err)
+		return nil, nil, nil, sourceError(fmt.Sprintf("%s/%s in location %s", v.namespace, vb.Name, vb.Location.Name), err)
 	}
-	return b, vb.Name, func() {
+	return b, &veleroSource{velero: velero, location: vb.Location, store: store, backup: vb.Name}, func() {
 		reportResumed(progress, label, b)
 		b.Close()
 		store.Close()
@@ -120,7 +129,7 @@ func (v *veleroFlags) read(ctx context.Context, target *rest.Config, host *veler
 func veleroError(err error) error {
 	for _, kind := range []error{velerohost.ErrBackupNotFound, velerohost.ErrBackupNotRestorable, velerohost.ErrNoBackupOfSchedule,
 		velerohost.ErrLocationNotFound, velerohost.ErrLocationUnavailable, velerohost.ErrLocationInvalid,
-		velerohost.ErrSecretKey, velerohost.ErrNoObjectStore, velerohost.ErrLocationReadOnly} {
+		velerohost.ErrSecretKey, velerohost.ErrNoObjectStore, velerohost.ErrLocationReadOnly, velerohost.ErrRestoreExists} {
 		if errors.Is(err, kind) {
 			return badInput("%w", err)
 		}

@@ -2,7 +2,9 @@ package velerohost
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -73,7 +75,7 @@ func store(t *testing.T, config map[string]any) (root string, objs []runtime.Obj
 
 func velero(secret *corev1.Secret, objs ...runtime.Object) Velero {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{backupsResource: "BackupList", locationsResource: "BackupStorageLocationList"}, objs...)
+		map[schema.GroupVersionResource]string{backupsResource: "BackupList", locationsResource: "BackupStorageLocationList", restoresResource: "RestoreList"}, objs...)
 	var kube *kubefake.Clientset
 	if secret != nil {
 		kube = kubefake.NewClientset(secret)
@@ -272,4 +274,63 @@ func TestPutThroughTheLocation(t *testing.T) {
 	ro := loc
 	ro.AccessMode = "ReadOnly"
 	assert.ErrorIs(t, ro.Writable(), ErrLocationReadOnly)
+}
+
+// A restore is recorded as Velero records its own: its results, resource list and log
+// beside the backups in the location, and a finished Restore object; a name Velero has
+// is refused before and after.
+func TestRecordRestore(t *testing.T) {
+	ctx := context.Background()
+	root, objs, secret := store(t, nil)
+	v := velero(secret, objs...)
+	loc, err := v.Location(ctx, "default")
+	require.NoError(t, err)
+	h := &Host{}
+	defer h.Close()
+	st, err := h.OpenLocation(ctx, v, loc, []string{pluginsBinary(t)})
+	require.NoError(t, err)
+	defer st.Close()
+
+	require.NoError(t, v.CheckRestoreName(ctx, "shop-restore"))
+	rec := RestoreRecord{Name: "shop-restore", Backup: "shop-and-fleet", Started: time.Unix(1700000000, 0), Completed: time.Unix(1700000060, 0),
+		Log: []byte("40 objects in 1m0s: 39 restored, 1 failed\n"), Total: 40, Restored: 39}
+	rec.AddResource("apps", "v1", "Deployment", "shop2", "web", ItemCreated)
+	rec.AddResource("", "v1", "ConfigMap", "shop2", "settings", ItemFailed)
+	rec.Errors.Add("shop2", "error restoring configmaps shop2/settings: forbidden")
+	rec.Warnings.Add("", "namespaces shop2: adopted")
+	assert.Equal(t, "PartiallyFailed", rec.Phase())
+	require.NoError(t, v.RecordRestore(ctx, st, loc, rec))
+
+	dir := filepath.Join(root, "velero", "rg", "restores", "shop-restore")
+	var results map[string]Result
+	require.NoError(t, json.Unmarshal(gunzipFile(t, filepath.Join(dir, "restore-shop-restore-results.gz")), &results))
+	assert.Equal(t, []string{"error restoring configmaps shop2/settings: forbidden"}, results["errors"].Namespaces["shop2"])
+	assert.Equal(t, []string{"namespaces shop2: adopted"}, results["warnings"].Cluster)
+	var list map[string][]string
+	require.NoError(t, json.Unmarshal(gunzipFile(t, filepath.Join(dir, "restore-shop-restore-resource-list.json.gz")), &list))
+	assert.Equal(t, map[string][]string{"apps/v1/Deployment": {"shop2/web(created)"}, "v1/ConfigMap": {"shop2/settings(failed)"}}, list)
+	assert.Equal(t, rec.Log, gunzipFile(t, filepath.Join(dir, "restore-shop-restore-logs.gz")))
+
+	o, err := v.Dynamic.Resource(restoresResource).Namespace("velero").Get(ctx, "shop-restore", metav1.GetOptions{})
+	require.NoError(t, err)
+	phase, _, _ := unstructured.NestedString(o.Object, "status", "phase")
+	errs, _, _ := unstructured.NestedInt64(o.Object, "status", "errors")
+	backup, _, _ := unstructured.NestedString(o.Object, "spec", "backupName")
+	assert.Equal(t, "PartiallyFailed", phase)
+	assert.Equal(t, int64(1), errs)
+	assert.Equal(t, "shop-and-fleet", backup)
+	assert.ErrorIs(t, v.CheckRestoreName(ctx, "shop-restore"), ErrRestoreExists)
+	assert.ErrorIs(t, v.RecordRestore(ctx, st, loc, rec), ErrRestoreExists, "never recorded twice")
+}
+
+func gunzipFile(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	data, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	return data
 }
