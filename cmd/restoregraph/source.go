@@ -174,20 +174,32 @@ func readBackup(ctx context.Context, raw, endpoint string, progress io.Writer) (
 		return nil, nil, sourceError(loc.url, err)
 	}
 	return b, func() {
-		reportResumed(progress, loc.url, b)
+		reportRead(progress, loc.url, b)
 		b.Close()
 	}, nil
 }
 
-// reportResumed says how often reading b from its store was resumed, when it was.
-func reportResumed(progress io.Writer, name string, b *archive.Backup) {
-	if st := b.SourceStats(); st.Resumed > 0 && progress != nil {
-		times := "times"
-		if st.Resumed == 1 {
-			times = "time"
-		}
-		fmt.Fprintf(progress, "read %s: %s, resumed %d %s where the download broke\n", name, mib(st.Bytes), st.Resumed, times)
+// reportRead says what reading b from its store took: the bytes read of the tarball
+// (a plan of a backup that carries its manifest stops early), and how often the read
+// was resumed where the download broke.
+func reportRead(progress io.Writer, name string, b *archive.Backup) {
+	st := b.SourceStats()
+	if progress == nil {
+		return
 	}
+	of := ""
+	if st.Size > 0 {
+		of = fmt.Sprintf(" of %d (%d%%)", st.Size, 100*st.Bytes/st.Size)
+	}
+	resumed := ""
+	switch st.Resumed {
+	case 0:
+	case 1:
+		resumed = ", resumed 1 time where the download broke"
+	default:
+		resumed = fmt.Sprintf(", resumed %d times where the download broke", st.Resumed)
+	}
+	fmt.Fprintf(progress, "read %s: %d bytes%s%s\n", name, st.Bytes, of, resumed)
 }
 
 // sourceError says why a backup in a store could not be read, with the exit code that

@@ -79,6 +79,7 @@ func TestBackupByURL(t *testing.T) {
 	fromURL := rg(t, "plan", "--backup", url, "--embedded", "-o", "json")
 	require.Equal(t, 0, fromURL.code, fromURL.stderr)
 	assert.JSONEq(t, fromFile.stdout, fromURL.stdout)
+	assert.Regexp(t, `read file://\S+/velero/nightly: \d+ bytes of \d+ \(\d+%\)`, fromURL.stderr, "what the read took is told")
 
 	r := rg(t, "restore", "--backup", url, "--embedded")
 	assert.Equal(t, 0, r.code, r.stderr)

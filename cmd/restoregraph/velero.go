@@ -117,7 +117,7 @@ func (v *veleroFlags) read(ctx context.Context, target *rest.Config, host *veler
 		return nil, nil, nil, sourceError(fmt.Sprintf("%s/%s in location %s", v.namespace, vb.Name, vb.Location.Name), err)
 	}
 	return b, &veleroSource{velero: velero, location: vb.Location, store: store, backup: vb.Name}, func() {
-		reportResumed(progress, label, b)
+		reportRead(progress, label, b)
 		b.Close()
 		store.Close()
 	}, nil
