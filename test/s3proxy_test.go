@@ -79,7 +79,7 @@ var _ io.Writer = (*cutWriter)(nil)
 
 // s3Env gives the command the S3 server's credentials, and nothing from this machine:
 // no shared files, no instance metadata.
-func s3Env(t *testing.T, s *harness.S3) {
+func s3Env(t testing.TB, s *harness.S3) {
 	t.Setenv("AWS_ACCESS_KEY_ID", s.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", s.SecretKey)
 	t.Setenv("AWS_REGION", s.Region)
@@ -88,7 +88,7 @@ func s3Env(t *testing.T, s *harness.S3) {
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
 }
 
-func fileSize(t *testing.T, path string) int64 {
+func fileSize(t testing.TB, path string) int64 {
 	st, err := os.Stat(path)
 	require.NoError(t, err)
 	return st.Size()

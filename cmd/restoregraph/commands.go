@@ -218,6 +218,7 @@ func newRestoreCmd() *cobra.Command {
 			}
 			if record {
 				rec := restoreRecord(opts.Name, rf.name, rep, log.Bytes())
+				rec.Spec = rf.veleroSpec()
 				if rerr := s.velero.velero.RecordRestore(ctx, s.velero.store, s.velero.location, rec); rerr != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "restoregraph: warning: the restore is not recorded in Velero: %v\n", rerr)
 				} else {

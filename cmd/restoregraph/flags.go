@@ -13,7 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -296,6 +298,46 @@ func (f *restoreFlags) restoreOptions(ctx context.Context, cfg *rest.Config, war
 		fmt.Fprintf(warn, "restoregraph: warning: %v: skipped\n", s)
 	}
 	return opts, nil
+}
+
+// veleroSpec is what the filter flags select, in the fields of Velero's Backup and
+// Restore specs that say the same.
+func (f *filterFlags) veleroSpec() map[string]any {
+	spec := map[string]any{}
+	for key, v := range map[string][]string{"includedNamespaces": f.includeNamespaces, "excludedNamespaces": f.excludeNamespaces,
+		"includedResources": f.includeResources, "excludedResources": f.excludeResources} {
+		if len(v) > 0 {
+			spec[key] = slices.Clone(v)
+		}
+	}
+	if v := f.includeClusterResources.value; v != nil {
+		spec["includeClusterResources"] = *v
+	}
+	if f.selector != "" {
+		if sel, err := metav1.ParseToLabelSelector(f.selector); err == nil {
+			if u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(sel); err == nil {
+				spec["labelSelector"] = u
+			}
+		}
+	}
+	return spec
+}
+
+// veleroSpec is what the flags ask of a restore, in the fields of Velero's Restore spec
+// that say the same, for the Restore that records it.
+func (f *restoreFlags) veleroSpec() map[string]any {
+	spec := f.filterFlags.veleroSpec()
+	if m, err := parseMappings(f.namespaceMappings); err == nil && len(m) > 0 {
+		mapping := map[string]any{}
+		for src, dst := range m {
+			mapping[src] = dst
+		}
+		spec["namespaceMapping"] = mapping
+	}
+	if f.preserveNodePorts {
+		spec["preserveNodePorts"] = true
+	}
+	return spec
 }
 
 // parseMappings reads src1:dst1,src2:dst2.

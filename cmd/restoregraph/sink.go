@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/restoregraph/restoregraph/backup"
 	"github.com/restoregraph/restoregraph/plugin/velerohost"
@@ -179,24 +178,10 @@ func putBackup(ctx context.Context, d destination, local string, k keptAsVelero)
 func (k keptAsVelero) backupObject() map[string]any {
 	ts := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	const ttl = 30 * 24 * time.Hour // Velero's default
-	spec := map[string]any{"storageLocation": k.location, "ttl": ttl.String(),
-		"includedNamespaces": []string{"*"}}
-	if len(k.filter.includeNamespaces) > 0 {
-		spec["includedNamespaces"] = k.filter.includeNamespaces
-	}
-	for key, v := range map[string][]string{"excludedNamespaces": k.filter.excludeNamespaces,
-		"includedResources": k.filter.includeResources, "excludedResources": k.filter.excludeResources} {
-		if len(v) > 0 {
-			spec[key] = v
-		}
-	}
-	if v := k.filter.includeClusterResources.value; v != nil {
-		spec["includeClusterResources"] = *v
-	}
-	if k.filter.selector != "" {
-		if sel, err := metav1.ParseToLabelSelector(k.filter.selector); err == nil {
-			spec["labelSelector"] = sel
-		}
+	spec := k.filter.veleroSpec()
+	spec["storageLocation"], spec["ttl"] = k.location, ttl.String()
+	if _, ok := spec["includedNamespaces"]; !ok {
+		spec["includedNamespaces"] = []string{"*"}
 	}
 	phase := "Completed"
 	if len(k.result.Incomplete) > 0 {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"time"
@@ -74,6 +75,9 @@ type RestoreRecord struct {
 	Log       []byte
 	// Total is how many objects the restore took on; Restored how many it restored.
 	Total, Restored int
+	// Spec is what the restore was asked, in the Restore's spec fields
+	// (namespaceMapping, includedNamespaces, ...); backupName is set from Backup.
+	Spec map[string]any
 }
 
 // AddResource lists an object of group, version and kind with its outcome (ItemCreated,
@@ -148,10 +152,15 @@ func (v Velero) RecordRestore(ctx context.Context, store *ObjectStore, loc Locat
 		}
 	}
 	ts := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	spec := maps.Clone(rec.Spec)
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	spec["backupName"] = rec.Backup
 	o := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "velero.io/v1", "kind": "Restore",
 		"metadata": map[string]any{"name": rec.Name, "namespace": v.namespace()},
-		"spec":     map[string]any{"backupName": rec.Backup},
+		"spec":     spec,
 		"status": map[string]any{"phase": rec.Phase(), "startTimestamp": ts(rec.Started), "completionTimestamp": ts(rec.Completed),
 			"warnings": int64(rec.Warnings.Len()), "errors": int64(rec.Errors.Len()),
 			"progress": map[string]any{"totalItems": int64(rec.Total), "itemsRestored": int64(rec.Restored)}},
