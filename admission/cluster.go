@@ -367,7 +367,7 @@ func (t *ticketed) abandon() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	t.c.remove(ctx, t.lease.Name, t.chunks)
+	t.c.remove(ctx, t.lease.Name, t.chunks, nil)
 }
 
 // stopRenewing ends the renewals, once: it reports whether this call did.
@@ -381,29 +381,18 @@ func (t *ticketed) stopRenewing() bool {
 	return stopped
 }
 
-// removeExpired deletes an expired Lease and its ConfigMaps, on the condition that the
-// Lease is as it was seen: one renewed since (its holder was away, not dead) stays, and
-// so does its holder's admission. It reports whether the Lease is gone.
-func (c *Cluster) removeExpired(ctx context.Context, l *coordinationv1.Lease) bool {
-	err := c.Client.CoordinationV1().Leases(c.Namespace).Delete(ctx, l.Name, metav1.DeleteOptions{
-		Preconditions: &metav1.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion}})
-	if err != nil && !apierrors.IsNotFound(err) {
+// remove deletes a Lease and its ConfigMaps; what is gone already is no error. With
+// preconditions, the Lease is deleted only as it was seen (an expired one renewed since
+// stays, and so does its holder's admission), and remove reports whether it is gone.
+func (c *Cluster) remove(ctx context.Context, lease string, n int, pre *metav1.Preconditions) bool {
+	err := c.Client.CoordinationV1().Leases(c.Namespace).Delete(ctx, lease, metav1.DeleteOptions{Preconditions: pre})
+	if pre != nil && err != nil && !apierrors.IsNotFound(err) {
 		return false
 	}
-	n, _ := strconv.Atoi(l.Annotations[annChunks])
-	for i := range n {
-		c.Client.CoreV1().ConfigMaps(c.Namespace).Delete(ctx, chunkName(l.Name, i), metav1.DeleteOptions{})
-	}
-	c.keys.Delete(l.UID)
-	return true
-}
-
-// remove deletes a Lease and its ConfigMaps; what is gone already is no error.
-func (c *Cluster) remove(ctx context.Context, lease string, n int) {
-	c.Client.CoordinationV1().Leases(c.Namespace).Delete(ctx, lease, metav1.DeleteOptions{})
 	for i := range n {
 		c.Client.CoreV1().ConfigMaps(c.Namespace).Delete(ctx, chunkName(lease, i), metav1.DeleteOptions{})
 	}
+	return true
 }
 
 // conflictsOf lists the live operations mine must wait for: those with an earlier
@@ -435,8 +424,11 @@ func (c *Cluster) conflictsOf(ctx context.Context, mine *ticketed, prune bool) (
 			continue
 		}
 		h := readHeld(l)
-		if c.expired(l) && (!prune || c.removeExpired(ctx, l)) {
-			continue
+		if c.expired(l) {
+			n, _ := strconv.Atoi(l.Annotations[annChunks])
+			if !prune || c.remove(ctx, l.Name, n, &metav1.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion}) {
+				continue
+			}
 		}
 		id, kind := holderOp(l)
 		if h.ticket == 0 {
