@@ -62,10 +62,10 @@ func TestRestoreOutlastsServerRestarts(t *testing.T) {
 				}
 				faulted <- c.WaitReady(ctx, 2*time.Minute)
 			}()
-			// Few requests at once, so that the restore is still running when the fault
-			// comes; the default admission, through the cluster's Leases.
+			// Requests limited, so that the restore (about 15 s) is still running when the
+			// fault comes; the default admission, through the cluster's Leases.
 			cmd := exec.Command(bin, "restore", "--backup", tarball, "--kubeconfig", c.Kubeconfig, "-o", "json",
-				"--client-qps", "100", "--client-burst", "100", "--workers", "4", "--item-timeout", "3m")
+				"--client-qps", "200", "--client-burst", "200", "--workers", "8", "--item-timeout", "3m")
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			started := time.Now()

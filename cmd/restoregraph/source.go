@@ -183,10 +183,10 @@ func readBackup(ctx context.Context, raw, endpoint string, progress io.Writer) (
 // (a plan of a backup that carries its manifest stops early), and how often the read
 // was resumed where the download broke.
 func reportRead(progress io.Writer, name string, b *archive.Backup) {
-	st := b.SourceStats()
 	if progress == nil {
 		return
 	}
+	st := b.SourceStats()
 	of := ""
 	if st.Size > 0 {
 		of = fmt.Sprintf(" of %d (%d%%)", st.Size, 100*st.Bytes/st.Size)
