@@ -566,3 +566,25 @@ func TestOutcomeKeepsWhatItIsGiven(t *testing.T) {
 	assert.Equal(t, Failed, o.Status(), "a later status replaces an earlier one")
 	assert.LessOrEqual(t, unsafe.Sizeof(o), uintptr(72), "a run keeps one per object: a million of them")
 }
+
+// A panic in a step (or a plugin run in process) fails that object alone, with what
+// panicked and where; its dependents are skipped and the rest of the restore goes on.
+func TestPanicInAStepFailsItsObject(t *testing.T) {
+	b := shop(t)
+	panicky := Step{Name: "panicky", Run: func(_ context.Context, o *Object) error {
+		if o.Item.Kind == "ConfigMap" && o.Item.Name == "settings" {
+			var m map[string]int
+			m["boom"]++ // a nil map write: the runtime panics, in this function
+		}
+		return nil
+	}}
+	rep, err := Run(context.Background(), shopTarget(t), b, Options{Retry: fastRetry,
+		Steps: func(steps []Step) []Step { return append([]Step{panicky}, steps...) }})
+	require.NoError(t, err, "a panic is the object's failure, not the restore's")
+	objects := byName(rep)
+	settings := objects["configmaps/settings"]
+	assert.Equal(t, Failed, settings.Status)
+	assert.Regexp(t, `^panic: assignment to entry in nil map \(in github.com/restoregraph/restoregraph/restore.TestPanicInAStepFailsItsObject.func1 \(restore_test.go:\d+\)\)`, settings.Reason)
+	assert.Equal(t, 1, rep.Count(Failed))
+	assert.Equal(t, Restored, objects["deployments/web"].Status, "the rest goes on")
+}

@@ -16,7 +16,8 @@
 //     running node awaits, and their unfinished ancestors, are raised above all others.
 //   - Failure isolation. A failure skips the failed node's descendants only; independent
 //     branches go on. Options.FailFast instead cancels everything not yet started. A
-//     panic in a node function is a failure of that node (*PanicError, with its stack).
+//     panic in a node function is a failure of that node (*PanicError: what panicked and
+//     where, on one line, and its stack).
 //   - Cancellation. When ctx is cancelled nothing new starts; running nodes see the
 //     cancellation through their ctx; nodes not started are Cancelled. Run returns only
 //     after every worker and every node function has returned.

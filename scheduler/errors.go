@@ -3,7 +3,10 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"runtime"
 	"runtime/debug"
+	"strings"
 )
 
 var (
@@ -27,12 +30,40 @@ func (e *CycleError) Error() string {
 // Is makes errors.Is(err, ErrCycle) true for a *CycleError.
 func (e *CycleError) Is(target error) bool { return target == ErrCycle }
 
-// PanicError is the failure of a node whose function panicked.
+// PanicError is the failure of a node whose function panicked: what it panicked with,
+// the function and line that panicked, and the whole stack.
 type PanicError struct {
 	Value any
+	Where string // "package.Function (file.go:123)"
 	Stack []byte
 }
 
-func newPanicError(v any) *PanicError { return &PanicError{Value: v, Stack: debug.Stack()} }
+// newPanicError is called by the deferred function that recovered v.
+func newPanicError(v any) *PanicError {
+	return &PanicError{Value: v, Where: panicked(), Stack: debug.Stack()}
+}
 
-func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v\n%s", e.Value, e.Stack) }
+// Error says what panicked and where, on one line: a report shows it beside the node.
+// The stack is in Stack.
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v (in %s)", e.Value, e.Where) }
+
+// panicked finds the frame that called panic, from the deferred function recovering
+// it: the first one past runtime.gopanic that is not the runtime's own (a nil map write
+// or an index out of range panics from inside it).
+func panicked() string {
+	pcs := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	past := false
+	for {
+		f, more := frames.Next()
+		switch {
+		case f.Function == "runtime.gopanic":
+			past = true
+		case past && !strings.HasPrefix(f.Function, "runtime."):
+			return fmt.Sprintf("%s (%s:%d)", f.Function, filepath.Base(f.File), f.Line)
+		}
+		if !more {
+			return "unknown"
+		}
+	}
+}

@@ -379,6 +379,8 @@ func TestPanicIsAFailure(t *testing.T) {
 	require.ErrorAs(t, rep.Result(0).Err, &pe)
 	assert.Equal(t, "boom", pe.Value)
 	assert.Contains(t, string(pe.Stack), "scheduler_test.go")
+	assert.Regexp(t, `^panic: boom \(in github.com/restoregraph/restoregraph/scheduler.TestPanicIsAFailure.func1 \(scheduler_test.go:\d+\)\)$`, pe.Error(),
+		"what panicked and where, on one line")
 	assert.Equal(t, Skipped, rep.Result(1).Status)
 	assert.Equal(t, Succeeded, rep.Result(2).Status, "an independent branch goes on")
 }
