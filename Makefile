@@ -48,6 +48,8 @@ test: lint unit plugins integration
 # dependency once more from source.
 unit:
 	$(GO) test -race -vet=off -count=1 -timeout 20m $(PKGS)
+	@# Memory bounds are measured without the race detector (their files build with !race).
+	$(GO) test -vet=off -count=1 -run 'MemoryIsBounded' ./backup
 	cd $(CLI) && $(GO) test -race -vet=off -count=1 -timeout 20m ./...
 	cd $(PEERS) && $(GO) test -race -vet=off -count=1 ./...
 

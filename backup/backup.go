@@ -4,29 +4,26 @@
 // the same filter a restore uses (package filter).
 //
 // The manifest is built while listing and written first in the tarball
-// (archive.ManifestPath), so that readers take it instead of reading every body. The
-// preferred bodies are held in memory until the filter has decided on the manifest; the
-// other versions of what it kept wait in a spill file; the tarball is written at the end.
-// A resource whose list fails is reported in Result.Incomplete: the backup is then not
-// whole, and says so.
+// (archive.ManifestPath), so that readers take it instead of reading every body. Bodies
+// wait in spill files until the filter has decided on the manifest, and memory holds
+// only where each is: it grows with the number of objects, not with their size. The
+// tarball is written at the end. Lists go through client-go's pager; a continue token
+// that expires mid-list is met with one full list of the rest. A resource whose list
+// fails is reported in Result.Incomplete: the backup is then not whole, and says so.
 package backup
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
-	"strings"
 
 	"github.com/restoregraph/restoregraph/admission"
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/manifest"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -81,17 +78,12 @@ type Result struct {
 	Excluded int
 	// Incomplete lists what could not be listed. A backup with any is not whole.
 	Incomplete []*ListError
+	// Expired counts the lists whose continue token expired between pages, the rest
+	// then read in one full list.
+	Expired int
 	// Warnings say what was listed but left out: objects no restore can make (the
 	// virtual componentstatuses have no UID).
 	Warnings []string
-}
-
-// resource is one listable group-resource with every version the cluster serves.
-type resource struct {
-	gr         schema.GroupResource
-	versions   []string
-	preferred  string
-	namespaced bool
 }
 
 // Run writes the backup to w. Its error is for what stopped the backup as a whole
@@ -101,7 +93,7 @@ func Run(ctx context.Context, src Source, w io.Writer, opts Options) (_ *Result,
 	if opts.PageSize <= 0 {
 		opts.PageSize = 500
 	}
-	resources, lists, incomplete, err := discover(src.Discovery)
+	resources, lists, incomplete, err := discover(ctx, src.Discovery)
 	if err != nil {
 		return nil, err
 	}
@@ -109,14 +101,16 @@ func Run(ctx context.Context, src Source, w io.Writer, opts Options) (_ *Result,
 	if err != nil {
 		return nil, err
 	}
-	spill, err := os.CreateTemp(opts.SpillDir, "restoregraph-backup-*")
-	if err != nil {
+	b := &builder{src: src, opts: opts, f: f, res: &Result{Manifest: manifest.New(0), Incomplete: incomplete},
+		at: map[objectKey]int64{}}
+	if b.preferred, err = newSpill(opts.SpillDir); err != nil {
 		return nil, err
 	}
-	defer os.Remove(spill.Name())
-	defer spill.Close()
-	b := &builder{src: src, opts: opts, f: f, res: &Result{Manifest: manifest.New(0), Incomplete: incomplete},
-		bodies: map[objectKey]body{}, spill: bufio.NewWriter(spill)}
+	defer b.preferred.close()
+	if b.others, err = newSpill(opts.SpillDir); err != nil {
+		return nil, err
+	}
+	defer b.others.close()
 
 	// Every object at its preferred version first: the manifest, then the filter on it.
 	for _, r := range resources {
@@ -176,55 +170,7 @@ func Run(ctx context.Context, src Source, w io.Writer, opts Options) (_ *Result,
 			}
 		}
 	}
-	if err := b.spill.Flush(); err != nil {
-		return b.res, err
-	}
-	return b.res, b.write(spill, w)
-}
-
-// discover lists every listable resource at every version the cluster serves.
-func discover(d discovery.DiscoveryInterface) ([]resource, []*metav1.APIResourceList, []*ListError, error) {
-	groups, err := d.ServerGroups()
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("backup: discovery: %w", err)
-	}
-	var out []resource
-	var lists []*metav1.APIResourceList
-	var incomplete []*ListError
-	byGR := map[schema.GroupResource]int{}
-	for _, g := range groups.Groups {
-		for _, gv := range g.Versions {
-			list, err := d.ServerResourcesForGroupVersion(gv.GroupVersion)
-			if err != nil {
-				incomplete = append(incomplete, &ListError{Resource: schema.GroupVersionResource{Group: g.Name, Version: gv.Version}, Err: err})
-				continue
-			}
-			lists = append(lists, list)
-			for _, r := range list.APIResources {
-				if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") {
-					continue
-				}
-				gr := schema.GroupResource{Group: g.Name, Resource: r.Name}
-				i, ok := byGR[gr]
-				if !ok {
-					i = len(out)
-					byGR[gr] = i
-					out = append(out, resource{gr: gr, namespaced: r.Namespaced, preferred: gv.Version})
-				}
-				out[i].versions = append(out[i].versions, gv.Version)
-				if gv.Version == g.PreferredVersion.Version {
-					out[i].preferred = gv.Version
-				}
-			}
-		}
-	}
-	return out, lists, incomplete, nil
-}
-
-// body is an object's JSON and the entry it goes in.
-type body struct {
-	entry archive.Entry
-	data  []byte
+	return b.res, b.write(w)
 }
 
 // objectKey names an object across its versions.
@@ -234,12 +180,15 @@ type objectKey struct {
 }
 
 type builder struct {
-	src    Source
-	opts   Options
-	f      *filter.Filter
-	res    *Result
-	bodies map[objectKey]body // preferred bodies, until the filter has decided
-	spill  *bufio.Writer
+	src  Source
+	opts Options
+	f    *filter.Filter
+	res  *Result
+	// preferred holds the bodies at the preferred version, at the offsets at says;
+	// others the other versions of what the filter kept, in the order they go in the
+	// tarball.
+	preferred, others *spill
+	at                map[objectKey]int64
 }
 
 // mayTake reports whether the filter can take anything of r, so that what it cannot is
@@ -288,13 +237,17 @@ func (b *builder) listPreferred(ctx context.Context, r resource) error {
 	return nil
 }
 
-// store holds obj's body for the tarball.
+// store spills obj's body at its preferred version, for the tarball.
 func (b *builder) store(gr schema.GroupResource, obj *unstructured.Unstructured) error {
 	data, err := json.Marshal(obj.Object)
 	if err != nil {
 		return err
 	}
-	b.bodies[objectKey{gr, obj.GetNamespace(), obj.GetName()}] = body{entryOf(obj, gr.Resource), data}
+	off, err := b.preferred.put(entryOf(obj, gr.Resource), data)
+	if err != nil {
+		return err
+	}
+	b.at[objectKey{gr, obj.GetNamespace(), obj.GetName()}] = off
 	return nil
 }
 
@@ -302,7 +255,7 @@ func (b *builder) store(gr schema.GroupResource, obj *unstructured.Unstructured)
 // gone since is left out of the tarball (the manifest still names it, and a reader warns
 // of it); one made since is not in this backup.
 func (b *builder) reread(ctx context.Context, resources []resource) error {
-	b.bodies = map[objectKey]body{}
+	clear(b.at)
 	for _, r := range resources {
 		if !b.mayTake(r) {
 			continue
@@ -332,7 +285,8 @@ func (b *builder) listOther(ctx context.Context, r resource, version string) err
 			if err != nil {
 				return err
 			}
-			return b.record(entryOf(obj, r.gr.Resource), data)
+			_, err = b.others.put(entryOf(obj, r.gr.Resource), data)
+			return err
 		})
 		if err != nil {
 			return err
@@ -347,60 +301,16 @@ func (b *builder) kept(gr schema.GroupResource, namespace, name string) bool {
 	return ok
 }
 
-// list pages through a list, handing each object to f. A list that fails is recorded
-// as incomplete and the backup goes on; an error from f stops it.
-func (b *builder) list(ctx context.Context, gvr schema.GroupVersionResource, ns string, f func(*unstructured.Unstructured) error) error {
-	client := b.src.Dynamic.Resource(gvr).Namespace(ns)
-	cont := ""
-	for {
-		page, err := client.List(ctx, metav1.ListOptions{Limit: b.opts.PageSize, Continue: cont})
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			b.res.Incomplete = append(b.res.Incomplete, &ListError{Resource: gvr, Namespace: ns, Err: err})
-			return nil
-		}
-		for i := range page.Items {
-			obj := &page.Items[i]
-			if obj.GetAPIVersion() == "" { // the list's, when a server leaves them out
-				obj.SetAPIVersion(page.GetAPIVersion())
-				obj.SetKind(strings.TrimSuffix(page.GetKind(), "List"))
-			}
-			if err := f(obj); err != nil {
-				return err
-			}
-		}
-		if cont = page.GetContinue(); cont == "" {
-			return nil
-		}
-	}
-}
-
 func entryOf(obj *unstructured.Unstructured, resource string) archive.Entry {
 	return archive.Entry{APIVersion: obj.GetAPIVersion(), Resource: resource, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
-// record spills a body at a version other than the preferred one: its entry and length
-// as a line of JSON, then the body.
-func (b *builder) record(e archive.Entry, data []byte) error {
-	head, err := json.Marshal(spillHead{e, len(data)})
-	if err != nil {
+// write writes the tarball: the version, the manifest, the preferred bodies of what was
+// kept (the CRDs' first), then the other versions.
+func (b *builder) write(w io.Writer) error {
+	if err := errors.Join(b.preferred.done(), b.others.done()); err != nil {
 		return err
 	}
-	b.spill.Write(append(head, '\n'))
-	_, err = b.spill.Write(data)
-	return err
-}
-
-type spillHead struct {
-	Entry archive.Entry
-	Len   int
-}
-
-// write writes the tarball: the version, the manifest, the preferred bodies of what was
-// kept (the CRDs' first), then the other versions from the spill file.
-func (b *builder) write(spill *os.File, w io.Writer) error {
 	aw, err := archive.NewWriter(w, archive.Format11)
 	if err != nil {
 		return err
@@ -413,13 +323,18 @@ func (b *builder) write(spill *os.File, w io.Writer) error {
 	isCRD := func(it *manifest.Item) bool { return it.GroupResource() == manifest.CRDGroupResource }
 	all := b.res.Manifest.Items()
 	items := slices.Concat(filterItems(all, isCRD), filterItems(all, func(it *manifest.Item) bool { return !isCRD(it) }))
+	var buf []byte
 	for _, it := range items {
 		for _, c := range slices.Concat([]*manifest.Item{it}, b.res.Manifest.Aliases(it.UID)) {
-			bd, ok := b.bodies[objectKey{c.GroupResource(), c.Namespace, c.Name}]
+			off, ok := b.at[objectKey{c.GroupResource(), c.Namespace, c.Name}]
 			if !ok {
 				continue
 			}
-			if err := aw.AddJSON(bd.entry, bd.data, true); err != nil {
+			e, data, _, err := b.preferred.at(off, &buf)
+			if err != nil {
+				return err
+			}
+			if err := aw.AddJSON(e, data, true); err != nil {
 				return err
 			}
 			b.res.Copies++
@@ -428,30 +343,12 @@ func (b *builder) write(spill *os.File, w io.Writer) error {
 			}
 		}
 	}
-	if _, err := spill.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	r := bufio.NewReader(spill)
-	for {
-		line, err := r.ReadBytes('\n')
-		if errors.Is(err, io.EOF) && len(line) == 0 {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		var head spillHead
-		if err := json.Unmarshal(line, &head); err != nil {
-			return fmt.Errorf("backup: spill file: %w", err)
-		}
-		data := make([]byte, head.Len)
-		if _, err := io.ReadFull(r, data); err != nil {
-			return err
-		}
-		if err := aw.AddJSON(head.Entry, data, false); err != nil {
-			return err
-		}
+	err = b.others.each(func(e archive.Entry, data []byte) error {
 		b.res.Copies++
+		return aw.AddJSON(e, data, false)
+	})
+	if err != nil {
+		return err
 	}
 	return aw.Close()
 }
