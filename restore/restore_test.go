@@ -588,3 +588,46 @@ func TestPanicInAStepFailsItsObject(t *testing.T) {
 	assert.Equal(t, 1, rep.Count(Failed))
 	assert.Equal(t, Restored, objects["deployments/web"].Status, "the rest goes on")
 }
+
+// hangs never answers for the ConfigMap settings but when its context ends, as an
+// in-process plugin stuck on a call of its own would.
+type hangs struct{}
+
+func (hangs) AppliesTo() (ria.ResourceSelector, error) {
+	return ria.ResourceSelector{IncludedResources: []string{"configmaps"}}, nil
+}
+func (hangs) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	return nil, errors.New("called without a context")
+}
+func (hangs) ExecuteContext(ctx context.Context, in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	if in.Item.GetName() == "settings" {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return &ria.ExecuteOutput{UpdatedItem: in.Item}, nil
+}
+
+// A plugin call is charged to its object's time: a plugin that hangs fails that object
+// with ErrItemTimeout, named, and the rest of the restore goes on.
+func TestHungPluginFailsItsObject(t *testing.T) {
+	var reg plugin.Registry
+	require.NoError(t, reg.Register("example.io/hangs", plugin.V1, hangs{}))
+	done := make(chan struct{})
+	var rep *Report
+	var err error
+	go func() {
+		defer close(done)
+		rep, err = Run(context.Background(), shopTarget(t), shop(t), Options{Plugins: &reg, Retry: fastRetry, ItemTimeout: 500 * time.Millisecond})
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the restore waited on the hung plugin")
+	}
+	require.NoError(t, err)
+	settings := byName(rep)["configmaps/settings"]
+	assert.Equal(t, Failed, settings.Status)
+	assert.Contains(t, settings.Reason, "plugin example.io/hangs")
+	assert.Contains(t, settings.Reason, ErrItemTimeout.Error())
+	assert.Equal(t, Restored, byName(rep)["deployments/web"].Status, "the rest goes on")
+}

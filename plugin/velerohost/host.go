@@ -8,9 +8,11 @@
 //
 // Lifecycle, as Velero's restartable processes: one process per executable, started on
 // first use; a call whose process died fails with an error that says so, and the next
-// call starts the process again. Calls take the restore's context, so cancelling the
-// restore reaches calls under way. Close ends every process; each is also started with
-// a parent-death signal, so none outlives the host.
+// call starts the process again. Calls take the object's context: a call that outlives
+// it (the plugin hangs) fails saying so, and its process is replaced for the next calls
+// and killed once no call waits on it. Cancelling the restore reaches calls under way.
+// Close ends every process; each is also started with a parent-death signal, so none
+// outlives the host.
 //
 // It speaks the protocol through Velero's generated gRPC packages, and keeps the
 // library's Kubernetes version: Velero's plugin framework itself is not imported.
@@ -23,19 +25,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -78,18 +74,6 @@ type Host struct {
 
 	mu    sync.Mutex
 	procs map[string]*process
-}
-
-// process is one running (or exited) plugin executable.
-type process struct {
-	command string
-	args    []string
-	env     []string
-	log     io.Writer
-	mu      sync.Mutex
-	client  *goplugin.Client
-	rpc     goplugin.ClientProtocol
-	starts  int
 }
 
 // Executables returns the executable files of dir, as Velero finds plugins in /plugins.
@@ -141,12 +125,12 @@ func (h *Host) Discover(ctx context.Context, commands ...[]string) ([]Plugin, er
 // serves.
 func (h *Host) list(ctx context.Context, c []string) (*process, []*proto.PluginIdentifier, error) {
 	p := h.process(c[0], c[1:])
-	lister, err := p.dispense(kindPluginLister)
+	call, err := p.begin(kindPluginLister)
 	if err != nil {
 		return nil, nil, err
 	}
-	resp, err := proto.NewPluginListerClient(lister).ListPlugins(ctx, &proto.Empty{})
-	if err != nil {
+	resp, err := proto.NewPluginListerClient(call.conn).ListPlugins(ctx, &proto.Empty{})
+	if err := call.end(ctx, err); err != nil {
 		return nil, nil, fmt.Errorf("velerohost: %s: list plugins: %w", c[0], err)
 	}
 	return p, resp.Plugins, nil
@@ -177,12 +161,7 @@ func (h *Host) Close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, p := range h.procs {
-		p.mu.Lock()
-		if p.client != nil {
-			p.client.Kill()
-			p.client = nil
-		}
-		p.mu.Unlock()
+		p.close()
 	}
 }
 
@@ -205,98 +184,27 @@ func (h *Host) process(command string, args []string) *process {
 	return p
 }
 
-// grpcConn is what go-plugin dispenses: the connection, for the generated clients.
-type grpcConn struct {
-	goplugin.NetRPCUnsupportedPlugin
-}
-
-func (grpcConn) GRPCServer(*goplugin.GRPCBroker, *grpc.Server) error {
-	return errors.New("velerohost: only a client")
-}
-
-func (grpcConn) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return c, nil
-}
-
-// dispense returns the connection for kind, starting the process when it is not
-// running (the first time, or after it exited).
-func (p *process) dispense(kind string) (*grpc.ClientConn, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.client == nil || p.client.Exited() {
-		if p.client != nil {
-			p.client.Kill()
-		}
-		if err := p.start(); err != nil {
-			return nil, err
-		}
-	}
-	raw, err := p.rpc.Dispense(kind)
-	if err != nil {
-		return nil, fmt.Errorf("velerohost: %s: %s: %w", p.command, kind, err)
-	}
-	return raw.(*grpc.ClientConn), nil
-}
-
-func (p *process) start() error {
-	cmd := exec.Command(p.command, p.args...)
-	cmd.Env = append(os.Environ(), p.env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	plugins := map[string]goplugin.Plugin{kindPluginLister: grpcConn{}, KindRestoreItemAction: grpcConn{}, KindRestoreItemActionV2: grpcConn{}, KindObjectStore: grpcConn{}}
-	client := goplugin.NewClient(&goplugin.ClientConfig{
-		HandshakeConfig: handshake, Plugins: plugins, Cmd: cmd,
-		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-		Logger:           hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Error}),
-		StartTimeout:     30 * time.Second,
-		Stderr:           p.log,
-	})
-	rpc, err := client.Client()
-	if err != nil {
-		client.Kill()
-		return fmt.Errorf("velerohost: start %s: %w", p.command, err)
-	}
-	p.client, p.rpc = client, rpc
-	p.starts++
-	return nil
-}
-
-// callError wraps an error of a call, saying when the process died under it (the
-// connection is gone: Unavailable): that call fails, and the next one starts the
-// process again. The restore names the plugin.
-func (p *process) callError(err error) error {
-	if status.Code(err) != codes.Unavailable {
-		return err
-	}
-	p.mu.Lock()
-	if p.client != nil {
-		p.client.Kill()
-		p.client = nil
-	}
-	p.mu.Unlock()
-	return fmt.Errorf("its process %s exited during the call (it is started again for the next one): %w", p.command, err)
-}
-
 func (h *Host) appliesTo(ctx context.Context, p *process, pl Plugin) (ria.ResourceSelector, error) {
 	var sel *proto.ResourceSelector
 	switch pl.Kind {
 	case KindRestoreItemActionV2:
-		conn, err := p.dispense(pl.Kind)
+		call, err := p.begin(pl.Kind)
 		if err != nil {
 			return ria.ResourceSelector{}, err
 		}
-		resp, err := protov2.NewRestoreItemActionClient(conn).AppliesTo(ctx, &protov2.RestoreItemActionAppliesToRequest{Plugin: pl.Name})
-		if err != nil {
-			return ria.ResourceSelector{}, p.callError(err)
+		resp, err := protov2.NewRestoreItemActionClient(call.conn).AppliesTo(ctx, &protov2.RestoreItemActionAppliesToRequest{Plugin: pl.Name})
+		if err := call.end(ctx, err); err != nil {
+			return ria.ResourceSelector{}, err
 		}
 		sel = resp.ResourceSelector
 	default:
-		conn, err := p.dispense(pl.Kind)
+		call, err := p.begin(pl.Kind)
 		if err != nil {
 			return ria.ResourceSelector{}, err
 		}
-		resp, err := proto.NewRestoreItemActionClient(conn).AppliesTo(ctx, &proto.RestoreItemActionAppliesToRequest{Plugin: pl.Name})
-		if err != nil {
-			return ria.ResourceSelector{}, p.callError(err)
+		resp, err := proto.NewRestoreItemActionClient(call.conn).AppliesTo(ctx, &proto.RestoreItemActionAppliesToRequest{Plugin: pl.Name})
+		if err := call.end(ctx, err); err != nil {
+			return ria.ResourceSelector{}, err
 		}
 		sel = resp.ResourceSelector
 	}
@@ -347,7 +255,7 @@ func (a *action) ExecuteContext(ctx context.Context, in *ria.ExecuteInput) (*ria
 		return nil, err
 	}
 	restore := restoreJSON(in.Restore)
-	conn, err := a.p.dispense(a.pl.Kind)
+	call, err := a.p.begin(a.pl.Kind)
 	if err != nil {
 		return nil, err
 	}
@@ -359,20 +267,20 @@ func (a *action) ExecuteContext(ctx context.Context, in *ria.ExecuteInput) (*ria
 		waitTime time.Duration
 	)
 	if a.pl.Kind == KindRestoreItemActionV2 {
-		resp, err := protov2.NewRestoreItemActionClient(conn).Execute(ctx, &protov2.RestoreItemActionExecuteRequest{
+		resp, err := protov2.NewRestoreItemActionClient(call.conn).Execute(ctx, &protov2.RestoreItemActionExecuteRequest{
 			Plugin: a.pl.Name, Item: item, ItemFromBackup: fromBackup, Restore: restore})
-		if err != nil {
-			return nil, a.p.callError(err)
+		if err := call.end(ctx, err); err != nil {
+			return nil, err
 		}
 		updated, items, skip, wait = resp.Item, resp.AdditionalItems, resp.SkipRestore, resp.WaitForAdditionalItems
 		if resp.AdditionalItemsReadyTimeout != nil {
 			waitTime = resp.AdditionalItemsReadyTimeout.AsDuration()
 		}
 	} else {
-		resp, err := proto.NewRestoreItemActionClient(conn).Execute(ctx, &proto.RestoreItemActionExecuteRequest{
+		resp, err := proto.NewRestoreItemActionClient(call.conn).Execute(ctx, &proto.RestoreItemActionExecuteRequest{
 			Plugin: a.pl.Name, Item: item, ItemFromBackup: fromBackup, Restore: restore})
-		if err != nil {
-			return nil, a.p.callError(err)
+		if err := call.end(ctx, err); err != nil {
+			return nil, err
 		}
 		updated, items, skip = resp.Item, resp.AdditionalItems, resp.SkipRestore
 	}
@@ -393,7 +301,7 @@ func (a *action) ExecuteContext(ctx context.Context, in *ria.ExecuteInput) (*ria
 
 // AreAdditionalItemsReadyContext calls a v2 plugin's AreAdditionalItemsReady over gRPC.
 func (a *action) AreAdditionalItemsReadyContext(ctx context.Context, items []ria.ResourceIdentifier, r *ria.Restore) (bool, error) {
-	conn, err := a.p.dispense(a.pl.Kind)
+	call, err := a.p.begin(a.pl.Kind)
 	if err != nil {
 		return false, err
 	}
@@ -401,9 +309,9 @@ func (a *action) AreAdditionalItemsReadyContext(ctx context.Context, items []ria
 	for _, it := range items {
 		req.AdditionalItems = append(req.AdditionalItems, &proto.ResourceIdentifier{Group: it.Group, Resource: it.Resource, Namespace: it.Namespace, Name: it.Name})
 	}
-	resp, err := protov2.NewRestoreItemActionClient(conn).AreAdditionalItemsReady(ctx, req)
-	if err != nil {
-		return false, a.p.callError(err)
+	resp, err := protov2.NewRestoreItemActionClient(call.conn).AreAdditionalItemsReady(ctx, req)
+	if err := call.end(ctx, err); err != nil {
+		return false, err
 	}
 	return resp.Ready, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,6 +73,7 @@ func TestDiscover(t *testing.T) {
 		"example.io/relabel": KindRestoreItemAction, "example.io/needs-settings": KindRestoreItemActionV2,
 		"example.io/skip-secrets": KindRestoreItemAction, "example.io/fail-on-flags": KindRestoreItemAction,
 		"example.io/crash-once": KindRestoreItemAction, "example.io/annotate-all": KindRestoreItemAction,
+		"example.io/hang-on-hang": KindRestoreItemAction, "example.io/garbage": KindRestoreItemAction,
 	}, kinds)
 	for _, p := range plugins {
 		if p.Name == "example.io/needs-settings" {
@@ -186,6 +188,52 @@ func TestCrashedPluginIsRestarted(t *testing.T) {
 	assert.Contains(t, res["ConfigMap/crash"].Reason, "exited during the call")
 	assert.Equal(t, restore.Restored, res["ConfigMap/a-before"].Status)
 	assert.Equal(t, restore.Restored, res["ConfigMap/z-after"].Status, "the process was started again")
+	h.Close()
+	assert.Zero(t, running(t, bin))
+}
+
+// TestHungOrGarbledPlugin: a plugin that never answers for one object, and one that
+// answers with what is no object. Each fails its object, naming the plugin; the rest is
+// restored. The hung process is replaced for the calls after it and killed once nothing
+// waits on it, so that no process is left behind.
+func TestHungOrGarbledPlugin(t *testing.T) {
+	bin := pluginsBinary(t)
+	h := &Host{}
+	defer h.Close()
+	ctx := context.Background()
+	plugins, err := h.Discover(ctx, []string{bin})
+	require.NoError(t, err)
+	var reg plugin.Registry
+	require.NoError(t, h.Register(&reg, plugins, "example.io/needs-settings", "example.io/skip-secrets",
+		"example.io/fail-on-flags", "example.io/crash-once", "example.io/annotate-all"))
+
+	tgt := target(t)
+	b := backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "a-before"), obj("ConfigMap", "hang"),
+		obj("ConfigMap", "garbage"), obj("ConfigMap", "z-after"))
+	rep, err := restore.Run(ctx, tgt, b, restore.Options{Plugins: &reg, Workers: 2, ItemTimeout: 2 * time.Second})
+	require.NoError(t, err)
+	res := byName(rep)
+	assert.Equal(t, restore.Failed, res["ConfigMap/hang"].Status)
+	assert.Contains(t, res["ConfigMap/hang"].Reason, "plugin example.io/hang-on-hang")
+	assert.Contains(t, res["ConfigMap/hang"].Reason, "did not answer in time")
+	assert.Equal(t, restore.Failed, res["ConfigMap/garbage"].Status)
+	assert.Contains(t, res["ConfigMap/garbage"].Reason, "plugin example.io/garbage: the updated item")
+	for _, name := range []string{"ConfigMap/a-before", "ConfigMap/z-after"} {
+		assert.Equal(t, restore.Restored, res[name].Status, name)
+	}
+
+	// The next call goes to a new process, and the hung one is gone.
+	rep, err = restore.Run(ctx, tgt, backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "after-hang")), restore.Options{Plugins: &reg})
+	require.NoError(t, err)
+	assert.Equal(t, restore.Restored, byName(rep)["ConfigMap/after-hang"].Status)
+	cm, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("shop").Get(ctx, "after-hang", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "velero-plugin", cm.GetLabels()["restored-by"], "the plugins ran in the new process")
+	p := h.process(bin, nil)
+	p.mu.Lock()
+	assert.Equal(t, 2, p.starts, "started again once, after the hang")
+	p.mu.Unlock()
+	assert.Equal(t, 1, running(t, bin), "the hung process was killed")
 	h.Close()
 	assert.Zero(t, running(t, bin))
 }

@@ -70,10 +70,11 @@ func (h *Host) ObjectStore(ctx context.Context, name, bucket string, config map[
 				continue
 			}
 			o := &ObjectStore{p: p, name: name, bucket: bucket, config: config}
-			if _, err := o.client(ctx); err != nil {
+			_, call, err := o.client(ctx)
+			if err != nil {
 				return nil, err
 			}
-			return o, nil
+			return o, call.end(ctx, nil)
 		}
 	}
 	slices.Sort(served)
@@ -84,36 +85,35 @@ func (h *Host) ObjectStore(ctx context.Context, name, bucket string, config map[
 	return nil, fmt.Errorf("%w %s: the plugins given serve %s", ErrNoObjectStore, name, what)
 }
 
-// client is the plugin's client, initialized in the running process.
-func (o *ObjectStore) client(ctx context.Context) (proto.ObjectStoreClient, error) {
-	conn, err := o.p.dispense(KindObjectStore)
+// client begins a call on the plugin's client, initialized in the running process; the
+// caller ends the call.
+func (o *ObjectStore) client(ctx context.Context) (proto.ObjectStoreClient, *call, error) {
+	call, err := o.p.begin(KindObjectStore)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	o.p.mu.Lock()
-	starts := o.p.starts
-	o.p.mu.Unlock()
-	c := proto.NewObjectStoreClient(conn)
+	c := proto.NewObjectStoreClient(call.conn)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.initialized != starts {
-		if _, err := c.Init(ctx, &proto.ObjectStoreInitRequest{Plugin: o.name, Config: o.config}); err != nil {
-			return nil, fmt.Errorf("object store %s: Init: %w", o.name, o.p.callError(err))
+	if o.initialized != call.inst.start {
+		_, err := c.Init(ctx, &proto.ObjectStoreInitRequest{Plugin: o.name, Config: o.config})
+		if err != nil {
+			return nil, nil, fmt.Errorf("object store %s: Init: %w", o.name, call.end(ctx, err))
 		}
-		o.initialized = starts
+		o.initialized = call.inst.start
 	}
-	return c, nil
+	return c, call, nil
 }
 
 // Exists says whether the bucket holds key.
 func (o *ObjectStore) Exists(ctx context.Context, key string) (bool, error) {
-	c, err := o.client(ctx)
+	c, call, err := o.client(ctx)
 	if err != nil {
 		return false, err
 	}
 	resp, err := c.ObjectExists(ctx, &proto.ObjectExistsRequest{Plugin: o.name, Bucket: o.bucket, Key: key})
-	if err != nil {
-		return false, fmt.Errorf("object store %s: %s: %w", o.name, key, o.p.callError(err))
+	if err := call.end(ctx, err); err != nil {
+		return false, fmt.Errorf("object store %s: %s: %w", o.name, key, err)
 	}
 	return resp.Exists, nil
 }
@@ -132,7 +132,7 @@ func (o *ObjectStore) Open(ctx context.Context, key string, offset int64) (io.Re
 			return nil, fmt.Errorf("%s in bucket %s: %w", key, o.bucket, fs.ErrNotExist)
 		}
 	}
-	c, err := o.client(ctx)
+	c, call, err := o.client(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -140,9 +140,9 @@ func (o *ObjectStore) Open(ctx context.Context, key string, offset int64) (io.Re
 	stream, err := c.GetObject(sctx, &proto.GetObjectRequest{Plugin: o.name, Bucket: o.bucket, Key: key})
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("object store %s: %s: %w", o.name, key, o.p.callError(err))
+		return nil, fmt.Errorf("object store %s: %s: %w", o.name, key, call.end(ctx, err))
 	}
-	r := &streamReader{recv: stream.Recv, cancel: cancel, o: o}
+	r := &streamReader{recv: stream.Recv, cancel: cancel, o: o, ctx: ctx, call: call}
 	if offset > 0 {
 		if _, err := io.CopyN(io.Discard, r, offset); err != nil {
 			r.Close()
@@ -162,7 +162,7 @@ const putChunk = 1 << 20
 // body that fails to read ends the stream with an error, so that the plugin drops what
 // it had instead of storing a part as the whole.
 func (o *ObjectStore) Put(ctx context.Context, key string, body io.Reader) error {
-	c, err := o.client(ctx)
+	c, call, err := o.client(ctx)
 	if err != nil {
 		return err
 	}
@@ -170,13 +170,14 @@ func (o *ObjectStore) Put(ctx context.Context, key string, body io.Reader) error
 	defer cancel()
 	stream, err := c.PutObject(sctx)
 	if err != nil {
-		return fmt.Errorf("object store %s: %s: %w", o.name, key, o.p.callError(err))
+		return fmt.Errorf("object store %s: %s: %w", o.name, key, call.end(ctx, err))
 	}
 	buf := make([]byte, putChunk)
 	for sent := false; ; sent = true {
 		n, rerr := io.ReadFull(body, buf)
 		if rerr != nil && rerr != io.EOF && rerr != io.ErrUnexpectedEOF {
 			cancel()
+			call.end(ctx, nil)
 			return fmt.Errorf("object store %s: %s: reading what to write: %w", o.name, key, rerr)
 		}
 		if n > 0 || !sent {
@@ -188,8 +189,9 @@ func (o *ObjectStore) Put(ctx context.Context, key string, body io.Reader) error
 			break
 		}
 	}
-	if _, err := stream.CloseAndRecv(); err != nil {
-		return fmt.Errorf("object store %s: writing %s: %w", o.name, key, o.p.callError(err))
+	_, err = stream.CloseAndRecv()
+	if err := call.end(ctx, err); err != nil {
+		return fmt.Errorf("object store %s: writing %s: %w", o.name, key, err)
 	}
 	return nil
 }
@@ -204,22 +206,31 @@ func (o *ObjectStore) Close() error {
 	return nil
 }
 
-// streamReader reads GetObject's stream of chunks.
+// streamReader reads GetObject's stream of chunks; the call ends with the stream, or
+// when the reader is closed.
 type streamReader struct {
 	recv   func() (*proto.Bytes, error)
 	cancel context.CancelFunc
 	o      *ObjectStore
+	ctx    context.Context
+	call   *call // nil once ended
+	err    error // what every Read returns once the call has ended
 	buf    []byte
 }
 
 func (r *streamReader) Read(p []byte) (int, error) {
 	for len(r.buf) == 0 {
+		if r.call == nil {
+			return 0, r.err
+		}
 		chunk, err := r.recv()
 		if err == io.EOF {
+			r.end(nil, io.EOF)
 			return 0, io.EOF
 		}
 		if err != nil {
-			return 0, fmt.Errorf("object store %s: %w", r.o.name, r.o.p.callError(err))
+			r.end(err, nil)
+			return 0, r.err
 		}
 		r.buf = chunk.Data
 	}
@@ -228,8 +239,20 @@ func (r *streamReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// end ends the call with the stream's error, or with then for the reads after it.
+func (r *streamReader) end(err, then error) {
+	if r.call == nil {
+		return
+	}
+	if err = r.call.end(r.ctx, err); err != nil {
+		then = fmt.Errorf("object store %s: %w", r.o.name, err)
+	}
+	r.call, r.err = nil, then
+}
+
 func (r *streamReader) Close() error {
 	r.cancel()
+	r.end(nil, os.ErrClosed)
 	return nil
 }
 

@@ -147,3 +147,39 @@ func (annotateAll) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.Re
 	u.SetAnnotations(ann)
 	return velero.NewRestoreItemActionExecuteOutput(u), nil
 }
+
+// hangOnHang (v1) never answers for the ConfigMap named hang, as a plugin stuck on a
+// lock or a call of its own would.
+type hangOnHang struct{}
+
+func newHangOnHang(logrus.FieldLogger) (any, error) { return hangOnHang{}, nil }
+
+func (hangOnHang) AppliesTo() (velero.ResourceSelector, error) {
+	return velero.ResourceSelector{IncludedResources: []string{"configmaps"}}, nil
+}
+
+func (hangOnHang) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.RestoreItemActionExecuteOutput, error) {
+	u := &unstructured.Unstructured{Object: in.Item.UnstructuredContent()}
+	if u.GetName() == "hang" {
+		time.Sleep(24 * time.Hour)
+	}
+	return velero.NewRestoreItemActionExecuteOutput(u), nil
+}
+
+// garbage (v1) answers for the ConfigMap named garbage with what is no Kubernetes
+// object (no apiVersion, kind or metadata), as a plugin with a bug might.
+type garbage struct{}
+
+func newGarbage(logrus.FieldLogger) (any, error) { return garbage{}, nil }
+
+func (garbage) AppliesTo() (velero.ResourceSelector, error) {
+	return velero.ResourceSelector{IncludedResources: []string{"configmaps"}}, nil
+}
+
+func (garbage) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.RestoreItemActionExecuteOutput, error) {
+	u := &unstructured.Unstructured{Object: in.Item.UnstructuredContent()}
+	if u.GetName() == "garbage" {
+		u = &unstructured.Unstructured{Object: map[string]any{"garbage": []any{"not", "an", "object"}}}
+	}
+	return velero.NewRestoreItemActionExecuteOutput(u), nil
+}

@@ -15,6 +15,8 @@ func main() {
 		RegisterRestoreItemAction("example.io/fail-on-flags", newFailOnFlags).
 		RegisterRestoreItemAction("example.io/crash-once", newCrashOnce).
 		RegisterRestoreItemAction("example.io/annotate-all", newAnnotateAll).
+		RegisterRestoreItemAction("example.io/hang-on-hang", newHangOnHang).
+		RegisterRestoreItemAction("example.io/garbage", newGarbage).
 		RegisterObjectStore("example.io/dir", newDirStore).
 		Serve()
 }
