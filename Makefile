@@ -114,14 +114,16 @@ $(KUBE_BIN)/.scheduler: $(KUBE_BIN)/.built
 
 ## integration: the tests against a real kube-apiserver, etcd and garbage collector, and beside the real Velero server
 ## (the faults of test-faults apart)
-FAULT_TESTS := ^TestRestoreOutlastsServerRestarts$$
+FAULT_TESTS := ^(TestRestoreOutlastsServerRestarts|TestRestoreThroughACutConnection|TestRestoreUnderPriorityAndFairness|TestRestoreMeetsQuotaAndWebhook|TestConcurrentOperationsOneKilled)$$
 integration: etcd $(KUBE_BIN)/.built velero-stack
 	cd test && $(GO) test -race -vet=off -count=1 -timeout 30m -skip '$(FAULT_TESTS)' ./...
 
-## test-faults: restores through faults of the real control plane: kube-apiserver killed and started again after 5 s
-## and 60 s, etcd after 5 s (CI runs it after make test)
+## test-faults: restores through faults of the real control plane (kube-apiserver killed and started again after 5 s
+## and 60 s, etcd after 5 s), of the network (connections reset and stalled), of its policies (429s of API Priority and
+## Fairness, a ResourceQuota, a webhook that denies and times out), and of other writers (a restore SIGKILLed while
+## another waits and a backup runs); CI runs it after make test
 test-faults: etcd $(KUBE_BIN)/.built
-	cd test && $(GO) test -race -vet=off -count=1 -timeout 20m -run '$(FAULT_TESTS)' .
+	cd test && $(GO) test -race -vet=off -count=1 -timeout 30m -run '$(FAULT_TESTS)' .
 
 ## fixtures: the backups the real Velero server writes of an application namespace and a Cluster API fleet, into testdata/velero
 fixtures: etcd $(KUBE_BIN)/.built velero-stack

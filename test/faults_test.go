@@ -20,8 +20,105 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/restoregraph/restoregraph/bench/workload"
+	"github.com/restoregraph/restoregraph/restore"
 	"github.com/restoregraph/restoregraph/test/harness"
 )
+
+// wideBackup writes a backup of namespaces of perNamespace ConfigMaps of 1 KiB each
+// (named prefix-NN, cm-NNNNN), and returns its path.
+func wideBackup(t *testing.T, prefix string, namespaces, perNamespace int) string {
+	t.Helper()
+	tarball := filepath.Join(t.TempDir(), prefix+".tar.gz")
+	var buf bytes.Buffer
+	require.NoError(t, workload.Wide(prefix, namespaces, perNamespace, 11).Write(&buf))
+	require.NoError(t, os.WriteFile(tarball, buf.Bytes(), 0o600))
+	return tarball
+}
+
+// cliRun is how one run of the command ended.
+type cliRun struct {
+	exit           int
+	stdout, stderr string
+	took           time.Duration
+}
+
+// report decodes the JSON report the run wrote (-o json).
+func (r cliRun) report(t *testing.T) restoreReport {
+	t.Helper()
+	var rep restoreReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), "exit %d\n%s", r.exit, tail(r.stderr, 4000))
+	return rep
+}
+
+// requireCLI builds the command now, so that a test's fault, timed from before the
+// command starts, does not come while it is being built.
+func requireCLI(t *testing.T) {
+	t.Helper()
+	_, err := cliBinary()
+	require.NoError(t, err)
+}
+
+// runCLI runs the command to its end.
+func runCLI(t *testing.T, args ...string) cliRun {
+	t.Helper()
+	bin, err := cliBinary()
+	require.NoError(t, err)
+	cmd := exec.Command(bin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	started := time.Now()
+	err = cmd.Run()
+	r := cliRun{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(started)}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.exit = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return r
+}
+
+// byRef indexes a report's objects by namespace/name.
+func (r restoreReport) byRef() map[string]restore.ObjectResult {
+	out := map[string]restore.ObjectResult{}
+	for _, o := range r.Objects {
+		out[o.Namespace+"/"+o.Name] = o
+	}
+	return out
+}
+
+// configMapsIn returns the ConfigMaps of the backup's label in ns, by name, each
+// asserted once and whole.
+func configMapsIn(t *testing.T, c *harness.Cluster, ns string) map[string]bool {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(c.Config)
+	require.NoError(t, err)
+	list, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns).
+		List(context.Background(), metav1.ListOptions{LabelSelector: "velero.io/backup-name"})
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for _, cm := range list.Items {
+		assert.False(t, seen[cm.GetName()], "%s/%s twice", ns, cm.GetName())
+		seen[cm.GetName()] = true
+		data, _, _ := unstructured.NestedString(cm.Object, "data", "payload")
+		assert.Len(t, data, 1024, "%s/%s whole", ns, cm.GetName())
+	}
+	return seen
+}
+
+// assertWhole asserts, object by object against the backup, that each namespace holds
+// its perNamespace ConfigMaps once and whole, and nothing else of the backup's.
+func assertWhole(t *testing.T, c *harness.Cluster, prefix string, namespaces, perNamespace int) {
+	t.Helper()
+	for i := range namespaces {
+		ns := fmt.Sprintf("%s-%02d", prefix, i)
+		seen := configMapsIn(t, c, ns)
+		for j := range perNamespace {
+			assert.True(t, seen[fmt.Sprintf("cm-%05d", j)], "%s/cm-%05d restored", ns, j)
+		}
+		assert.Len(t, seen, perNamespace, "nothing in %s but the backup's", ns)
+	}
+}
 
 // TestRestoreOutlastsServerRestarts restores 3,010 objects (ten namespaces of 300
 // ConfigMaps) with the command, as a user would, into a real kube-apiserver; 5 s in, a
@@ -30,12 +127,8 @@ import (
 // While kube-apiserver is away, the progress line says so.
 func TestRestoreOutlastsServerRestarts(t *testing.T) {
 	const namespaces, perNamespace = 10, 300
-	tarball := filepath.Join(t.TempDir(), "wide.tar.gz")
-	var buf bytes.Buffer
-	require.NoError(t, workload.Wide("faults", namespaces, perNamespace, 11).Write(&buf))
-	require.NoError(t, os.WriteFile(tarball, buf.Bytes(), 0o600))
-	bin, err := cliBinary()
-	require.NoError(t, err)
+	tarball := wideBackup(t, "faults", namespaces, perNamespace)
+	requireCLI(t)
 
 	for _, tc := range []struct {
 		process string
@@ -64,57 +157,26 @@ func TestRestoreOutlastsServerRestarts(t *testing.T) {
 			}()
 			// Requests limited, so that the restore (about 15 s) is still running when the
 			// fault comes; the default admission, through the cluster's Leases.
-			cmd := exec.Command(bin, "restore", "--backup", tarball, "--kubeconfig", c.Kubeconfig, "-o", "json",
+			run := runCLI(t, "restore", "--backup", tarball, "--kubeconfig", c.Kubeconfig, "-o", "json",
 				"--client-qps", "200", "--client-burst", "200", "--workers", "8", "--item-timeout", "3m")
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			started := time.Now()
-			err := cmd.Run()
-			took := time.Since(started)
 			require.NoError(t, <-faulted, "the %s was restarted\n%s", tc.process, c.Log(tc.process))
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				t.Fatalf("exit %d after %s\n%s", ee.ExitCode(), took, tail(stderr.String(), 4000))
-			}
-			require.NoError(t, err)
-			assert.Less(t, 5*time.Second, took, "the restore was running when the fault came")
+			require.Zero(t, run.exit, "after %s\n%s", run.took, tail(run.stderr, 4000))
+			assert.Less(t, 5*time.Second, run.took, "the restore was running when the fault came")
 
-			var rep restoreReport
-			require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
 			restored, retries := 0, 0
-			for _, o := range rep.Objects {
+			for _, o := range run.report(t).Objects {
 				if o.Status == "Restored" {
 					restored++
 				}
 				retries += o.Retries
 			}
 			assert.Equal(t, namespaces*(1+perNamespace), restored, "every object restored")
-			t.Logf("%s away %s: exit 0 after %s, %d retries", tc.process, tc.away, took.Round(100*time.Millisecond), retries)
+			t.Logf("%s away %s: exit 0 after %s, %d retries", tc.process, tc.away, run.took.Round(100*time.Millisecond), retries)
 			if tc.process == "kube-apiserver" {
 				assert.NotZero(t, retries, "requests were refused while it was away")
-				assert.Contains(t, stderr.String(), "the API server has not answered for", "the progress line said the server was away")
+				assert.Contains(t, run.stderr, "the API server has not answered for", "the progress line said the server was away")
 			}
-
-			// Object by object against the backup: each ConfigMap once, whole.
-			dyn, err := dynamic.NewForConfig(c.Config)
-			require.NoError(t, err)
-			for i := range namespaces {
-				ns := fmt.Sprintf("faults-%02d", i)
-				list, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns).
-					List(ctx, metav1.ListOptions{LabelSelector: "velero.io/backup-name"})
-				require.NoError(t, err)
-				seen := map[string]bool{}
-				for _, cm := range list.Items {
-					assert.False(t, seen[cm.GetName()], "%s/%s twice", ns, cm.GetName())
-					seen[cm.GetName()] = true
-					data, _, _ := unstructured.NestedString(cm.Object, "data", "payload")
-					assert.Len(t, data, 1024, "%s/%s whole", ns, cm.GetName())
-				}
-				for j := range perNamespace {
-					assert.True(t, seen[fmt.Sprintf("cm-%05d", j)], "%s/cm-%05d restored", ns, j)
-				}
-				assert.Len(t, seen, perNamespace, "nothing in %s but the backup's", ns)
-			}
+			assertWhole(t, c, "faults", namespaces, perNamespace)
 		})
 	}
 }

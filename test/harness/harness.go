@@ -46,6 +46,17 @@ type Cluster struct {
 
 const token = "restoregraph-integration-token"
 
+// Restorer is a user without privileges of its own (tests grant what they need): not
+// in system:masters, so that API Priority and Fairness does not exempt it as it does
+// the admin.
+const Restorer = "restorer"
+
+// users are the static tokens kube-apiserver takes: user → token, groups.
+var users = map[string][2]string{
+	"admin":  {token, "system:masters"},
+	Restorer: {"restoregraph-restorer-token", ""},
+}
+
 // Options shape a control plane; the zero value is the default one.
 type Options struct {
 	// ServiceCIDR is the Service cluster IP range; default 10.0.0.0/24.
@@ -117,7 +128,15 @@ func StartWith(ctx context.Context, dir string, bin Binaries, opts Options) (*Cl
 		return nil, err
 	}
 	tokens := filepath.Join(dir, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(token+",admin,admin,system:masters\n"), 0o600); err != nil {
+	var lines strings.Builder
+	for user, tg := range users {
+		fmt.Fprintf(&lines, "%s,%s,%s", tg[0], user, user)
+		if tg[1] != "" {
+			fmt.Fprintf(&lines, ",%s", tg[1])
+		}
+		lines.WriteString("\n")
+	}
+	if err := os.WriteFile(tokens, []byte(lines.String()), 0o600); err != nil {
 		return nil, err
 	}
 	apiPort := strconv.Itoa(ports[2])
@@ -176,6 +195,26 @@ contexts:
   context: {cluster: integration, user: admin}
 current-context: integration
 `
+
+// ConfigAs is the client configuration of user (admin or Restorer).
+func (c *Cluster) ConfigAs(user string) *rest.Config {
+	cfg := rest.CopyConfig(c.Config)
+	cfg.BearerToken = users[user][0]
+	return cfg
+}
+
+// WriteKubeconfig writes a kubeconfig for user (admin or Restorer) that reaches the API
+// server at server: its own address when empty, or a proxy's before it.
+func (c *Cluster) WriteKubeconfig(path, server, user string) error {
+	if server == "" {
+		server = c.Config.Host
+	}
+	tg, ok := users[user]
+	if !ok {
+		return fmt.Errorf("no user %q", user)
+	}
+	return os.WriteFile(path, []byte(fmt.Sprintf(kubeconfig, server, tg[0])), 0o600)
+}
 
 func (b *Binaries) resolve(nodes bool) error {
 	var err error
