@@ -26,43 +26,40 @@ import (
 
 var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
-// hookedLists is a dynamic client whose ConfigMap lists call after once a page has been
-// served.
-type hookedLists struct {
+// listsConfigMaps is a dynamic client whose ConfigMap lists are list's; everything
+// else goes to the client it wraps.
+type listsConfigMaps struct {
 	dynamic.Interface
-	after func(page int)
-	pages int
+	list listFunc
 }
 
-func (h *hookedLists) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
-	r := h.Interface.Resource(gvr)
+type listFunc func(ctx context.Context, ns string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error)
+
+func (c listsConfigMaps) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	r := c.Interface.Resource(gvr)
 	if gvr != configMaps {
 		return r
 	}
-	return hookedResource{r, h}
+	return configMapResource{r, c.list}
 }
 
-type hookedResource struct {
+type configMapResource struct {
 	dynamic.NamespaceableResourceInterface
-	h *hookedLists
+	list listFunc
 }
 
-func (r hookedResource) Namespace(ns string) dynamic.ResourceInterface {
-	return hookedNamespaced{r.NamespaceableResourceInterface.Namespace(ns), r.h}
+func (r configMapResource) Namespace(ns string) dynamic.ResourceInterface {
+	return configMapsIn{r.NamespaceableResourceInterface.Namespace(ns), ns, r.list}
 }
 
-type hookedNamespaced struct {
+type configMapsIn struct {
 	dynamic.ResourceInterface
-	h *hookedLists
+	ns   string
+	list listFunc
 }
 
-func (r hookedNamespaced) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-	l, err := r.ResourceInterface.List(ctx, opts)
-	if err == nil {
-		r.h.pages++
-		r.h.after(r.h.pages)
-	}
-	return l, err
+func (r configMapsIn) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	return r.list(ctx, r.ns, opts)
 }
 
 // A continue token that expires between pages (the server compacted meanwhile) does not
@@ -93,15 +90,18 @@ func TestExpiredContinueToken(t *testing.T) {
 		_, err := dyn.Resource(configMaps).Namespace("kept").Create(ctx, cm("kept", fmt.Sprintf("cm-%02d", i)), metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	// Writes elsewhere while the first page is handed out.
-	hooked := &hookedLists{Interface: dyn, after: func(page int) {
-		if page != 1 {
-			return
+	// Writes elsewhere once the first page is handed out (the pager lists one page at a
+	// time, from one goroutine).
+	pages := 0
+	hooked := listsConfigMaps{dyn, func(ctx context.Context, ns string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+		l, err := dyn.Resource(configMaps).Namespace(ns).List(ctx, opts)
+		if pages++; err == nil && pages == 1 {
+			for i := range 10 {
+				_, err := dyn.Resource(configMaps).Namespace("busy").Create(ctx, cm("busy", fmt.Sprintf("w-%02d", i)), metav1.CreateOptions{})
+				assert.NoError(t, err)
+			}
 		}
-		for i := range 10 {
-			_, err := dyn.Resource(configMaps).Namespace("busy").Create(ctx, cm("busy", fmt.Sprintf("w-%02d", i)), metav1.CreateOptions{})
-			require.NoError(t, err)
-		}
+		return l, err
 	}}
 
 	var buf bytes.Buffer

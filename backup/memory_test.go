@@ -21,8 +21,6 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
@@ -30,50 +28,28 @@ import (
 	"github.com/restoregraph/restoregraph/memcluster"
 )
 
-// generated is a dynamic client that lists count ConfigMaps of size bytes each, made as
-// they are listed, in pages, so that the test holds none of them: what memory the backup
-// takes is its own.
-type generated struct {
-	dynamic.Interface
-	count, size int
-}
-
-func (g *generated) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
-	r := g.Interface.Resource(gvr)
-	if gvr != configMaps {
-		return r
+// generated lists count ConfigMaps of size bytes each, made as they are listed, in
+// pages, so that the test holds none of them: what memory the backup takes is its own.
+func generated(count, size int) listFunc {
+	return func(_ context.Context, _ string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+		from, _ := strconv.Atoi(opts.Continue)
+		to := min(count, from+int(opts.Limit))
+		if opts.Limit == 0 {
+			to = count
+		}
+		l := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMapList"}}
+		payload := strings.Repeat("x", size)
+		for i := from; i < to; i++ {
+			l.Items = append(l.Items, unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": fmt.Sprintf("cm-%07d", i), "namespace": fmt.Sprintf("ns-%03d", i%100),
+					"uid": fmt.Sprintf("uid-%07d", i), "resourceVersion": "1"},
+				"data": map[string]any{"payload": payload}}})
+		}
+		if to < count {
+			l.SetContinue(strconv.Itoa(to))
+		}
+		return l, nil
 	}
-	return generatedResource{r, g}
-}
-
-type generatedResource struct {
-	dynamic.NamespaceableResourceInterface
-	g *generated
-}
-
-func (r generatedResource) Namespace(string) dynamic.ResourceInterface { return generatedList(r) }
-
-type generatedList generatedResource
-
-func (r generatedList) List(_ context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-	from, _ := strconv.Atoi(opts.Continue)
-	to := min(r.g.count, from+int(opts.Limit))
-	if opts.Limit == 0 {
-		to = r.g.count
-	}
-	l := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMapList"}}
-	payload := strings.Repeat("x", r.g.size)
-	for i := from; i < to; i++ {
-		ns, name := fmt.Sprintf("ns-%03d", i%100), fmt.Sprintf("cm-%07d", i)
-		l.Items = append(l.Items, unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": name, "namespace": ns, "uid": string(types.UID(fmt.Sprintf("uid-%07d", i))),
-				"resourceVersion": "1"},
-			"data": map[string]any{"payload": payload}}})
-	}
-	if to < r.g.count {
-		l.SetContinue(strconv.Itoa(to))
-	}
-	return l, nil
 }
 
 // peakHeap samples the live heap until stop is called, and returns the highest.
@@ -117,7 +93,7 @@ func TestBackupMemoryIsBounded(t *testing.T) {
 	runtime.GC()
 	stop := peakHeap()
 	var out countingWriter
-	res, err := Run(context.Background(), Source{Dynamic: &generated{dyn, count, size}, Discovery: disc}, &out,
+	res, err := Run(context.Background(), Source{Dynamic: listsConfigMaps{dyn, generated(count, size)}, Discovery: disc}, &out,
 		Options{SpillDir: t.TempDir(), Filter: filter.Spec{IncludeResources: []string{"configmaps"}}})
 	peak := stop()
 	require.NoError(t, err)

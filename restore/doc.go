@@ -10,24 +10,32 @@
 // Each object passes through named steps (Step, DefaultStepNames); Options.Steps may
 // add, wrap, replace or remove them:
 //
-//  0. StepJournal: an object an earlier run recorded, still in the target, is taken as
+//  1. StepJournal: an object an earlier run recorded, still in the target, is taken as
 //     it is once ready.
-//  1. StepRead: its body is read at the version chosen for its group-resource.
-//  2. StepSanitize: server-set metadata is removed (uid, resourceVersion,
+//  2. StepRead: its body is read at the version chosen for its group-resource.
+//  3. StepSanitize: server-set metadata is removed (uid, resourceVersion,
 //     creationTimestamp, generation, managedFields, deletion fields, selfLink); status
 //     only where asked.
-//  3. StepActions: applicable plugins run, newest interface first adapted from older
-//     ones. Additional items they return are restored first, as dynamic dependencies,
-//     then waited for when the plugin asks; SkipRestore is honoured.
-//  4. StepRemapOwners: an owner restored in this run gets its new UID; an owner outside
+//  4. StepMapNamespaces: it moves into the namespace Options.NamespaceMappings names,
+//     with what refers to namespaces inside it (role binding subjects, a volume's
+//     claim).
+//  5. StepActions: applicable plugins run, newest interface first adapted from older
+//     ones; each call is charged to the object's ItemTimeout, so a plugin that hangs
+//     fails its object. Additional items they return are restored first, as dynamic
+//     dependencies, then waited for when the plugin asks, within the plugin's own
+//     timeout; SkipRestore is honoured.
+//  6. StepRemapOwners: an owner restored in this run gets its new UID; an owner outside
 //     the backup is looked up in the target by kind, namespace and name; an owner found
 //     nowhere is dropped with a warning. No restored object points at a UID that does
 //     not exist, so the garbage collector deletes nothing restored.
-//  5. StepCreate: it is created through the dynamic client; AlreadyExists is handled by
-//     the Existing policy (adopt, update or fail). Transient errors (429, 5xx, timeouts)
-//     are retried with backoff within the item's deadline.
-//  6. StepStatus: status is written for the group-resources in KeepStatus.
-//  7. StepReady: its dependents start only once it is ready (package readiness).
+//  7. StepLabel: velero.io/backup-name and velero.io/restore-name, as Velero labels
+//     what it restores.
+//  8. StepCreate: it is created through the dynamic client; AlreadyExists is handled by
+//     the Existing policy (adopt, update or fail). Transient errors (429, 5xx, timeouts,
+//     connections refused or reset) are retried with jittered backoff for as long as
+//     the object's ItemTimeout allows.
+//  9. StepStatus: status is written for the group-resources in KeepStatus.
+//  10. StepReady: its dependents start only once it is ready (package readiness).
 //
 // Guarantees:
 //

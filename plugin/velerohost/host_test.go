@@ -59,6 +59,16 @@ func running(t *testing.T, bin string) int {
 	return len(strings.Fields(string(out)))
 }
 
+// registry discovers the plugins of bin in h and registers them, but those disabled.
+func registry(t *testing.T, ctx context.Context, h *Host, bin string, disabled ...string) *plugin.Registry {
+	t.Helper()
+	plugins, err := h.Discover(ctx, []string{bin})
+	require.NoError(t, err)
+	var reg plugin.Registry
+	require.NoError(t, h.Register(&reg, plugins, disabled...))
+	return &reg
+}
+
 func TestDiscover(t *testing.T) {
 	bin := pluginsBinary(t)
 	h := &Host{}
@@ -135,15 +145,12 @@ func TestRestoreThroughVeleroPlugins(t *testing.T) {
 	h := &Host{}
 	defer h.Close()
 	ctx := context.Background()
-	plugins, err := h.Discover(ctx, []string{bin})
-	require.NoError(t, err)
-	var reg plugin.Registry
-	require.NoError(t, h.Register(&reg, plugins, "example.io/crash-once"))
+	reg := registry(t, ctx, h, bin, "example.io/crash-once")
 
 	b := backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "settings"), obj("ConfigMap", "flags"),
 		obj("Secret", "creds"), obj("Secret", "skip-me"))
 	tgt := target(t)
-	rep, err := restore.Run(ctx, tgt, b, restore.Options{Plugins: &reg})
+	rep, err := restore.Run(ctx, tgt, b, restore.Options{Plugins: reg})
 	require.NoError(t, err)
 	res := byName(rep)
 
@@ -175,13 +182,10 @@ func TestCrashedPluginIsRestarted(t *testing.T) {
 	h := &Host{Env: []string{"CRASH_MARKER_DIR=" + t.TempDir()}}
 	defer h.Close()
 	ctx := context.Background()
-	plugins, err := h.Discover(ctx, []string{bin})
-	require.NoError(t, err)
-	var reg plugin.Registry
-	require.NoError(t, h.Register(&reg, plugins, "example.io/relabel", "example.io/needs-settings", "example.io/skip-secrets", "example.io/fail-on-flags"))
+	reg := registry(t, ctx, h, bin, "example.io/relabel", "example.io/needs-settings", "example.io/skip-secrets", "example.io/fail-on-flags")
 
 	b := backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "a-before"), obj("ConfigMap", "crash"), obj("ConfigMap", "z-after"))
-	rep, err := restore.Run(ctx, target(t), b, restore.Options{Plugins: &reg, Workers: 1})
+	rep, err := restore.Run(ctx, target(t), b, restore.Options{Plugins: reg, Workers: 1})
 	require.NoError(t, err)
 	res := byName(rep)
 	assert.Equal(t, restore.Failed, res["ConfigMap/crash"].Status)
@@ -201,16 +205,13 @@ func TestHungOrGarbledPlugin(t *testing.T) {
 	h := &Host{}
 	defer h.Close()
 	ctx := context.Background()
-	plugins, err := h.Discover(ctx, []string{bin})
-	require.NoError(t, err)
-	var reg plugin.Registry
-	require.NoError(t, h.Register(&reg, plugins, "example.io/needs-settings", "example.io/skip-secrets",
-		"example.io/fail-on-flags", "example.io/crash-once", "example.io/annotate-all"))
+	reg := registry(t, ctx, h, bin, "example.io/needs-settings", "example.io/skip-secrets",
+		"example.io/fail-on-flags", "example.io/crash-once", "example.io/annotate-all")
 
 	tgt := target(t)
 	b := backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "a-before"), obj("ConfigMap", "hang"),
 		obj("ConfigMap", "garbage"), obj("ConfigMap", "z-after"))
-	rep, err := restore.Run(ctx, tgt, b, restore.Options{Plugins: &reg, Workers: 2, ItemTimeout: 2 * time.Second})
+	rep, err := restore.Run(ctx, tgt, b, restore.Options{Plugins: reg, Workers: 2, ItemTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	res := byName(rep)
 	assert.Equal(t, restore.Failed, res["ConfigMap/hang"].Status)
@@ -223,7 +224,7 @@ func TestHungOrGarbledPlugin(t *testing.T) {
 	}
 
 	// The next call goes to a new process, and the hung one is gone.
-	rep, err = restore.Run(ctx, tgt, backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "after-hang")), restore.Options{Plugins: &reg})
+	rep, err = restore.Run(ctx, tgt, backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "after-hang")), restore.Options{Plugins: reg})
 	require.NoError(t, err)
 	assert.Equal(t, restore.Restored, byName(rep)["ConfigMap/after-hang"].Status)
 	cm, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("shop").Get(ctx, "after-hang", metav1.GetOptions{})
@@ -244,12 +245,9 @@ func TestCancelledRestoreEndsPluginProcesses(t *testing.T) {
 	bin := pluginsBinary(t)
 	h := &Host{}
 	ctx, cancel := context.WithCancel(context.Background())
-	plugins, err := h.Discover(ctx, []string{bin})
-	require.NoError(t, err)
-	var reg plugin.Registry
-	require.NoError(t, h.Register(&reg, plugins))
+	reg := registry(t, ctx, h, bin)
 	cancel()
-	_, err = restore.Run(ctx, target(t), backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "settings")), restore.Options{Plugins: &reg})
+	_, err := restore.Run(ctx, target(t), backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "settings")), restore.Options{Plugins: reg})
 	assert.ErrorIs(t, err, context.Canceled)
 	h.Close()
 	assert.Zero(t, running(t, bin))
