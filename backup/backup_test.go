@@ -62,7 +62,7 @@ func restoredShop(t *testing.T) (*restore.Report, Source) {
 	shop, err := archive.ReadFile("../testdata/backups/shop-k8s-1.37.tar.gz", archive.Options{})
 	require.NoError(t, err)
 	_, first, src := server(t)
-	rep, err := restore.Run(context.Background(), first, shop, restore.Options{})
+	rep, err := restore.Run(context.Background(), shop, first, restore.PlanOptions{}, restore.RunOptions{})
 	require.NoError(t, err)
 	require.True(t, rep.OK())
 	return rep, src
@@ -106,17 +106,19 @@ func TestBackupRestoreVerify(t *testing.T) {
 	assert.Equal(t, []string{"v2", "v1"}, hpa.Versions)
 
 	_, second, _ := server(t)
-	rep, err = restore.Run(ctx, second, b, restore.Options{})
+	plan, err := restore.NewPlan(ctx, b, second, restore.PlanOptions{})
+	require.NoError(t, err)
+	rep, err = restore.Apply(ctx, plan, second, restore.RunOptions{})
 	require.NoError(t, err)
 	require.True(t, rep.OK())
-	v, err := restore.Verify(ctx, second, b, restore.Options{})
+	v, err := restore.Verify(ctx, plan, second, restore.RunOptions{})
 	require.NoError(t, err)
 	assert.True(t, v.OK(), "%v", v.Summary)
 
 	// Break one object: verify names it.
 	require.NoError(t, second.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("shop").
 		Delete(ctx, "settings", metav1.DeleteOptions{}))
-	v, err = restore.Verify(ctx, second, b, restore.Options{})
+	v, err = restore.Verify(ctx, plan, second, restore.RunOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, 1, v.Summary[restore.Missing])
 }
@@ -130,7 +132,7 @@ func TestPlanReadsOnlyTheCRDs(t *testing.T) {
 	in, err := archive.Read(bytes.NewReader(fleet.Bytes()), archive.Options{})
 	require.NoError(t, err)
 	_, first, src := server(t)
-	rep, err := restore.Run(ctx, first, in, restore.Options{})
+	rep, err := restore.Run(ctx, in, first, restore.PlanOptions{}, restore.RunOptions{})
 	require.NoError(t, err)
 	require.True(t, rep.OK())
 
@@ -154,7 +156,7 @@ func TestPlanReadsOnlyTheCRDs(t *testing.T) {
 	require.NoError(t, err)
 	defer b.Close()
 	_, second, _ := server(t)
-	plan, err := restore.PlanRestore(ctx, second, b, restore.Options{})
+	plan, err := restore.NewPlan(ctx, b, second, restore.PlanOptions{})
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, plan.Len(), in.Manifest().Len())
 	for _, v := range plan.Versions {

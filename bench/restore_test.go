@@ -50,21 +50,27 @@ func BenchmarkRestore(b *testing.B) {
 	}
 	n := backup.Manifest().Len()
 	var graphT, veleroT, ceilingT time.Duration
+	var velero struct {
+		po restore.PlanOptions
+		ro restore.RunOptions
+	}
+	velero.po, velero.ro = baseline.Velero(restore.PlanOptions{}, restore.RunOptions{})
 	for b.Loop() {
 		for _, mode := range []struct {
 			name string
-			opts restore.Options
+			po   restore.PlanOptions
+			ro   restore.RunOptions
 			took *time.Duration
 		}{
-			{"graph", restore.Options{Workers: workers}, &graphT},
-			{"velero", baseline.Velero(restore.Options{}), &veleroT},
+			{"graph", restore.PlanOptions{}, restore.RunOptions{Workers: workers}, &graphT},
+			{"velero", velero.po, velero.ro, &veleroT},
 		} {
 			s := server(b)
 			tgt, err := restore.NewTarget(s.Config())
 			if err != nil {
 				b.Fatal(err)
 			}
-			rep, err := restore.Run(context.Background(), tgt, backup, mode.opts)
+			rep, err := restore.Run(context.Background(), backup, tgt, mode.po, mode.ro)
 			if err != nil || !rep.OK() {
 				b.Fatalf("%s: %v %v", mode.name, err, rep.Summary)
 			}

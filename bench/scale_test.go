@@ -176,7 +176,7 @@ func BenchmarkPlanFromManifest(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				plan, err := restore.PlanRestore(context.Background(), tgt, backup, restore.Options{})
+				plan, err := restore.NewPlan(context.Background(), backup, tgt, restore.PlanOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -110,7 +110,7 @@ func TestAdditionalItemsWaitIsNotCutByTheItemTimeout(t *testing.T) {
 					}
 				}
 			}()
-			rep, err := Run(context.Background(), tgt, smallBackup(t), Options{Clock: clk, ItemTimeout: 5 * time.Minute,
+			rep, err := restoreAll(context.Background(), tgt, smallBackup(t), testOptions{Clock: clk, ItemTimeout: 5 * time.Minute,
 				Plugins: &reg, Retry: fastRetry})
 			close(done)
 			require.NoError(t, err)

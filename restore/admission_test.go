@@ -37,22 +37,24 @@ func TestRestoresAdmittedByWhatTheyTouch(t *testing.T) {
 
 	// The Secrets of shop: nothing in common with it. Both need the Namespace, which
 	// neither changes when it exists.
-	secrets := Options{Retry: fastRetry, Admitter: &adm, Name: "secrets-only", Filter: filter.Spec{IncludeResources: []string{"secrets"}},
+	secrets := testOptions{Retry: fastRetry, Admitter: &adm, Name: "secrets-only", Filter: filter.Spec{IncludeResources: []string{"secrets"}},
 		OnAdmissionWait: func(cs []admission.Conflict) { t.Errorf("secrets-only waited for %v", cs) }}
-	rep, err := Run(ctx, tgt, b, secrets)
+	rep, err := restoreAll(ctx, tgt, b, secrets)
 	require.NoError(t, err)
 	assert.True(t, rep.OK())
 
 	// The ConfigMaps: settings is being written by someone else.
-	p, err := PlanRestore(ctx, tgt, b, Options{Admitter: &adm, Name: "configmaps", Filter: filter.Spec{IncludeResources: []string{"cm"}}})
+	p, err := planAll(ctx, tgt, b, testOptions{Filter: filter.Spec{IncludeResources: []string{"cm"}}})
 	require.NoError(t, err)
-	require.Len(t, p.Conflicts, 1, "the plan names whom the restore would wait for")
-	assert.Equal(t, "someone-else", p.Conflicts[0].ID)
+	conflicts, err := p.Conflicts(ctx, RunOptions{Admitter: &adm, Name: "configmaps"})
+	require.NoError(t, err)
+	require.Len(t, conflicts, 1, "the plan names whom the restore would wait for")
+	assert.Equal(t, "someone-else", conflicts[0].ID)
 
 	waited := make(chan []admission.Conflict, 1)
 	done := make(chan *Report, 1)
 	go func() {
-		rep, err := Run(ctx, tgt, b, Options{Retry: fastRetry, Admitter: &adm, Name: "configmaps",
+		rep, err := restoreAll(ctx, tgt, b, testOptions{Retry: fastRetry, Admitter: &adm, Name: "configmaps",
 			Filter: filter.Spec{IncludeResources: []string{"cm"}}, OnAdmissionWait: func(cs []admission.Conflict) { waited <- cs }})
 		assert.NoError(t, err)
 		done <- rep
@@ -130,7 +132,9 @@ func TestPlanThroughClusterAdmissionWritesNothing(t *testing.T) {
 	adm := &admission.Cluster{Client: cs, Holder: "planner"}
 
 	log.sent = nil
-	p, err := PlanRestore(ctx, tgt, shop(t), Options{Admitter: adm})
+	p, err := planAll(ctx, tgt, shop(t), testOptions{})
+	require.NoError(t, err)
+	_, err = p.Conflicts(ctx, RunOptions{Admitter: adm})
 	require.NoError(t, err)
 	assert.NotZero(t, p.Len())
 	log.mu.Lock()
@@ -144,7 +148,7 @@ func TestPlanThroughClusterAdmissionWritesNothing(t *testing.T) {
 // A restore whose admission is lost (another process may now write what it writes)
 // stops, with an error that says so.
 func TestRestoreStopsWhenItsAdmissionIsLost(t *testing.T) {
-	rep, err := Run(context.Background(), shopTarget(t), shop(t), Options{Retry: fastRetry, Admitter: losingAdmitter{&admission.Local{}}})
+	rep, err := restoreAll(context.Background(), shopTarget(t), shop(t), testOptions{Retry: fastRetry, Admitter: losingAdmitter{&admission.Local{}}})
 	require.ErrorIs(t, err, admission.ErrLost)
 	assert.Contains(t, err.Error(), "lease gone")
 	assert.Zero(t, rep.Count(Restored), "nothing is written once the admission is lost")

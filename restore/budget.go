@@ -10,10 +10,10 @@ import (
 )
 
 // ErrItemTimeout is wrapped by the error of an object whose own work (reading, creating,
-// retrying, becoming ready) took longer than Options.ItemTimeout.
+// retrying, becoming ready) took longer than RunOptions.ItemTimeout.
 var ErrItemTimeout = errors.New("object took longer than the item timeout")
 
-// budget is the time an object's own work may take: Options.ItemTimeout, charged step by
+// budget is the time an object's own work may take: RunOptions.ItemTimeout, charged step by
 // step. Steps that bound their own waits (a plugin's wait for its additional items, with
 // the plugin's timeout) are not charged, so that a long wait the plugin asked for is not
 // cut short by a shorter item timeout. It runs on the restore's clock.

@@ -1,14 +1,32 @@
 // Package restore restores a Kubernetes backup into a cluster as a dependency graph.
 //
-// Run reads the backup's manifest, chooses an API version per group-resource
-// (versionselect), builds the restore DAG (graph) and runs it (scheduler), with the
-// plan's longest remaining paths as priorities: each object starts as soon as
-// everything it depends on is restored and ready. What Run talks to comes in as
-// values: a Target (dynamic client, discovery, RESTMapper; NewTarget builds one from a
-// *rest.Config), a Journal, a clock, a plugin registry, graph rules.
+// A restore is planned, then applied. NewPlan reads the backup's manifest, chooses an
+// API version per group-resource (versionselect) and builds the restore DAG (graph),
+// writing nothing: the Plan lists every object with its version, what it waits for and
+// why, what is left out and why, the plugins that run, the critical path and the
+// warnings. A plan is a value: shown to a person or a policy check, saved
+// (Plan.WriteJSON, format PlanFormat) and read back (ReadPlan, SavedPlan.Open, which
+// refuses with a *PlanChangedError when the backup or the target changed). Apply runs
+// exactly it (scheduler), with its longest remaining paths as priorities: each object
+// starts as soon as everything it depends on is restored and ready. Verify checks a
+// target against the same plan. Run is NewPlan and Apply at once.
 //
-// Each object passes through named steps (Step, DefaultStepNames); Options.Steps may
-// add, wrap, replace or remove them:
+// The options come by concern: PlanOptions carry the Selection (what to restore: filter,
+// mappings, priorities, status, policy; saved with the plan) and the Extensions (code:
+// plugins, readiness, rules, steps); RunOptions say how to run (workers, timeouts,
+// retry, journal, admission, events, a *slog.Logger, the clock). Each zero value means
+// the defaults. What Apply talks to comes in as values: a Target (dynamic client,
+// discovery, RESTMapper; NewTarget builds one from a *rest.Config), a Journal, a clock.
+//
+// Each object's outcome carries a typed error (ObjectResult.Err: ErrItemTimeout, the API
+// server's *apierrors.StatusError, *PluginError, *BlockedError, *StepError, ...). The
+// logger is the standard library's *slog.Logger, so that no logging library is imposed
+// on an embedder: one that logs through logr, client-go's convention, passes
+// slog.New(logr.ToSlogHandler(its logger)).
+//
+// Each object passes through named steps (Step, DefaultStepNames); Extensions.Steps may
+// add, wrap, replace or remove them, and Verify runs the same steps up to StepCreate as a
+// dry run (Object.DryRun):
 //
 //  1. StepJournal: an object an earlier run recorded, still in the target, is taken as
 //     it is once ready.
@@ -16,7 +34,7 @@
 //  3. StepSanitize: server-set metadata is removed (uid, resourceVersion,
 //     creationTimestamp, generation, managedFields, deletion fields, selfLink); status
 //     only where asked.
-//  4. StepMapNamespaces: it moves into the namespace Options.NamespaceMappings names,
+//  4. StepMapNamespaces: it moves into the namespace Selection.NamespaceMappings names,
 //     with what refers to namespaces inside it (role binding subjects, a volume's
 //     claim).
 //  5. StepActions: applicable plugins run, newest interface first adapted from older
@@ -48,7 +66,4 @@
 //     stopped.
 //   - Failure isolation. A failed object skips only its descendants, reported with the
 //     chain that blocked them.
-//
-// Plan returns, without writing anything, what Run would do: versions and why, every
-// object's dependencies and why, the order, the critical path and the warnings.
 package restore

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/restoregraph/restoregraph/archive"
@@ -18,6 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// Plan, review, apply: the plan is saved, read back (by a person, a policy check, another
+// process) and applied as it was saved. Applying refuses, with what changed, when the
+// backup or the target is no longer what was planned.
 func Example() {
 	var tarball bytes.Buffer
 	workload.CAPI(workload.CAPIOptions{Clusters: 2, Seed: 1}).Write(&tarball)
@@ -25,22 +29,48 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
+	defer backup.Close()
 	cfg, stop, err := memcluster.Start(memcluster.Options{GC: true})
 	if err != nil {
 		panic(err)
 	}
 	defer stop()
-
 	target, err := restore.NewTarget(cfg)
 	if err != nil {
 		panic(err)
 	}
-	report, err := restore.Run(context.Background(), target, backup, restore.Options{Workers: 8})
+	ctx := context.Background()
+
+	plan, err := restore.NewPlan(ctx, backup, target, restore.PlanOptions{BackupName: "capi"})
+	if err != nil {
+		panic(err)
+	}
+	var saved bytes.Buffer
+	if err := plan.WriteJSON(&saved); err != nil {
+		panic(err)
+	}
+
+	reviewed, err := restore.ReadPlan(&saved)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(reviewed.Objects), "objects planned from", reviewed.Backup.Name)
+	plan, err = reviewed.Open(ctx, backup, target, restore.Extensions{})
+	var changed *restore.PlanChangedError
+	if errors.As(err, &changed) {
+		fmt.Println("not the plan that was reviewed:", changed.Changes)
+		return
+	} else if err != nil {
+		panic(err)
+	}
+	report, err := restore.Apply(ctx, plan, target, restore.RunOptions{Workers: 8})
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(report.Count(restore.Restored), "restored,", report.Count(restore.Failed), "failed, all well:", report.OK())
-	// Output: 95 restored, 0 failed, all well: true
+	// Output:
+	// 95 objects planned from capi
+	// 95 restored, 0 failed, all well: true
 }
 
 // objects is a backup held in memory: the manifest a backup tool builds while it reads
@@ -57,7 +87,7 @@ func (o objects) Body(gr schema.GroupResource, _, namespace, name string) ([]byt
 }
 
 // A backup built from live objects with manifest.Builder restores like a tarball.
-func ExampleRun_fromObjects() {
+func ExampleApply_fromObjects() {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
@@ -89,7 +119,11 @@ func ExampleRun_fromObjects() {
 	if err != nil {
 		panic(err)
 	}
-	report, err := restore.Run(context.Background(), target, backup, restore.Options{})
+	plan, err := restore.NewPlan(context.Background(), backup, target, restore.PlanOptions{})
+	if err != nil {
+		panic(err)
+	}
+	report, err := restore.Apply(context.Background(), plan, target, restore.RunOptions{})
 	if err != nil {
 		panic(err)
 	}

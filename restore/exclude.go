@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// DefaultNonRestorable are the resources a restore leaves out unless Options say
+// DefaultNonRestorable are the resources a restore leaves out unless the Selection says
 // otherwise, as Velero does: what belongs to the source cluster's machines (nodes,
 // csinodes, volumeattachments), what records its past (events), and Velero's own
 // bookkeeping.
@@ -25,7 +25,7 @@ var DefaultNonRestorable = []schema.GroupResource{
 }
 
 // The names under which a plan leaves objects out; ControllerManaged may be disabled
-// like a plugin (Options.DisablePlugins).
+// like a plugin (Selection.Disable).
 const (
 	NonRestorable     = "restoregraph.dev/non-restorable"
 	ControllerManaged = "restoregraph.dev/controller-managed"
@@ -46,7 +46,7 @@ type exclusion struct{ by, reason string }
 
 // exclude decides for every object of the backup whether it is left out: by the
 // filter (nil for none), then by the plan's own rules.
-func exclude(backup Backup, opts Options, f *filter.Filter) map[*manifest.Item]exclusion {
+func exclude(backup Backup, opts Selection, f *filter.Filter) map[*manifest.Item]exclusion {
 	out := map[*manifest.Item]exclusion{}
 	if f != nil {
 		for it, reason := range f.Apply(backup.Manifest()) {
@@ -64,7 +64,7 @@ func exclude(backup Backup, opts Options, f *filter.Filter) map[*manifest.Item]e
 			continue
 		}
 		if nonRestorable[it.GroupResource()] {
-			out[it] = exclusion{NonRestorable, it.GroupResource().String() + " is not restored (Options.NonRestorable)"}
+			out[it] = exclusion{NonRestorable, it.GroupResource().String() + " is not restored (Selection.NonRestorable)"}
 			continue
 		}
 		if !managed {
@@ -117,7 +117,7 @@ func controllerManaged(backup Backup, it *manifest.Item) string {
 }
 
 // disabled reports whether the plugin or rule named name is switched off.
-func disabled(opts Options, name string) bool { return slices.Contains(opts.DisablePlugins, name) }
+func disabled(opts Selection, name string) bool { return slices.Contains(opts.Disable, name) }
 
 // NamespaceDefaults names the rule that adopts what every namespace already has.
 const NamespaceDefaults = "restoregraph.dev/namespace-defaults"

@@ -18,7 +18,7 @@ const (
 )
 
 func (r *run) stepMapNamespaces(_ context.Context, o *Object) error {
-	m := r.opts.NamespaceMappings
+	m := r.sel.NamespaceMappings
 	if len(m) == 0 {
 		return nil
 	}
@@ -62,8 +62,8 @@ func (r *run) stepLabel(_ context.Context, o *Object) error {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	if r.opts.BackupName != "" {
-		labels[BackupNameLabel] = labelValue(r.opts.BackupName)
+	if r.plan.source.Name != "" {
+		labels[BackupNameLabel] = labelValue(r.plan.source.Name)
 	}
 	labels[RestoreNameLabel] = labelValue(r.opts.Name)
 	o.Body.SetLabels(labels)

@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/restoregraph/restoregraph/admission"
@@ -31,88 +32,129 @@ const (
 	Fail Existing = "fail"
 )
 
-// Options tune Run and Plan. The zero value restores with defaults.
-type Options struct {
-	// Workers bounds the objects restored at once; default 16.
-	Workers int
-	// Plugins run on each object they apply to; nil for none.
-	Plugins *plugin.Registry
-	// Priorities are the user's version priorities; Strict fails planning when a
-	// group-resource shares no version with the target.
-	Priorities     versionselect.Priorities
-	StrictVersions bool
-	// Readiness judges objects; default readiness.NewRegistry(readiness.ReadyOnCreate).
-	Readiness *readiness.Registry
-	// ItemTimeout bounds each object: create, retries, readiness; default 5 minutes.
-	ItemTimeout time.Duration
-	// Existing is the policy for objects that already exist; default Adopt.
-	Existing Existing
-	// Journal, when set, records how each object ended and says what an earlier run
-	// restored, so that a stopped restore continues (OpenJournal for a file).
-	Journal Journal
-	// HealthTimeout, when set, waits after the restore until everything restored is
-	// healthy (kstatus Current: a Deployment available, a Pod running, a claim bound), at
-	// most that long, and reports it in Report.Health. Health never gates: dependents
-	// start as soon as what they need exists.
-	HealthTimeout time.Duration
-	// KeepStatus lists the group-resources whose status is restored.
-	KeepStatus map[schema.GroupResource]bool
-	// Rules add optional ordering edges to the graph (graph.ClusterAPI, or your own).
-	Rules []graph.Rule
-	// AdditionalItems waits for plugins' additional items (timeout, strictness).
-	AdditionalItems readiness.AdditionalItemsWaiter
-	// Name is the restore's name, given to plugins and put on every restored object
-	// (RestoreNameLabel); default <BackupName or "restore">-<time of the restore>.
-	Name string
+// PlanOptions say what NewPlan plans: which backup it is (its name and where it is
+// kept, recorded in the plan), what to restore of it, and with what extensions. The
+// zero value plans a restore of everything with the defaults.
+type PlanOptions struct {
 	// BackupName is the backup's name, given to plugins and put on every restored object
-	// (BackupNameLabel) when set.
-	BackupName string
-	// OnEvent receives progress events, in order, from one goroutine.
-	OnEvent func(Event)
-	// Retry spaces retries of transient errors (connection failures, timeouts, 429, 5xx);
-	// default 100ms doubling to 5s, each wait jittered by up to 20%. Retries go on at the
-	// Cap for as long as the object's ItemTimeout allows; without a Cap, Steps bounds them.
-	Retry wait.Backoff
-	// Clock stamps the report and drives readiness waits; default the real clock.
-	Clock clock.Clock
+	// (BackupNameLabel) when set; BackupLocation where the backup is kept (a path or a
+	// URL), so that a saved plan names it.
+	BackupName, BackupLocation string
+	Selection                  Selection
+	Extensions                 Extensions
+}
+
+// Selection says what a restore makes of a backup, as Velero's Restore spec does. It is
+// part of the plan: a saved plan records it, and a plan read back is made again with it.
+// The zero value restores everything the target can take.
+type Selection struct {
 	// Filter selects what is restored, as Velero's restore options do; the zero value
 	// restores everything. Resource names resolve against the backup and the target.
 	Filter filter.Spec
 	// NamespaceMappings restores the objects of namespace src into dst: the Namespace
 	// itself, every object in it, and the subjects of role bindings naming it.
 	NamespaceMappings map[string]string
-	// PreserveNodePorts keeps Services' node ports (the built-in Service action clears
-	// them otherwise), as Velero's --preserve-nodeports.
-	PreserveNodePorts bool
+	// Priorities are the user's version priorities; StrictVersions fails planning when a
+	// group-resource shares no version with the target.
+	Priorities     versionselect.Priorities
+	StrictVersions bool
+	// KeepStatus lists the group-resources whose status is restored.
+	KeepStatus map[schema.GroupResource]bool
 	// NonRestorable are the resources left out, reported as Skipped with the reason;
 	// nil means DefaultNonRestorable, an empty slice none.
 	NonRestorable []schema.GroupResource
-	// DisablePlugins names built-in actions and plan rules to switch off:
-	// "restoregraph.dev/service", ControllerManaged, ... (package plugin/builtin).
-	DisablePlugins []string
+	// PreserveNodePorts keeps Services' node ports (the built-in Service action clears
+	// them otherwise), as Velero's --preserve-nodeports.
+	PreserveNodePorts bool
+	// Existing is the policy for objects that already exist; default Adopt.
+	Existing Existing
+	// Disable switches off actions and plan rules by name: the built-in actions
+	// (builtin.Service, builtin.Pod, ...: builtin.Names), the plan's rules
+	// ControllerManaged and NamespaceDefaults, and plugins registered in
+	// Extensions.Plugins.
+	Disable []string
+}
+
+// Extensions are what a caller adds to the restore: code, so not part of a saved plan;
+// a plan read back is given them again. The zero value adds nothing.
+type Extensions struct {
+	// Plugins run on each object they apply to, after the built-in actions.
+	Plugins *plugin.Registry
+	// Readiness judges objects; default readiness.NewRegistry(readiness.ReadyOnCreate).
+	Readiness *readiness.Registry
+	// Rules add optional ordering edges to the graph (graph.ClusterAPI, or your own).
+	Rules []graph.Rule
+	// Steps, when set, is given the default pipeline (DefaultStepNames in order) and
+	// returns the one to run: steps added, wrapped, replaced or removed. Verify runs the
+	// same pipeline, up to StepCreate.
+	Steps func([]Step) []Step
+}
+
+// RunOptions say how Apply (and Verify) run a plan. The zero value runs with the
+// defaults.
+type RunOptions struct {
+	// Name is the restore's name, given to plugins and put on every restored object
+	// (RestoreNameLabel); default <backup name or "restore">-<time of the restore>.
+	Name string
+	// Workers bounds the objects restored at once; default 16.
+	Workers int
+	// ItemTimeout bounds each object: create, retries, readiness, plugins' calls;
+	// default 5 minutes.
+	ItemTimeout time.Duration
+	// HealthTimeout, when set, waits after the restore until everything restored is
+	// healthy (kstatus Current: a Deployment available, a Pod running, a claim bound), at
+	// most that long, and reports it in Report.Health. Health never gates: dependents
+	// start as soon as what they need exists.
+	HealthTimeout time.Duration
+	// Retry spaces retries of transient errors (connection failures, timeouts, 429, 5xx);
+	// default 100ms doubling to 5s, each wait jittered by up to 20%. Retries go on at the
+	// Cap for as long as the object's ItemTimeout allows; without a Cap, Steps bounds them.
+	Retry wait.Backoff
+	// AdditionalItems waits for plugins' additional items (timeout, strictness).
+	AdditionalItems readiness.AdditionalItemsWaiter
+	// Journal, when set, records how each object ended and says what an earlier run
+	// restored, so that a stopped restore continues (OpenJournal for a file).
+	Journal Journal
 	// Admitter, when set, admits the restore before it writes anything: it waits while
 	// an earlier operation touches what it writes (package admission). OnAdmissionWait
 	// is told whom it waits for. A restore whose admission is lost while it runs stops,
 	// with an error that wraps admission.ErrLost.
 	Admitter        admission.Admitter
 	OnAdmissionWait func([]admission.Conflict)
-	// Steps, when set, is given the default pipeline (DefaultStepNames in order) and
-	// returns the one to run: steps added, wrapped, replaced or removed.
-	Steps func([]Step) []Step
+	// OnEvent receives progress events, in order, from one goroutine.
+	OnEvent func(Event)
+	// Logger receives the run's structured records: the run's start and end at Info,
+	// each object that fails at Warn, each object's end and each retry at Debug. Secrets'
+	// values never reach it. Default: none.
+	Logger *slog.Logger
+	// Clock stamps the report and drives readiness waits; default the real clock.
+	Clock clock.Clock
 }
 
-func (o Options) withDefaults() Options {
+func (s Selection) withDefaults() Selection {
+	if s.Existing == "" {
+		s.Existing = Adopt
+	}
+	if s.NonRestorable == nil {
+		s.NonRestorable = DefaultNonRestorable
+	}
+	return s
+}
+
+func (e Extensions) withDefaults() Extensions {
+	if e.Readiness == nil {
+		e.Readiness = readiness.NewRegistry(readiness.ReadyOnCreate)
+	}
+	return e
+}
+
+// withDefaults fills in o's defaults; the restore's default name is made from backup's.
+func (o RunOptions) withDefaults(backup string) RunOptions {
 	if o.Workers <= 0 {
 		o.Workers = 16
 	}
-	if o.Readiness == nil {
-		o.Readiness = readiness.NewRegistry(readiness.ReadyOnCreate)
-	}
 	if o.ItemTimeout <= 0 {
 		o.ItemTimeout = 5 * time.Minute
-	}
-	if o.Existing == "" {
-		o.Existing = Adopt
 	}
 	if o.Retry.Duration == 0 {
 		o.Retry = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Cap: 5 * time.Second, Steps: 1 << 30}
@@ -120,15 +162,15 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 	if o.Name == "" {
-		prefix := o.BackupName
+		prefix := backup
 		if prefix == "" {
 			prefix = "restore"
 		}
 		o.Name = prefix + "-" + o.Clock.Now().UTC().Format("20060102150405")
-	}
-	if o.NonRestorable == nil {
-		o.NonRestorable = DefaultNonRestorable
 	}
 	if o.AdditionalItems.Clock == nil {
 		o.AdditionalItems.Clock = o.Clock

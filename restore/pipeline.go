@@ -61,7 +61,7 @@ func (r *run) stepSanitize(_ context.Context, o *Object) error {
 	for _, f := range serverSetMetadata {
 		unstructured.RemoveNestedField(o.Body.Object, "metadata", f)
 	}
-	if !r.opts.KeepStatus[o.Item.GroupResource()] {
+	if !r.sel.KeepStatus[o.Item.GroupResource()] {
 		delete(o.Body.Object, "status")
 	}
 	return nil
@@ -81,7 +81,7 @@ func (r *run) stepActions(ctx context.Context, o *Object) error {
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("plugin %s: %w", a.Name, err)
+			return &PluginError{Plugin: a.Name, Err: err}
 		}
 		if out.SkipRestore {
 			res := o.Result
@@ -101,7 +101,7 @@ func (r *run) stepActions(ctx context.Context, o *Object) error {
 
 // additionalItems restores first what a plugin asked for, then waits when it asks.
 func (r *run) additionalItems(ctx context.Context, o *Object, a *plugin.Action, out *ria.ExecuteOutput) error {
-	if len(out.AdditionalItems) == 0 {
+	if len(out.AdditionalItems) == 0 || o.DryRun {
 		return nil
 	}
 	res := o.Result
@@ -123,7 +123,7 @@ func (r *run) additionalItems(ctx context.Context, o *Object, a *plugin.Action, 
 	defer func() { res.Waited += r.opts.Clock.Since(start) }()
 	if len(ids) > 0 {
 		if err := o.node.Await(ids...); err != nil {
-			return fmt.Errorf("plugin %s: additional items: %w", a.Name, err)
+			return &PluginError{Plugin: a.Name, Err: fmt.Errorf("additional items: %w", err)}
 		}
 	}
 	if !out.WaitForAdditionalItems {
@@ -131,7 +131,7 @@ func (r *run) additionalItems(ctx context.Context, o *Object, a *plugin.Action, 
 	}
 	recorded, fail := r.opts.AdditionalItems.Wait(ctx, a.Name, a.RestoreItemAction, out.AdditionalItems, r.request, out.AdditionalItemsReadyTimeout)
 	if fail != nil {
-		return fail
+		return fail // a *readiness.AdditionalItemsError, which names the plugin
 	}
 	if recorded != nil {
 		res.Warnings = append(res.Warnings, recorded.Error())
@@ -187,8 +187,8 @@ func (r *run) create(ctx context.Context, o *Object) (*unstructured.Unstructured
 		res.Status = Restored // created by an earlier attempt of this restore
 		return existing, nil
 	}
-	policy := r.opts.Existing
-	if namespaceDefault(it) && !disabled(r.opts, NamespaceDefaults) {
+	policy := r.sel.Existing
+	if namespaceDefault(it) && !disabled(r.sel, NamespaceDefaults) {
 		policy = Adopt
 	}
 	switch policy {
@@ -215,12 +215,12 @@ func (r *run) create(ctx context.Context, o *Object) (*unstructured.Unstructured
 		res.Status = Updated
 		return updated, nil
 	}
-	return nil, fmt.Errorf("%s already exists in the target (policy %s)", it, policy)
+	return nil, fmt.Errorf("%s already exists in the target (policy %s): %w", it, policy, err)
 }
 
 func (r *run) stepStatus(ctx context.Context, o *Object) error {
 	status, has := o.Backup.Object["status"]
-	if !has || !r.opts.KeepStatus[o.Item.GroupResource()] || o.Result.Status != Restored {
+	if !has || !r.sel.KeepStatus[o.Item.GroupResource()] || o.Result.Status != Restored {
 		return nil
 	}
 	withStatus := o.Target.DeepCopy()
@@ -241,7 +241,7 @@ func (r *run) stepStatus(ctx context.Context, o *Object) error {
 // stepReady returns once the object is ready: at once when the object in the target
 // says so, otherwise through the waiter, within the item's deadline.
 func (r *run) stepReady(ctx context.Context, o *Object) error {
-	if rr := r.opts.Readiness.Check(o.Target); !rr.Ready {
+	if rr := r.plan.ext.Readiness.Check(o.Target); !rr.Ready {
 		if _, err := r.waiter.Wait(ctx, o.Resource, o.Target.GetNamespace(), o.Target.GetName(), o.budget.remaining()); err != nil {
 			return err
 		}

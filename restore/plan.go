@@ -118,7 +118,10 @@ type PlannedCycle struct {
 	Text  string      `json:"text"`
 }
 
-// Plan is what a restore would do, computed without writing anything.
+// Plan is what a restore will do, computed without writing anything: the version of
+// every group-resource, every object with what it waits for and why, what is left out
+// and why, the plugins that run, the critical path, cycles and warnings. NewPlan makes
+// one; Apply restores exactly it; WriteJSON saves it and ReadPlan reads it back.
 type Plan struct {
 	Versions     []VersionChoice `json:"versions"`
 	CriticalPath []types.UID     `json:"criticalPath"`
@@ -126,12 +129,14 @@ type Plan struct {
 	Blocked      []types.UID     `json:"blocked"`
 	Warnings     []string        `json:"warnings"`
 	// Plugins are the restore item actions that run, in order: the built-in ones, then
-	// Options.Plugins', with the interface version each runs at and what it applies to.
+	// Extensions.Plugins', with the interface version each runs at and what it applies
+	// to.
 	Plugins []PlannedPlugin `json:"plugins"`
-	// Conflicts are the running or waiting operations the restore would wait for, when
-	// Options.Admitter is set.
-	Conflicts []admission.Conflict `json:"conflicts,omitempty"`
 
+	source   BackupRef
+	sel      Selection
+	ext      Extensions
+	backup   Backup
 	graph    *graph.Graph
 	manifest *manifest.Manifest
 	objects  int // the graph's nodes that are objects, not barriers
@@ -140,9 +145,15 @@ type Plan struct {
 	// own (the target does not serve that group-resource, but serves another copy's).
 	through  map[types.UID]*manifest.Item
 	excluded map[*manifest.Item]exclusion
-	mappings map[string]string
 	actions  []*plugin.Action
 }
+
+// Backup names the backup the plan was made of: its name, where it is kept, and its
+// digest.
+func (p *Plan) Backup() BackupRef { return p.source }
+
+// Selection is what the plan restores of its backup, with its defaults filled in.
+func (p *Plan) Selection() Selection { return p.sel }
 
 // PlannedPlugin is a restore item action of the plan.
 type PlannedPlugin struct {
@@ -175,13 +186,14 @@ func (p *Plan) restored() iter.Seq2[int64, *manifest.Item] {
 // writes them, but for the Namespaces when the Existing policy is Adopt: those it needs
 // to exist and never changes when they do, so two restores into one namespace that make
 // different objects in it run together.
-func (p *Plan) operation(name string, existing Existing) admission.Operation {
+func (p *Plan) operation(name string) admission.Operation {
+	existing := p.sel.Existing
 	// A Namespace that is adopted, not made, is read; everything else is written. One
 	// pass: the writes go straight into their set, the few reads into a slice.
 	var reads []manifest.ID
 	writes := manifest.CollectSet(func(yield func(manifest.ID) bool) {
 		for _, it := range p.restored() {
-			ns, n := refOf(it, "", p.mappings).InTarget()
+			ns, n := refOf(it, "", p.sel.NamespaceMappings).InTarget()
 			id := manifest.ID{Group: it.Group, Resource: it.Resource, Namespace: ns, Name: n}
 			if isNamespace(it) && existing == Adopt {
 				reads = append(reads, id)
@@ -206,49 +218,43 @@ func (p *Plan) item(id int64) *manifest.Item {
 	return it
 }
 
-// JSON renders the plan as indented JSON.
-func (p *Plan) JSON() ([]byte, error) { return json.MarshalIndent(p, "", "  ") }
-
 // DOT renders the plan's graph for Graphviz.
 func (p *Plan) DOT() ([]byte, error) { return p.graph.DOT("restore") }
 
-// PlanRestore computes the plan against target, reading its discovery only (and, with
-// an Admitter, what runs: the plan names the operations the restore would wait for).
-func PlanRestore(ctx context.Context, target Target, backup Backup, opts Options) (*Plan, error) {
-	opts = opts.withDefaults()
-	p, err := plan(ctx, backup, target.Discovery, opts)
-	if err != nil {
-		return p, err
-	}
+// Conflicts returns the running or waiting operations that applying the plan would wait
+// for, through opts.Admitter (none without one). It writes nothing.
+func (p *Plan) Conflicts(ctx context.Context, opts RunOptions) ([]admission.Conflict, error) {
 	if opts.Admitter == nil {
-		return p, nil
+		return nil, nil
 	}
-	if p.Conflicts, err = opts.Admitter.Conflicts(ctx, p.operation(opts.Name, opts.Existing)); err != nil {
-		return nil, err
-	}
-	return p, nil
+	opts = opts.withDefaults(p.source.Name)
+	return opts.Admitter.Conflicts(ctx, p.operation(opts.Name))
 }
 
-// plan chooses versions and builds the graph. Version conflicts in strict mode and
-// discovery failures are errors; cycles and malformed annotations are warnings, and the
-// plan covers everything they do not block.
-func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts Options) (*Plan, error) {
-	disc = &onceDiscovery{d: disc}
+// NewPlan plans the restore of backup into target, reading the target's discovery only.
+// Version conflicts in strict mode, a filter that names what neither the backup nor the
+// target knows, and discovery failures are errors; cycles and malformed annotations are
+// warnings, and the plan covers everything they do not block.
+func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions) (*Plan, error) {
+	sel, ext := opts.Selection.withDefaults(), opts.Extensions.withDefaults()
+	disc := &onceDiscovery{d: target.Discovery}
 	var f *filter.Filter
-	if !opts.Filter.Empty() {
+	if !sel.Filter.Empty() {
 		var err error
-		if f, err = opts.Filter.Resolve(catalog(ctx, backup, disc)); err != nil {
+		if f, err = sel.Filter.Resolve(catalog(ctx, backup, disc)); err != nil {
 			return nil, err
 		}
 	}
-	vplan, discWarning, err := versionselect.PlanBackup(ctx, backup, disc, versionselect.Options{Priorities: opts.Priorities, Strict: opts.StrictVersions})
+	vplan, discWarning, err := versionselect.PlanBackup(ctx, backup, disc, versionselect.Options{Priorities: sel.Priorities, Strict: sel.StrictVersions})
 	if vplan == nil {
 		return nil, err
 	}
 	if err != nil {
 		return nil, err // strict mode: no common version
 	}
-	p := &Plan{versions: vplan, CriticalPath: []types.UID{}, Cycles: []PlannedCycle{}, Blocked: []types.UID{}, Warnings: []string{}}
+	m := backup.Manifest()
+	p := &Plan{versions: vplan, CriticalPath: []types.UID{}, Cycles: []PlannedCycle{}, Blocked: []types.UID{}, Warnings: []string{},
+		source: BackupRef{Name: opts.BackupName, Location: opts.BackupLocation, Digest: digest(m)}, sel: sel, ext: ext, backup: backup}
 	if discWarning != nil {
 		p.Warnings = append(p.Warnings, discWarning.Error())
 	}
@@ -267,17 +273,16 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %s", c.GroupResource, c.Explain()))
 		}
 	}
-	m := backup.Manifest()
-	p.through, p.mappings = throughServed(m, vplan), opts.NamespaceMappings
-	if p.actions, err = actions(backup, opts); err != nil {
+	p.through = throughServed(m, vplan)
+	if p.actions, err = actions(backup, sel, ext); err != nil {
 		return nil, err
 	}
 	p.Plugins = []PlannedPlugin{}
 	for _, a := range p.actions {
 		p.Plugins = append(p.Plugins, PlannedPlugin{Name: a.Name, Version: a.Version, AppliesTo: a.Selector})
 	}
-	p.excluded = exclude(backup, opts, f)
-	g, gerr := graph.New(m, graph.Options{Rules: opts.Rules})
+	p.excluded = exclude(backup, sel, f)
+	g, gerr := graph.New(m, graph.Options{Rules: ext.Rules})
 	p.graph, p.manifest = g, m
 	for id := range int64(g.Len()) {
 		if g.NodeAt(id).Item != nil {
@@ -314,8 +319,8 @@ func plan(ctx context.Context, backup Backup, disc versionselect.Discovery, opts
 			p.CriticalPath = append(p.CriticalPath, n.Item.UID)
 		}
 	}
-	p.Warnings = append(p.Warnings, unprobedKinds(m, opts.Readiness)...)
-	for _, gr := range slices.SortedFunc(maps.Keys(opts.Priorities), manifest.CompareGroupResources) {
+	p.Warnings = append(p.Warnings, unprobedKinds(m, ext.Readiness)...)
+	for _, gr := range slices.SortedFunc(maps.Keys(sel.Priorities), manifest.CompareGroupResources) {
 		if _, held := m.Resource(gr); !held {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("version priorities name %s, which the backup does not hold", gr))
 		}
@@ -345,7 +350,7 @@ func (p *Plan) Objects() iter.Seq[PlannedObject] {
 // object describes node n, at level.
 func (p *Plan) object(n *graph.Node, level int) PlannedObject {
 	it := p.item(n.ID())
-	po := PlannedObject{ObjectRef: refOf(it, versionOf(p.versions, it), p.mappings), Level: level}
+	po := PlannedObject{ObjectRef: refOf(it, versionOf(p.versions, it), p.sel.NamespaceMappings), Level: level}
 	for _, c := range p.manifest.Aliases(it.UID) {
 		if c != it {
 			po.Folded = append(po.Folded, c.GroupResource().String())
@@ -374,23 +379,37 @@ func (p *Plan) Object(uid types.UID) (ObjectRef, bool) {
 	if t, ok := p.through[uid]; ok {
 		it = t
 	}
-	return refOf(it, versionOf(p.versions, it), p.mappings), true
+	return refOf(it, versionOf(p.versions, it), p.sel.NamespaceMappings), true
 }
 
-// MarshalJSON writes the plan with its objects, listed as Objects yields them.
+// planHead is the plan's JSON before its objects.
+type planHead struct {
+	Format    string    `json:"format"`
+	Backup    BackupRef `json:"backup"`
+	Selection Selection `json:"selection"`
+	*planFields
+}
+
+type planFields Plan // the fields without MarshalJSON
+
+func (p *Plan) head() planHead {
+	return planHead{Format: PlanFormat, Backup: p.source, Selection: p.sel, planFields: (*planFields)(p)}
+}
+
+// MarshalJSON writes the plan in its saved format (PlanFormat), with its objects listed
+// as Objects yields them.
 func (p *Plan) MarshalJSON() ([]byte, error) {
-	type fields Plan // the fields without this method
 	return json.Marshal(struct {
-		*fields
+		planHead
 		Objects jsonSeq[PlannedObject] `json:"objects"`
-	}{(*fields)(p), jsonSeq[PlannedObject](p.Objects())})
+	}{p.head(), jsonSeq[PlannedObject](p.Objects())})
 }
 
-// WriteJSON writes the plan's JSON to w, indented, as json.MarshalIndent would, but
-// computes, encodes and writes its objects one at a time.
+// WriteJSON writes the plan in its saved format to w, indented, as json.MarshalIndent
+// would, but computes, encodes and writes its objects one at a time. ReadPlan reads it
+// back.
 func (p *Plan) WriteJSON(w io.Writer) error {
-	type fields Plan // the fields without MarshalJSON
-	return writeJSON(w, (*fields)(p), p.Objects())
+	return writeJSON(w, p.head(), p.Objects())
 }
 
 func nonNil(s []string) []string {

@@ -55,7 +55,7 @@ var (
 func TestRealBackupRestoresWhole(t *testing.T) {
 	b := shop(t)
 	tgt := shopTarget(t)
-	rep, err := Run(context.Background(), tgt, b, Options{Retry: fastRetry})
+	rep, err := restoreAll(context.Background(), tgt, b, testOptions{Retry: fastRetry})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
 	res := byName(rep)
@@ -94,7 +94,7 @@ func TestRealBackupRestoresWhole(t *testing.T) {
 	}
 
 	// The plan says what it folded and what it leaves to the target.
-	p, err := PlanRestore(context.Background(), tgt, b, Options{})
+	p, err := planAll(context.Background(), tgt, b, testOptions{})
 	require.NoError(t, err)
 	folded, excluded := 0, map[string]int{}
 	for o := range p.Objects() {
@@ -124,7 +124,7 @@ func TestBuiltinActionsCanBeDisabled(t *testing.T) {
 		{builtin.Job, "jobs/migrate", "`selector` not auto-generated"},
 	} {
 		t.Run(tc.disable, func(t *testing.T) {
-			rep, err := Run(context.Background(), shopTarget(t), b, Options{Retry: fastRetry, DisablePlugins: []string{tc.disable}})
+			rep, err := restoreAll(context.Background(), shopTarget(t), b, testOptions{Retry: fastRetry, Disable: []string{tc.disable}})
 			require.NoError(t, err)
 			o := byName(rep)[tc.object]
 			assert.Equal(t, Failed, o.Status)
@@ -132,12 +132,12 @@ func TestBuiltinActionsCanBeDisabled(t *testing.T) {
 		})
 	}
 
-	rep, err := Run(context.Background(), shopTarget(t), b, Options{Retry: fastRetry, DisablePlugins: []string{ControllerManaged}})
+	rep, err := restoreAll(context.Background(), shopTarget(t), b, testOptions{Retry: fastRetry, Disable: []string{ControllerManaged}})
 	require.NoError(t, err)
 	assert.Equal(t, Restored, byName(rep)["endpointslices/web-k4z2b"].Status, "restored when the rule is off")
 
 	tgt := shopTarget(t)
-	rep, err = Run(context.Background(), tgt, b, Options{Retry: fastRetry, PreserveNodePorts: true})
+	rep, err = restoreAll(context.Background(), tgt, b, testOptions{Retry: fastRetry, PreserveNodePorts: true})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", firstFailure(rep))
 	ports, _, _ := unstructured.NestedSlice(get(t, tgt, servicesGVR, "web-public").Object, "spec", "ports")
@@ -171,8 +171,8 @@ func TestFoldedObjectRestoredThroughTheGroupTheTargetServes(t *testing.T) {
 	b := shop(t)
 	tgt := shopTarget(t)
 	tgt.Discovery = hideGroup{tgt, "events.k8s.io"}
-	opts := Options{Retry: fastRetry, NonRestorable: []schema.GroupResource{}}
-	rep, err := Run(context.Background(), tgt, b, opts)
+	opts := testOptions{Retry: fastRetry, NonRestorable: []schema.GroupResource{}}
+	rep, err := restoreAll(context.Background(), tgt, b, opts)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", firstFailure(rep))
 	events := 0
@@ -192,7 +192,7 @@ func TestFoldedObjectRestoredThroughTheGroupTheTargetServes(t *testing.T) {
 func TestHealthIsWaitedForAtTheEndOnly(t *testing.T) {
 	b := shop(t)
 	tgt := shopTarget(t)
-	rep, err := Run(context.Background(), tgt, b, Options{Retry: fastRetry, HealthTimeout: 300 * time.Millisecond})
+	rep, err := restoreAll(context.Background(), tgt, b, testOptions{Retry: fastRetry, HealthTimeout: 300 * time.Millisecond})
 	require.NoError(t, err)
 	assert.Zero(t, rep.Count(Failed), "nothing waits on health before its dependents: %v", firstFailure(rep))
 	require.NotNil(t, rep.Health)
@@ -228,8 +228,8 @@ func TestNamespaceDefaultsAreAdoptedQuietly(t *testing.T) {
 		return tgt
 	}
 	// The Namespace exists too: leave it out, so that Fail applies to what is in it.
-	opts := Options{Retry: fastRetry, Existing: Fail, NonRestorable: []schema.GroupResource{{Resource: "namespaces"}, {Resource: "events"}, {Group: "events.k8s.io", Resource: "events"}}}
-	rep, err := Run(ctx, prepared(), b, opts)
+	opts := testOptions{Retry: fastRetry, Existing: Fail, NonRestorable: []schema.GroupResource{{Resource: "namespaces"}, {Resource: "events"}, {Group: "events.k8s.io", Resource: "events"}}}
+	rep, err := restoreAll(ctx, prepared(), b, opts)
 	require.NoError(t, err)
 	res := byName(rep)
 	assert.Equal(t, Adopted, res["serviceaccounts/default"].Status)
@@ -240,13 +240,13 @@ func TestNamespaceDefaultsAreAdoptedQuietly(t *testing.T) {
 	assert.Equal(t, Restored, res["serviceaccounts/app"].Status)
 
 	// With the controller-managed rule off, it is one of the namespace's defaults.
-	opts.DisablePlugins = []string{ControllerManaged}
-	rep, err = Run(ctx, prepared(), b, opts)
+	opts.Disable = []string{ControllerManaged}
+	rep, err = restoreAll(ctx, prepared(), b, opts)
 	require.NoError(t, err)
 	assert.Equal(t, Adopted, byName(rep)["configmaps/kube-root-ca.crt"].Status)
 
-	opts.DisablePlugins = []string{ControllerManaged, NamespaceDefaults}
-	rep, err = Run(ctx, prepared(), b, opts)
+	opts.Disable = []string{ControllerManaged, NamespaceDefaults}
+	rep, err = restoreAll(ctx, prepared(), b, opts)
 	require.NoError(t, err)
 	res = byName(rep)
 	assert.Equal(t, Failed, res["serviceaccounts/default"].Status, "with the rule off, Fail applies")
@@ -268,7 +268,7 @@ func TestRestoreABackupVeleroWrote(t *testing.T) {
 	assert.Empty(t, b.Warnings(), "Velero's layout reads without a warning")
 	srv, tgt := cluster(t, memcluster.Options{GC: true, GCDelay: 50 * time.Millisecond, ServiceCIDR: "10.96.0.0/24"})
 	ctx := context.Background()
-	rep, err := Run(ctx, tgt, b, Options{Retry: fastRetry})
+	rep, err := restoreAll(ctx, tgt, b, testOptions{Retry: fastRetry})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
 	kinds := map[string]bool{}
@@ -284,7 +284,7 @@ func TestRestoreABackupVeleroWrote(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond)
 	assert.Zero(t, srv.Collected(), "nothing restored is collected")
-	v, err := Verify(ctx, tgt, b, Options{Retry: fastRetry})
+	v, err := verifyAll(ctx, tgt, b, testOptions{Retry: fastRetry})
 	require.NoError(t, err)
 	assert.True(t, v.OK(), "%v", v.Summary)
 }

@@ -32,8 +32,10 @@ type ObjectResult struct {
 	ObjectRef
 	NewUID types.UID `json:"newUID,omitempty"`
 	Status Status    `json:"status"`
-	// Reason says why an object failed or was skipped.
+	// Reason says why an object failed or was skipped; Err is the same as an error to
+	// inspect with errors.Is and errors.As (see ErrBlocked for the kinds).
 	Reason string `json:"reason,omitempty"`
+	Err    error  `json:"-"`
 	// BlockedBy is the chain from the failed object to this skipped one, by source UID.
 	BlockedBy []types.UID `json:"blockedBy,omitempty"`
 	// SkippedBy names the plugin that asked for the object to be left out.
@@ -59,7 +61,7 @@ type ObjectResult struct {
 type Report struct {
 	Summary  map[Status]int `json:"summary"`
 	Warnings []string       `json:"warnings,omitempty"`
-	// Health is what the wait for health found, when Options.HealthTimeout asked for it.
+	// Health is what the wait for health found, when RunOptions.HealthTimeout asked for it.
 	Health   *HealthReport `json:"health,omitempty"`
 	Started  time.Time     `json:"started"`
 	Finished time.Time     `json:"finished"`
@@ -88,7 +90,7 @@ func (r *Report) Objects() iter.Seq[ObjectResult] {
 			if it == nil {
 				continue
 			}
-			ref := refOf(it, versionOf(r.plan.versions, it), r.plan.mappings)
+			ref := refOf(it, versionOf(r.plan.versions, it), r.plan.sel.NamespaceMappings)
 			if !yield(r.outcomes[id].result(ref)) {
 				return
 			}
@@ -141,6 +143,7 @@ type outcome struct {
 // caller's step that is not one of the package's.
 type outcomeMore struct {
 	reason, skippedBy string
+	err               error
 	blockedBy         []types.UID
 	warnings          []string
 	newUID            types.UID
@@ -210,8 +213,8 @@ func (o *outcome) NewUID() types.UID {
 func outcomeOf(res *ObjectResult) outcome {
 	o := outcome{started: unixNano(res.Started), created: unixNano(res.Created), ready: unixNano(res.Ready), ended: unixNano(res.Ended),
 		waited: res.Waited, retries: int32(res.Retries), fromJournal: res.FromJournal}
-	if res.Reason != "" || res.SkippedBy != "" || len(res.BlockedBy) > 0 || len(res.Warnings) > 0 {
-		o.more = &outcomeMore{reason: res.Reason, skippedBy: res.SkippedBy, blockedBy: res.BlockedBy, warnings: res.Warnings}
+	if res.Reason != "" || res.Err != nil || res.SkippedBy != "" || len(res.BlockedBy) > 0 || len(res.Warnings) > 0 {
+		o.more = &outcomeMore{reason: res.Reason, err: res.Err, skippedBy: res.SkippedBy, blockedBy: res.BlockedBy, warnings: res.Warnings}
 	}
 	o.setStatus(res.Status)
 	o.setNewUID(res.NewUID)
@@ -224,7 +227,10 @@ func (o *outcome) result(ref ObjectRef) ObjectResult {
 		Started: fromUnixNano(o.started), Created: fromUnixNano(o.created), Ready: fromUnixNano(o.ready), Ended: fromUnixNano(o.ended),
 		Waited: o.waited}
 	if m := o.more; m != nil {
-		res.Reason, res.SkippedBy, res.BlockedBy, res.Warnings = m.reason, m.skippedBy, m.blockedBy, m.warnings
+		res.Reason, res.Err, res.SkippedBy, res.BlockedBy, res.Warnings = m.reason, m.err, m.skippedBy, m.blockedBy, m.warnings
+		if res.Reason == "" && m.err != nil {
+			res.Reason = m.err.Error()
+		}
 	}
 	return res
 }

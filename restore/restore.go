@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,14 +22,16 @@ import (
 
 // run is the state of one restore.
 type run struct {
-	opts    Options
+	opts    RunOptions
 	target  Target
 	backup  Backup
 	plan    *Plan
+	sel     Selection // the plan's
 	steps   []Step
 	waiter  *readiness.Waiter
 	actions []*plugin.Action
 	request *ria.Restore
+	log     *slog.Logger
 
 	journaled map[types.UID]Journaled // what an earlier run recorded
 	// mu guards outcomes, by node: each is written by its node when it ends, and read
@@ -35,24 +40,28 @@ type run struct {
 	outcomes []outcome
 }
 
-// Run restores backup into target. The report says what happened to every object; the
-// error is for what stopped the restore as a whole (planning in strict mode, a cancelled
-// ctx). A journal in opts is written to but not closed: its owner closes it.
-func Run(ctx context.Context, target Target, backup Backup, opts Options) (*Report, error) {
-	opts = opts.withDefaults()
+// Apply restores the plan p into target: exactly its objects, at its versions, with its
+// plugins. It first checks that the target still serves every version the plan chose
+// (and refuses with a *PlanChangedError when it does not). The report says what
+// happened to every object; the error is for what stopped the restore as a whole (a plan
+// that no longer holds, admission, a cancelled ctx). A journal in opts is written to but
+// not closed: its owner closes it.
+func Apply(ctx context.Context, p *Plan, target Target, opts RunOptions) (*Report, error) {
+	opts = opts.withDefaults(p.source.Name)
 	started := opts.Clock.Now()
-	r, err := newRun(ctx, target, backup, opts)
-	if err != nil {
-		return nil, err
+	log := opts.Logger.With("restore", opts.Name)
+	if err := p.recheck(ctx, target); err != nil {
+		log.Warn("the plan no longer holds", "error", err)
+		return nil, fmt.Errorf("restore: %w", err)
 	}
-	p := r.plan
+	r := newRun(p, target, opts)
 	if opts.Admitter != nil {
 		// An admission lost while the restore runs (another process may now write what
 		// it writes) ends it, with the reason as the context's cause.
 		var lost context.CancelCauseFunc
 		ctx, lost = context.WithCancelCause(ctx)
 		defer lost(nil)
-		op := p.operation(opts.Name, opts.Existing)
+		op := p.operation(opts.Name)
 		op.OnWait, op.Lost = opts.OnAdmissionWait, lost
 		release, err := opts.Admitter.Admit(ctx, op)
 		if err != nil {
@@ -60,6 +69,7 @@ func Run(ctx context.Context, target Target, backup Backup, opts Options) (*Repo
 		}
 		defer release()
 	}
+	log.Info("restore started", "backup", p.source.Name, "objects", p.Len(), "workers", opts.Workers)
 	// The plan's longest remaining paths are the scheduler's priorities, so that the
 	// critical path the plan shows is the one run first.
 	prio := p.graph.LongestRemaining(nil)
@@ -77,30 +87,37 @@ func Run(ctx context.Context, target Target, backup Backup, opts Options) (*Repo
 		rep.Health = r.waitHealthy(ctx, rep)
 		rep.Finished = opts.Clock.Now()
 	}
+	attrs := []any{"took", rep.Finished.Sub(rep.Started)}
+	for _, s := range []Status{Restored, Adopted, Updated, Skipped, Failed, Cancelled} {
+		if n := rep.Count(s); n > 0 {
+			attrs = append(attrs, strings.ToLower(string(s)), n)
+		}
+	}
+	if runErr != nil {
+		attrs = append(attrs, "error", runErr)
+	}
+	log.Info("restore ended", attrs...)
 	return rep, runErr
 }
 
-// newRun plans the restore and readies what its steps use. opts has its defaults.
-func newRun(ctx context.Context, target Target, backup Backup, opts Options) (*run, error) {
-	p, err := plan(ctx, backup, target.Discovery, opts)
-	if err != nil {
-		return nil, err
-	}
+// newRun readies what the steps of p's restore use.
+func newRun(p *Plan, target Target, opts RunOptions) *run {
 	r := &run{
-		opts: opts, target: target, backup: backup, plan: p,
-		waiter:   &readiness.Waiter{Client: target.Dynamic, Registry: opts.Readiness, Clock: opts.Clock},
-		request:  &ria.Restore{Name: opts.Name, Backup: opts.BackupName},
+		opts: opts, target: target, backup: p.backup, plan: p, sel: p.sel,
+		waiter:   &readiness.Waiter{Client: target.Dynamic, Registry: p.ext.Readiness, Clock: opts.Clock},
+		request:  &ria.Restore{Name: opts.Name, Backup: p.source.Name},
 		outcomes: make([]outcome, p.graph.Len()),
+		actions:  p.actions,
+		log:      opts.Logger.With("restore", opts.Name),
 	}
 	r.steps = r.defaultSteps()
-	if opts.Steps != nil {
-		r.steps = opts.Steps(r.steps)
+	if p.ext.Steps != nil {
+		r.steps = p.ext.Steps(r.steps)
 	}
-	r.actions = p.actions
 	if opts.Journal != nil {
 		r.journaled = opts.Journal.Journaled()
 	}
-	return r, nil
+	return r
 }
 
 // report merges the scheduler's results into what each node recorded, and lets the
@@ -123,21 +140,26 @@ func (r *run) report(srep *scheduler.Report, started time.Time, p *Plan) *Report
 			}
 		case scheduler.Failed:
 			o.setStatus(Failed)
-			o.detail().reason = sr.Err.Error()
+			if o.detail().err == nil { // a panic: the node recorded nothing
+				o.more.err = sr.Err
+			}
 		case scheduler.Skipped:
 			o.setStatus(Skipped)
-			o.detail().reason = sr.Err.Error()
+			blocked := &BlockedError{Cycle: errors.Is(sr.Err, scheduler.ErrCycle), Err: sr.Err}
 			for _, c := range sr.Chain {
 				if cn := p.graph.NodeAt(c); cn.Item != nil {
-					o.more.blockedBy = append(o.more.blockedBy, cn.Item.UID)
+					blocked.Chain = append(blocked.Chain, cn.Item.UID)
 				}
 			}
-			if errors.Is(sr.Err, scheduler.ErrCycle) {
-				o.more.reason = "on or behind a dependency cycle"
+			if sr.BlockedBy >= 0 {
+				if bn := p.graph.NodeAt(sr.BlockedBy); bn.Item != nil {
+					blocked.By = bn.Item.UID
+				}
 			}
+			o.detail().err, o.more.blockedBy = blocked, blocked.Chain
 		case scheduler.Cancelled:
 			o.setStatus(Cancelled)
-			o.detail().reason = sr.Err.Error()
+			o.detail().err = sr.Err
 		}
 		rep.Summary[o.Status()]++
 	}
@@ -183,8 +205,20 @@ func (r *run) restored(o *Object, uid types.UID) error {
 	return nil
 }
 
-// record keeps how o's restore ended.
-func (r *run) record(id int64, res *ObjectResult) {
+// failed logs that it failed with err, and returns err.
+func (r *run) failed(ctx context.Context, it *manifest.Item, err error) error {
+	r.log.WarnContext(ctx, "object failed", "object", it.String(), "uid", it.UID, "error", err)
+	return err
+}
+
+// record keeps how the restore of node id, it, ended: res, and err when it failed.
+func (r *run) record(ctx context.Context, id int64, it *manifest.Item, res *ObjectResult, err error) {
+	if err != nil {
+		res.Err = err
+	}
+	if r.log.Enabled(ctx, slog.LevelDebug) {
+		r.log.DebugContext(ctx, "object ended", "object", it.String(), "status", res.Status, "retries", res.Retries)
+	}
 	o := outcomeOf(res)
 	r.mu.Lock()
 	r.outcomes[id] = o
@@ -192,25 +226,36 @@ func (r *run) record(id int64, res *ObjectResult) {
 }
 
 // actions returns the built-in actions, then the caller's plugins, but those disabled.
-func actions(backup Backup, opts Options) ([]*plugin.Action, error) {
+func actions(backup Backup, sel Selection, ext Extensions) ([]*plugin.Action, error) {
 	var reg plugin.Registry
 	m := backup.Manifest()
 	inBackup := func(id manifest.ID) bool { _, ok := m.Get(id); return ok }
-	if err := builtin.Register(&reg, builtin.Options{PreserveNodePorts: opts.PreserveNodePorts, InBackup: inBackup}, opts.DisablePlugins...); err != nil {
+	if err := builtin.Register(&reg, builtin.Options{PreserveNodePorts: sel.PreserveNodePorts, InBackup: inBackup}, sel.Disable...); err != nil {
 		return nil, err
 	}
 	out, err := reg.Actions()
-	if err != nil || opts.Plugins == nil {
+	if err != nil || ext.Plugins == nil {
 		return out, err
 	}
-	theirs, err := opts.Plugins.Actions()
+	theirs, err := ext.Plugins.Actions()
 	if err != nil {
 		return nil, err
 	}
 	for _, a := range theirs {
-		if !disabled(opts, a.Name) {
+		if !slices.Contains(sel.Disable, a.Name) {
 			out = append(out, a)
 		}
 	}
 	return out, nil
+}
+
+// Run plans the restore of backup into target and applies the plan at once, as
+// restoregraph restore does without --plan. A plan that cannot be made is an error and
+// a nil report.
+func Run(ctx context.Context, backup Backup, target Target, po PlanOptions, ro RunOptions) (*Report, error) {
+	p, err := NewPlan(ctx, backup, target, po)
+	if err != nil {
+		return nil, err
+	}
+	return Apply(ctx, p, target, ro)
 }

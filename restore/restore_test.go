@@ -66,7 +66,7 @@ var fastRetry = wait.Backoff{Duration: 5 * time.Millisecond, Factor: 2, Cap: 100
 // the backup makes, as it makes it, with every ownerReference live.
 func assertComplete(t *testing.T, tgt Target, b *archive.Backup) {
 	t.Helper()
-	rep, err := Verify(context.Background(), tgt, b, Options{Retry: fastRetry})
+	rep, err := verifyAll(context.Background(), tgt, b, testOptions{Retry: fastRetry})
 	require.NoError(t, err)
 	for _, o := range rep.Objects {
 		assert.Equal(t, Verified, o.Verdict, "%s %s/%s: %v", o.Kind, o.Namespace, o.Name, o.Problems)
@@ -93,7 +93,7 @@ func assertOrder(t *testing.T, rep *Report, p *Plan) {
 func TestReportListsEveryObjectOnce(t *testing.T) {
 	b := capiBackup(t, 1)
 	_, cfg := cluster(t, memcluster.Options{})
-	rep, err := Run(context.Background(), cfg, b, Options{Retry: fastRetry})
+	rep, err := restoreAll(context.Background(), cfg, b, testOptions{Retry: fastRetry})
 	require.NoError(t, err)
 	objects := slices.Collect(rep.Objects())
 	require.Len(t, objects, rep.Len())
@@ -138,11 +138,11 @@ func TestCAPIRestoreLosesNothingToTheGarbageCollector(t *testing.T) {
 	ctx := context.Background()
 
 	srv, cfg := cluster(t, gcOpts)
-	rep, err := Run(ctx, cfg, b, Options{Workers: 8, Retry: fastRetry})
+	rep, err := restoreAll(ctx, cfg, b, testOptions{Workers: 8, Retry: fastRetry})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
 	assert.Equal(t, b.Manifest().Len(), rep.Count(Restored))
-	p, err := PlanRestore(ctx, cfg, b, Options{})
+	p, err := planAll(ctx, cfg, b, testOptions{})
 	require.NoError(t, err)
 	assertOrder(t, rep, p)
 	time.Sleep(10 * gcOpts.GCDelay) // let the collector act
@@ -150,7 +150,7 @@ func TestCAPIRestoreLosesNothingToTheGarbageCollector(t *testing.T) {
 	assert.Zero(t, srv.Collected(), "the collector deleted nothing restoregraph restored")
 
 	naiveSrv, naiveCfg := cluster(t, gcOpts)
-	_, err = Run(ctx, naiveCfg, b, Options{Workers: 8, Steps: without(StepRemapOwners), Retry: fastRetry})
+	_, err = restoreAll(ctx, naiveCfg, b, testOptions{Workers: 8, Steps: without(StepRemapOwners), Retry: fastRetry})
 	require.NoError(t, err)
 	// Wait until the collector has acted and then stayed still for three of its periods.
 	last, still := -1, 0
@@ -162,7 +162,7 @@ func TestCAPIRestoreLosesNothingToTheGarbageCollector(t *testing.T) {
 			last, still = n, 0
 		}
 	}
-	naive, err := Verify(context.Background(), naiveCfg, b, Options{})
+	naive, err := verifyAll(context.Background(), naiveCfg, b, testOptions{})
 	require.NoError(t, err)
 	lost := naive.Summary[Missing]
 	t.Logf("objects in the backup: %d; lost to the garbage collector: restoregraph %d, owner references copied verbatim %d",
@@ -183,7 +183,7 @@ func firstFailure(rep *Report) string {
 func TestCRDsBeforeTheirResources(t *testing.T) {
 	b := capiBackup(t, 1)
 	_, cfg := cluster(t, memcluster.Options{EstablishDelay: 150 * time.Millisecond})
-	rep, err := Run(context.Background(), cfg, b, Options{Workers: 16, Retry: fastRetry})
+	rep, err := restoreAll(context.Background(), cfg, b, testOptions{Workers: 16, Retry: fastRetry})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", firstFailure(rep))
 	var crdReady time.Time
@@ -206,7 +206,7 @@ func TestTransientFaults(t *testing.T) {
 	b := capiBackup(t, 2)
 	faults := &memcluster.Faults{Seed: 7, TooManyRequests: 0.03, InternalError: 0.03, Timeout: 0.02, TimeoutAfter: 5 * time.Millisecond, LostResponse: 0.02}
 	_, cfg := cluster(t, memcluster.Options{Faults: faults})
-	rep, err := Run(context.Background(), cfg, b, Options{Workers: 8, Retry: fastRetry})
+	rep, err := restoreAll(context.Background(), cfg, b, testOptions{Workers: 8, Retry: fastRetry})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", firstFailure(rep))
 	retries := 0
@@ -235,7 +235,7 @@ func TestPermanentFailureSkipsOnlyDescendants(t *testing.T) {
 	_, cfg := cluster(t, memcluster.Options{})
 	var reg plugin.Registry
 	require.NoError(t, reg.Register("fail", plugin.V1, failOn{"KubeadmControlPlane", "workload-00-control-plane"}))
-	rep, err := Run(context.Background(), cfg, b, Options{Plugins: &reg, Retry: fastRetry})
+	rep, err := restoreAll(context.Background(), cfg, b, testOptions{Plugins: &reg, Retry: fastRetry})
 	require.NoError(t, err)
 	assert.Equal(t, 1, rep.Count(Failed))
 	var kcpUID types.UID
@@ -270,7 +270,7 @@ func TestResumeAfterCancellation(t *testing.T) {
 		journal := openJournal(t, path)
 		ctx, cancel := context.WithCancel(context.Background())
 		var done atomic.Int64
-		rep, err := Run(ctx, cfg, b, Options{Workers: 4, Journal: journal, Retry: fastRetry, OnEvent: func(ev Event) {
+		rep, err := restoreAll(ctx, cfg, b, testOptions{Workers: 4, Journal: journal, Retry: fastRetry, OnEvent: func(ev Event) {
 			if ev.Type == EventSucceeded && done.Add(1) == stopAfter {
 				cancel()
 			}
@@ -282,7 +282,7 @@ func TestResumeAfterCancellation(t *testing.T) {
 
 		journal = openJournal(t, path)
 		defer journal.Close()
-		rep, err = Run(context.Background(), cfg, b, Options{Workers: 4, Journal: journal, Retry: fastRetry})
+		rep, err = restoreAll(context.Background(), cfg, b, testOptions{Workers: 4, Journal: journal, Retry: fastRetry})
 		require.NoError(t, err)
 		require.True(t, rep.OK(), "%v", firstFailure(rep))
 		fromJournal := 0
@@ -302,12 +302,12 @@ func TestResumeWithoutJournal(t *testing.T) {
 	_, cfg := cluster(t, memcluster.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	var done atomic.Int64
-	Run(ctx, cfg, b, Options{Workers: 2, Retry: fastRetry, OnEvent: func(ev Event) {
+	restoreAll(ctx, cfg, b, testOptions{Workers: 2, Retry: fastRetry, OnEvent: func(ev Event) {
 		if ev.Type == EventSucceeded && done.Add(1) == 10 {
 			cancel()
 		}
 	}})
-	rep, err := Run(context.Background(), cfg, b, Options{Existing: Fail, Retry: fastRetry})
+	rep, err := restoreAll(context.Background(), cfg, b, testOptions{Existing: Fail, Retry: fastRetry})
 	require.NoError(t, err)
 	assert.True(t, rep.OK(), "objects of the first run are recognised by their annotation, even with Existing=Fail: %v", firstFailure(rep))
 	assert.Zero(t, rep.Count(Adopted))
@@ -330,7 +330,7 @@ func TestExistingPolicies(t *testing.T) {
 			existing, err := secrets.Create(ctx, pre, metav1.CreateOptions{})
 			require.NoError(t, err)
 
-			rep, err := Run(ctx, cfg, b, Options{Existing: policy, Retry: fastRetry})
+			rep, err := restoreAll(ctx, cfg, b, testOptions{Existing: policy, Retry: fastRetry})
 			require.NoError(t, err)
 			got, _ := secrets.Get(ctx, "workload-00-kubeconfig", metav1.GetOptions{})
 			var res ObjectResult
@@ -391,7 +391,7 @@ func TestPluginAdditionalItems(t *testing.T) {
 	var reg plugin.Registry
 	p := &needsConfigMap{}
 	require.NoError(t, reg.Register("crs", plugin.V2, p))
-	rep, err := Run(context.Background(), cfg, b, Options{Plugins: &reg, Retry: fastRetry})
+	rep, err := restoreAll(context.Background(), cfg, b, testOptions{Plugins: &reg, Retry: fastRetry})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", firstFailure(rep))
 	var cm, crs ObjectResult
@@ -411,7 +411,7 @@ func TestPluginAdditionalItems(t *testing.T) {
 func TestPlanWritesNothing(t *testing.T) {
 	b := capiBackup(t, 1)
 	_, cfg := cluster(t, memcluster.Options{})
-	p, err := PlanRestore(context.Background(), cfg, b, Options{})
+	p, err := planAll(context.Background(), cfg, b, testOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, b.Manifest().Len(), p.Len())
 	objects := slices.Collect(p.Objects())
@@ -434,7 +434,7 @@ func TestPlanWritesNothing(t *testing.T) {
 	assert.Equal(t, "v1beta1", crd.Version)
 	assert.Equal(t, "clusters.cluster.x-k8s.io", crd.TargetFromCRD, "the target will serve what the backup's CRD serves")
 	assert.Contains(t, p.Warnings, "no readiness probe for Cluster.cluster.x-k8s.io: policy ReadyOnCreate")
-	js, err := p.JSON()
+	js, err := json.MarshalIndent(p, "", "  ")
 	require.NoError(t, err)
 	var written bytes.Buffer
 	require.NoError(t, p.WriteJSON(&written))
@@ -449,7 +449,7 @@ func TestPlanWritesNothing(t *testing.T) {
 	require.NoError(t, json.Unmarshal(js, &decoded))
 	assert.Equal(t, objects, decoded.Objects, "the JSON lists the objects, in order")
 	assert.Equal(t, p.CriticalPath, decoded.CriticalPath)
-	v, err := Verify(context.Background(), cfg, b, Options{})
+	v, err := verifyAll(context.Background(), cfg, b, testOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, p.Len(), v.Summary[Missing], "a plan creates nothing")
 }
@@ -489,11 +489,11 @@ func (secretsFirst) AddEdges(b *graph.RuleBuilder) {
 func TestCallersStepsAndRules(t *testing.T) {
 	b := capiBackup(t, 1)
 	_, cfg := cluster(t, memcluster.Options{})
-	opts := Options{Retry: fastRetry, Rules: []graph.Rule{secretsFirst{}}, Steps: func(steps []Step) []Step {
+	opts := testOptions{Retry: fastRetry, Rules: []graph.Rule{secretsFirst{}}, Steps: func(steps []Step) []Step {
 		i := slices.IndexFunc(steps, func(s Step) bool { return s.Name == StepSanitize })
 		return slices.Insert(steps, i+1, Step{Name: "label", Run: labelStep})
 	}}
-	p, err := PlanRestore(context.Background(), cfg, b, opts)
+	p, err := planAll(context.Background(), cfg, b, opts)
 	require.NoError(t, err)
 	reasons := map[string]bool{}
 	for o := range p.Objects() {
@@ -503,7 +503,7 @@ func TestCallersStepsAndRules(t *testing.T) {
 	}
 	assert.True(t, reasons["secrets-first"] || reasons["namespace+secrets-first"], "the plan names the caller's rule: %v", reasons)
 
-	rep, err := Run(context.Background(), cfg, b, opts)
+	rep, err := restoreAll(context.Background(), cfg, b, opts)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", firstFailure(rep))
 	assertOrder(t, rep, p)
@@ -518,11 +518,11 @@ func TestCallersStepsAndRules(t *testing.T) {
 func TestPriorityIsThePlansCriticalPath(t *testing.T) {
 	b := capiBackup(t, 2)
 	_, cfg := cluster(t, memcluster.Options{})
-	p, err := PlanRestore(context.Background(), cfg, b, Options{})
+	p, err := planAll(context.Background(), cfg, b, testOptions{})
 	require.NoError(t, err)
 	// With one worker, the first object started is the head of the plan's critical path.
 	var first *manifest.Item
-	rep, err := Run(context.Background(), cfg, b, Options{Workers: 1, Retry: fastRetry, OnEvent: func(ev Event) {
+	rep, err := restoreAll(context.Background(), cfg, b, testOptions{Workers: 1, Retry: fastRetry, OnEvent: func(ev Event) {
 		if ev.Type == EventStarted && first == nil {
 			first = ev.Item
 		}
@@ -578,7 +578,7 @@ func TestPanicInAStepFailsItsObject(t *testing.T) {
 		}
 		return nil
 	}}
-	rep, err := Run(context.Background(), shopTarget(t), b, Options{Retry: fastRetry,
+	rep, err := restoreAll(context.Background(), shopTarget(t), b, testOptions{Retry: fastRetry,
 		Steps: func(steps []Step) []Step { return append([]Step{panicky}, steps...) }})
 	require.NoError(t, err, "a panic is the object's failure, not the restore's")
 	objects := byName(rep)
@@ -617,7 +617,7 @@ func TestHungPluginFailsItsObject(t *testing.T) {
 	var err error
 	go func() {
 		defer close(done)
-		rep, err = Run(context.Background(), shopTarget(t), shop(t), Options{Plugins: &reg, Retry: fastRetry, ItemTimeout: 500 * time.Millisecond})
+		rep, err = restoreAll(context.Background(), shopTarget(t), shop(t), testOptions{Plugins: &reg, Retry: fastRetry, ItemTimeout: 500 * time.Millisecond})
 	}()
 	select {
 	case <-done:

@@ -26,7 +26,7 @@ func restored(rep *Report) map[string][]string {
 
 func TestFilterByResourceAndSelector(t *testing.T) {
 	b := shop(t)
-	rep, err := Run(context.Background(), shopTarget(t), b, Options{Retry: fastRetry, Filter: filter.Spec{
+	rep, err := restoreAll(context.Background(), shopTarget(t), b, testOptions{Retry: fastRetry, Filter: filter.Spec{
 		IncludeResources: []string{"cm", "Deployment", "rs", "pods"}, Selector: labels.SelectorFromSet(labels.Set{"app": "web"})}})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", firstFailure(rep))
@@ -52,7 +52,7 @@ func TestFilterByResourceAndSelector(t *testing.T) {
 
 func TestFilterByNamespaceKeepsWhatTheSelectionNeeds(t *testing.T) {
 	b := capiBackup(t, 2)
-	rep, err := Run(context.Background(), shopTarget(t), b, Options{Retry: fastRetry, Filter: filter.Spec{IncludeNamespaces: []string{"fleet-01"}}})
+	rep, err := restoreAll(context.Background(), shopTarget(t), b, testOptions{Retry: fastRetry, Filter: filter.Spec{IncludeNamespaces: []string{"fleet-01"}}})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", firstFailure(rep))
 	for o := range rep.Objects() {
@@ -69,7 +69,7 @@ func TestFilterByNamespaceKeepsWhatTheSelectionNeeds(t *testing.T) {
 }
 
 func TestUnknownResourceNameIsRefused(t *testing.T) {
-	_, err := PlanRestore(context.Background(), shopTarget(t), shop(t), Options{Filter: filter.Spec{ExcludeResources: []string{"gizmos"}}})
+	_, err := planAll(context.Background(), shopTarget(t), shop(t), testOptions{Filter: filter.Spec{ExcludeResources: []string{"gizmos"}}})
 	var ue *filter.UnknownResourceError
 	require.ErrorAs(t, err, &ue)
 	assert.Equal(t, "gizmos", ue.Name)
@@ -83,7 +83,7 @@ func TestNamespaceMappingAndRestoreLabels(t *testing.T) {
 	_, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx,
 		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop-copy"}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	rep, err := Run(ctx, tgt, b, Options{Retry: fastRetry, NamespaceMappings: map[string]string{"shop": "shop-copy"},
+	rep, err := restoreAll(ctx, tgt, b, testOptions{Retry: fastRetry, NamespaceMappings: map[string]string{"shop": "shop-copy"},
 		BackupName: "shop-nightly", Name: "shop-copy-1"})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", firstFailure(rep))
@@ -124,7 +124,7 @@ func TestLabelValuesFitKubernetes(t *testing.T) {
 }
 
 func TestPrioritiesForResourcesNotInTheBackupAreAWarning(t *testing.T) {
-	p, err := PlanRestore(context.Background(), shopTarget(t), shop(t), Options{Priorities: map[schema.GroupResource][]string{
+	p, err := planAll(context.Background(), shopTarget(t), shop(t), testOptions{Priorities: map[schema.GroupResource][]string{
 		{Group: "autoscaling", Resource: "horizontalpodautoscalers"}: {"v1"},
 		{Group: "x.io", Resource: "gizmos"}:                          {"v2"},
 	}})

@@ -33,7 +33,7 @@ const (
 	StepRead = "read"
 	// StepSanitize removes what the server sets, and status unless it is kept.
 	StepSanitize = "sanitize"
-	// StepMapNamespaces moves the object into the namespace Options.NamespaceMappings
+	// StepMapNamespaces moves the object into the namespace Selection.NamespaceMappings
 	// names: its own namespace, a Namespace's name, role binding subjects, a volume's
 	// claim.
 	StepMapNamespaces = "map-namespaces"
@@ -49,7 +49,7 @@ const (
 	// StepCreate creates the object, handling one that exists by the Existing policy,
 	// and records it in the journal.
 	StepCreate = "create"
-	// StepStatus restores status for the group-resources in Options.KeepStatus.
+	// StepStatus restores status for the group-resources in Selection.KeepStatus.
 	StepStatus = "status"
 	// StepReady waits until the object is ready, so that its dependents may start.
 	StepReady = "ready"
@@ -79,6 +79,10 @@ type Object struct {
 	// Result is the object's line of the report.
 	Result *ObjectResult
 
+	// DryRun: the pipeline runs for Verify, to learn what the restore makes of the
+	// object, and must write nothing to the target. The steps before StepCreate run.
+	DryRun bool
+
 	node     *scheduler.Node
 	budget   *budget
 	finished bool
@@ -105,43 +109,66 @@ func (r *run) defaultSteps() []Step {
 }
 
 // restoreNode restores one object through the pipeline: the scheduler's function.
-func (r *run) restoreNode(ctx context.Context, n *scheduler.Node) error {
+func (r *run) restoreNode(ctx context.Context, n *scheduler.Node) (err error) {
 	it := r.plan.item(n.ID())
 	if it == nil {
 		return nil // a barrier
 	}
 	res := &ObjectResult{Started: r.opts.Clock.Now()}
-	defer r.record(n.ID(), res)
+	defer func() {
+		if err != nil {
+			err = r.failed(ctx, it, err)
+		}
+		r.record(ctx, n.ID(), it, res, err)
+	}()
 	if ex, ok := r.plan.excluded[r.plan.graph.NodeAt(n.ID()).Item]; ok {
 		res.Status, res.SkippedBy, res.Reason = Skipped, ex.by, ex.reason
 		return nil
 	}
+	o, err := r.object(it, res)
+	if err != nil {
+		return err
+	}
+	o.node = n
+	return r.runSteps(ctx, o, r.steps)
+}
+
+// object readies it for the pipeline, with res as its result; an error when its
+// group-resource is not restorable.
+func (r *run) object(it *manifest.Item, res *ObjectResult) (*Object, error) {
 	choice, _ := r.plan.versions.For(it.GroupResource())
 	if choice.Rule == versionselect.RuleNotServed {
-		return fmt.Errorf("%s", choice.Explain())
+		return nil, fmt.Errorf("%w: %s", ErrNotServed, choice.Explain())
 	}
 	gvr := schema.GroupVersionResource{Group: it.Group, Version: choice.Version, Resource: it.Resource}
-	ns, name := refOf(it, "", r.opts.NamespaceMappings).InTarget()
-	o := &Object{Item: it, Resource: gvr, Client: r.target.Dynamic.Resource(gvr).Namespace(ns), Name: name, Result: res, node: n,
-		budget: &budget{clock: r.opts.Clock, total: r.opts.ItemTimeout}}
-	// Consecutive bounded steps share one run of the budget.
-	for i := 0; i < len(r.steps) && !o.finished; {
-		if r.steps[i].Unbounded {
-			if err := r.steps[i].Run(ctx, o); err != nil {
-				return err
+	ns, name := refOf(it, "", r.sel.NamespaceMappings).InTarget()
+	return &Object{Item: it, Resource: gvr, Client: r.target.Dynamic.Resource(gvr).Namespace(ns), Name: name, Result: res,
+		budget: &budget{clock: r.opts.Clock, total: r.opts.ItemTimeout}}, nil
+}
+
+// runSteps runs steps on o in order, until one fails or finishes o. Consecutive bounded
+// steps share one run of o's budget. A step's error is returned as a *StepError.
+func (r *run) runSteps(ctx context.Context, o *Object, steps []Step) error {
+	for i := 0; i < len(steps) && !o.finished; {
+		if steps[i].Unbounded {
+			if err := steps[i].Run(ctx, o); err != nil {
+				return &StepError{Step: steps[i].Name, Err: err}
 			}
 			i++
 			continue
 		}
 		j := i
-		for j < len(r.steps) && !r.steps[j].Unbounded {
+		for j < len(steps) && !steps[j].Unbounded {
 			j++
 		}
-		bounded := r.steps[i:j]
+		bounded := steps[i:j]
 		err := o.budget.run(ctx, func(ctx context.Context) error {
 			for _, s := range bounded {
-				if err := s.Run(ctx, o); err != nil || o.finished {
-					return err
+				if err := s.Run(ctx, o); err != nil {
+					return &StepError{Step: s.Name, Err: err}
+				}
+				if o.finished {
+					return nil
 				}
 			}
 			return nil

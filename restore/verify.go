@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/restoregraph/restoregraph/manifest"
-	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
-	riav2 "github.com/restoregraph/restoregraph/plugin/restoreitemaction/v2"
 	"github.com/restoregraph/restoregraph/versionselect"
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,22 +56,23 @@ type VerifyReport struct {
 // OK reports whether every object was verified.
 func (r *VerifyReport) OK() bool { return r.Summary[Missing] == 0 && r.Summary[Differs] == 0 }
 
-// Verify checks that target holds what restoring backup with opts should have made.
-// Every object the restore makes (after the filter, the plan's exclusions and the
-// namespace mappings) must exist, found by its namespace and name in the target; every
+// Verify checks that target holds what applying p should have made. Every object the
+// plan restores must exist, found by its namespace and name in the target; every
 // ownerReference must name a live object of that kind, name and UID; and an object the
 // restore made (it carries SourceUIDAnnotation) must hold what the restore makes of the
-// backup's body: the body read at the chosen version, sanitized, mapped and passed
-// through the restore item actions, every field of it equal in the target. Fields the
+// backup's body: the plan's pipeline (with the caller's steps) run on it up to
+// StepCreate, as a dry run, every field of the result equal in the target. Fields the
 // target adds (defaults, allocated IPs, generated selectors) and metadata and status are
 // not compared. The report lists each object with its verdict and problems.
-func Verify(ctx context.Context, target Target, backup Backup, opts Options) (*VerifyReport, error) {
-	opts = opts.withDefaults()
-	r, err := newRun(ctx, target, backup, opts)
-	if err != nil {
-		return nil, err
+func Verify(ctx context.Context, p *Plan, target Target, opts RunOptions) (*VerifyReport, error) {
+	opts = opts.withDefaults(p.source.Name)
+	opts.Journal = nil // a dry run: nothing is recorded, nothing taken from an earlier run
+	r := newRun(p, target, opts)
+	create := slices.IndexFunc(r.steps, func(s Step) bool { return s.Name == StepCreate })
+	if create < 0 {
+		return nil, fmt.Errorf("verify: the pipeline has no step %q: what the restore makes is what the steps before it make", StepCreate)
 	}
-	p := r.plan
+	r.steps = r.steps[:create]
 	out := make([]*VerifiedObject, p.graph.Len())
 	var g errgroup.Group
 	g.SetLimit(opts.Workers)
@@ -101,7 +101,7 @@ func Verify(ctx context.Context, target Target, backup Backup, opts Options) (*V
 func (r *run) verifyOne(ctx context.Context, id int64) (*VerifiedObject, error) {
 	it := r.plan.item(id)
 	choice, _ := r.plan.versions.For(it.GroupResource())
-	v := &VerifiedObject{ObjectRef: refOf(it, choice.Version, r.opts.NamespaceMappings), Verdict: Verified}
+	v := &VerifiedObject{ObjectRef: refOf(it, choice.Version, r.sel.NamespaceMappings), Verdict: Verified}
 	problem := func(format string, args ...any) {
 		v.Verdict = Differs
 		v.Problems = append(v.Problems, fmt.Sprintf(format, args...))
@@ -143,7 +143,7 @@ func (r *run) verifyOne(ctx context.Context, id int64) (*VerifiedObject, error) 
 		v.Adopted = true
 		return v, nil
 	}
-	want, err := r.expected(ctx, it, gvr)
+	want, err := r.expected(ctx, it)
 	if err != nil {
 		problem("what the restore makes of the backup's body: %v", err)
 		return v, nil
@@ -191,7 +191,7 @@ func (r *run) liveController(ctx context.Context, it *manifest.Item, gvr schema.
 		return ""
 	}
 	choice, _ := r.plan.versions.For(owner.GroupResource())
-	ns, name := refOf(owner, choice.Version, r.opts.NamespaceMappings).InTarget()
+	ns, name := refOf(owner, choice.Version, r.sel.NamespaceMappings).InTarget()
 	ogvr := schema.GroupVersionResource{Group: owner.Group, Version: choice.Version, Resource: owner.Resource}
 	err := r.get(ctx, func() error {
 		_, err := r.target.Dynamic.Resource(ogvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
@@ -223,7 +223,7 @@ func (r *run) lostOwners(ctx context.Context, it *manifest.Item, gvr schema.Grou
 		if choice.Rule == versionselect.RuleNotServed {
 			continue
 		}
-		ns, name := refOf(owner, choice.Version, r.opts.NamespaceMappings).InTarget()
+		ns, name := refOf(owner, choice.Version, r.sel.NamespaceMappings).InTarget()
 		ogvr := schema.GroupVersionResource{Group: owner.Group, Version: choice.Version, Resource: owner.Resource}
 		var liveOwner *unstructured.Unstructured
 		err := r.get(ctx, func() (err error) {
@@ -246,25 +246,19 @@ func (r *run) lostOwners(ctx context.Context, it *manifest.Item, gvr schema.Grou
 	return lost
 }
 
-// expected is what the restore makes of the object's body, before it is created.
-func (r *run) expected(ctx context.Context, it *manifest.Item, gvr schema.GroupVersionResource) (*unstructured.Unstructured, error) {
-	o := &Object{Item: it, Resource: gvr, Result: &ObjectResult{}}
-	for _, step := range []func(context.Context, *Object) error{r.stepRead, r.stepSanitize, r.stepMapNamespaces} {
-		if err := step(ctx, o); err != nil {
-			return nil, err
-		}
+// expected is what the restore makes of the object's body, before it is created: the
+// run's steps (cut at StepCreate by Verify) as a dry run.
+func (r *run) expected(ctx context.Context, it *manifest.Item) (*unstructured.Unstructured, error) {
+	o, err := r.object(it, &ObjectResult{})
+	if err != nil {
+		return nil, err
 	}
-	for _, a := range r.actions {
-		if !a.AppliesTo(it.GroupResource(), it.Namespace, it.Labels) {
-			continue
-		}
-		out, err := riav2.Execute(ctx, a.RestoreItemAction, &ria.ExecuteInput{Item: o.Body, ItemFromBackup: o.Backup, Restore: r.request})
-		if err != nil {
-			return nil, fmt.Errorf("plugin %s: %w", a.Name, err)
-		}
-		if out.UpdatedItem != nil {
-			o.Body = out.UpdatedItem
-		}
+	o.DryRun = true
+	if err := r.runSteps(ctx, o, r.steps); err != nil {
+		return nil, err
+	}
+	if o.Body == nil {
+		return nil, fmt.Errorf("the steps made no body (is %q among them?)", StepRead)
 	}
 	return o.Body, nil
 }

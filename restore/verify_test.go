@@ -25,12 +25,12 @@ func TestVerifyNamesWhatIsBroken(t *testing.T) {
 	b := shop(t)
 	tgt := shopTarget(t)
 	ctx := context.Background()
-	opts := Options{Retry: fastRetry, NamespaceMappings: map[string]string{"shop": "shop-copy"}}
-	rep, err := Run(ctx, tgt, b, opts)
+	opts := testOptions{Retry: fastRetry, NamespaceMappings: map[string]string{"shop": "shop-copy"}}
+	rep, err := restoreAll(ctx, tgt, b, opts)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", firstFailure(rep))
 
-	v, err := Verify(ctx, tgt, b, opts)
+	v, err := verifyAll(ctx, tgt, b, opts)
 	require.NoError(t, err)
 	require.True(t, v.OK(), "%v", v.Summary)
 	assert.Equal(t, rep.Count(Restored), v.Summary[Verified], "every object restored is verified; none left to the target is asked for")
@@ -53,7 +53,7 @@ func TestVerifyNamesWhatIsBroken(t *testing.T) {
 	_, err = pods.Update(ctx, &pod, metav1.UpdateOptions{})
 	require.NoError(t, err)
 
-	v, err = Verify(ctx, tgt, b, opts)
+	v, err = verifyAll(ctx, tgt, b, opts)
 	require.NoError(t, err)
 	assert.False(t, v.OK())
 	got := verdicts(v)
@@ -74,8 +74,8 @@ func TestVerifyReportsLostOwnership(t *testing.T) {
 	b := shop(t)
 	tgt := shopTarget(t)
 	ctx := context.Background()
-	opts := Options{Retry: fastRetry, NamespaceMappings: map[string]string{"shop": "shop-owned"}}
-	rep, err := Run(ctx, tgt, b, opts)
+	opts := testOptions{Retry: fastRetry, NamespaceMappings: map[string]string{"shop": "shop-owned"}}
+	rep, err := restoreAll(ctx, tgt, b, opts)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", firstFailure(rep))
 
@@ -93,7 +93,7 @@ func TestVerifyReportsLostOwnership(t *testing.T) {
 	_, err = replicasets.Update(ctx, &rs, metav1.UpdateOptions{})
 	require.NoError(t, err)
 
-	v, err := Verify(ctx, tgt, b, opts)
+	v, err := verifyAll(ctx, tgt, b, opts)
 	require.NoError(t, err)
 	assert.False(t, v.OK(), "lost ownership is not verified")
 	got := verdicts(v)["replicasets/"+rs.GetName()]

@@ -51,22 +51,24 @@ func BenchmarkIntegrationRestore(b *testing.B) {
 func benchRestore(b *testing.B, name string, gen func(prefix string) *workload.Backup) {
 	var ceilingT, graphT, veleroT time.Duration
 	var n int
+	veleroPO, veleroRO := baseline.Velero(restore.PlanOptions{}, restore.RunOptions{})
 	for i := 0; b.Loop(); i++ {
 		ceilGen := gen(fmt.Sprintf("%s-ceil%d", name, i))
 		n = preferred(ceilGen)
 		ceilingT += ceiling(b, ceilGen)
 		for _, mode := range []struct {
 			prefix string
-			opts   restore.Options
+			po     restore.PlanOptions
+			ro     restore.RunOptions
 			took   *time.Duration
 		}{
-			{fmt.Sprintf("%s-graph%d", name, i), restore.Options{Workers: benchWorkers}, &graphT},
-			{fmt.Sprintf("%s-velero%d", name, i), baseline.Velero(restore.Options{}), &veleroT},
+			{fmt.Sprintf("%s-graph%d", name, i), restore.PlanOptions{}, restore.RunOptions{Workers: benchWorkers}, &graphT},
+			{fmt.Sprintf("%s-velero%d", name, i), veleroPO, veleroRO, &veleroT},
 		} {
 			backup := readBackup(b, gen(mode.prefix))
 			c := cfg()
 			c.QPS, c.Burst = benchQPS, benchQPS
-			rep, err := restore.Run(context.Background(), restoreTarget(b, c), backup, mode.opts)
+			rep, err := restore.Run(context.Background(), backup, restoreTarget(b, c), mode.po, mode.ro)
 			if err != nil || !rep.OK() {
 				b.Fatalf("%s: %v %v", mode.prefix, err, rep.Summary)
 			}

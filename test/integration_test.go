@@ -95,7 +95,7 @@ func capi(t testing.TB, prefix string, clusters int) *archive.Backup {
 // namespacedPresent verifies the backup's restore and counts its namespaced objects (and
 // Namespaces) present in the target, whatever made them. CRDs are shared by the runs.
 func namespacedPresent(t testing.TB, b *archive.Backup) (present, total int) {
-	v, err := restore.Verify(context.Background(), restoreTarget(t, cfg()), b, restore.Options{})
+	v, err := verify(restoreTarget(t, cfg()), b)
 	require.NoError(t, err)
 	for _, o := range v.Objects {
 		if o.Namespace == "" && o.Kind != "Namespace" {
@@ -115,12 +115,12 @@ func namespacedPresent(t testing.TB, b *archive.Backup) (present, total int) {
 func TestCAPIRestoreWithTheRealGarbageCollector(t *testing.T) {
 	ctx := context.Background()
 	b := capi(t, "graph", 3)
-	rep, err := restore.Run(ctx, restoreTarget(t, cfg()), b, restore.Options{Workers: 16})
+	rep, err := restore.Run(ctx, b, restoreTarget(t, cfg()), restore.PlanOptions{}, restore.RunOptions{Workers: 16})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", rep.Summary)
 
 	naive := capi(t, "naive", 3)
-	nrep, err := restore.Run(ctx, restoreTarget(t, cfg()), naive, baseline.CopyOwnerReferences(restore.Options{Workers: 16}))
+	nrep, err := restore.Run(ctx, naive, restoreTarget(t, cfg()), restore.PlanOptions{Extensions: baseline.CopyOwnerReferences(restore.Extensions{})}, restore.RunOptions{Workers: 16})
 	require.NoError(t, err)
 	require.True(t, nrep.OK(), "%v", nrep.Summary)
 
@@ -184,7 +184,7 @@ func TestVersionSelectionAgainstRealCRDs(t *testing.T) {
 
 	// A backup that carries its CRD, not yet in the target: planned from the CRD.
 	b := capi(t, "versions", 1)
-	p, err := restore.PlanRestore(ctx, restoreTarget(t, cfg()), b, restore.Options{})
+	p, err := restore.NewPlan(ctx, b, restoreTarget(t, cfg()), restore.PlanOptions{})
 	require.NoError(t, err)
 	for _, v := range p.Versions {
 		if v.Group == "cluster.x-k8s.io" && v.Resource == "machines" {
@@ -219,7 +219,7 @@ func runChild() int {
 		return 2
 	}
 	defer journal.Close()
-	_, err = restore.Run(context.Background(), tgt, b, restore.Options{Workers: 2, Journal: journal})
+	_, err = restore.Run(context.Background(), b, tgt, restore.PlanOptions{}, restore.RunOptions{Workers: 2, Journal: journal})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -261,7 +261,7 @@ func TestSIGKILLAndResume(t *testing.T) {
 	j, err := restore.OpenJournal(journal)
 	require.NoError(t, err)
 	defer j.Close()
-	rep, err := restore.Run(context.Background(), restoreTarget(t, cfg()), b, restore.Options{Workers: 8, Journal: j})
+	rep, err := restore.Run(context.Background(), b, restoreTarget(t, cfg()), restore.PlanOptions{}, restore.RunOptions{Workers: 8, Journal: j})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", rep.Summary)
 	fromJournal := 0
@@ -278,7 +278,7 @@ func TestSIGKILLAndResume(t *testing.T) {
 // (the CRDs an earlier test restored are adopted), every ownerReference live.
 func assertOnce(t *testing.T, b *archive.Backup, rep *restore.Report) {
 	t.Helper()
-	v, err := restore.Verify(context.Background(), restoreTarget(t, cfg()), b, restore.Options{})
+	v, err := verify(restoreTarget(t, cfg()), b)
 	require.NoError(t, err)
 	for _, o := range v.Objects {
 		assert.Equal(t, restore.Verified, o.Verdict, "%s %s/%s: %v", o.Kind, o.Namespace, o.Name, o.Problems)
@@ -294,4 +294,13 @@ func restoreTarget(t testing.TB, c *rest.Config) restore.Target {
 	tgt, err := restore.NewTarget(c)
 	require.NoError(t, err)
 	return tgt
+}
+
+// verify plans the restore of b into tgt and verifies it.
+func verify(tgt restore.Target, b restore.Backup) (*restore.VerifyReport, error) {
+	p, err := restore.NewPlan(context.Background(), b, tgt, restore.PlanOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return restore.Verify(context.Background(), p, tgt, restore.RunOptions{})
 }

@@ -283,7 +283,7 @@ func TestRestoreARealApplicationBackup(t *testing.T) {
 	require.NoError(t, err, "the backup reads")
 	ctx := context.Background()
 	started := time.Now()
-	rep, err := restore.Run(ctx, dstTarget, b, restore.Options{})
+	rep, err := restore.Run(ctx, b, dstTarget, restore.PlanOptions{}, restore.RunOptions{})
 	took := time.Since(started)
 	require.NoError(t, err)
 	var lines []string
@@ -342,7 +342,7 @@ func TestRestoreARealApplicationBackup(t *testing.T) {
 
 	t.Run("namespace mapping into the source cluster", func(t *testing.T) {
 		before := snapshot(t, srcTarget, b, "shop")
-		rep, err := restore.Run(ctx, srcTarget, b, restore.Options{NamespaceMappings: map[string]string{"shop": "shop-copy"}})
+		rep, err := restore.Run(ctx, b, srcTarget, restore.PlanOptions{Selection: restore.Selection{NamespaceMappings: map[string]string{"shop": "shop-copy"}}}, restore.RunOptions{})
 		require.NoError(t, err)
 		require.True(t, rep.OK(), "%v", rep.Summary)
 		for _, w := range objs {
@@ -411,7 +411,7 @@ func TestRestoreARealApplicationBackup(t *testing.T) {
 		} {
 			sel, err := labels.Parse(tc.selector)
 			require.NoError(t, err)
-			rep, err := restore.Run(ctx, tgt, b, restore.Options{Filter: filter.Spec{IncludeResources: tc.resources, Selector: sel}})
+			rep, err := restore.Run(ctx, b, tgt, restore.PlanOptions{Selection: restore.Selection{Filter: filter.Spec{IncludeResources: tc.resources, Selector: sel}}}, restore.RunOptions{})
 			require.NoError(t, err)
 			for o := range rep.Objects() {
 				if o.Status == restore.Failed {

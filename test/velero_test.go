@@ -87,7 +87,7 @@ func sourceWithVelero(t testing.TB, s *harness.S3, name string, clusters int) st
 	require.NoError(t, os.WriteFile(fleet, buf.Bytes(), 0o644))
 	fb, err := archive.ReadFile(fleet, archive.Options{})
 	require.NoError(t, err)
-	rep, err := restore.Run(ctx, tgt, fb, restore.Options{})
+	rep, err := restore.Run(ctx, fb, tgt, restore.PlanOptions{}, restore.RunOptions{})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "the fleet is made in the source cluster")
 	createApp(t, tgt)

@@ -88,7 +88,7 @@ func TestVeleroOneAtATime(t *testing.T) {
 	b := capi(t)
 	_, tgt := target(t, memcluster.Options{})
 	var running, most atomic.Int32
-	rep, err := restore.Run(context.Background(), tgt, b, Velero(restore.Options{Retry: fastRetry, OnEvent: func(ev restore.Event) {
+	po, ro := Velero(restore.PlanOptions{}, restore.RunOptions{Retry: fastRetry, OnEvent: func(ev restore.Event) {
 		switch ev.Type {
 		case restore.EventStarted:
 			if n := running.Add(1); n > most.Load() {
@@ -97,7 +97,8 @@ func TestVeleroOneAtATime(t *testing.T) {
 		case restore.EventSucceeded, restore.EventFailed:
 			running.Add(-1)
 		}
-	}}))
+	}})
+	rep, err := restore.Run(context.Background(), b, tgt, po, ro)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", rep.Summary)
 	assert.EqualValues(t, 1, most.Load(), "one object at a time")
@@ -118,7 +119,8 @@ func TestVeleroOneAtATime(t *testing.T) {
 func TestCopyOwnerReferencesKeepsSourceUIDs(t *testing.T) {
 	b := capi(t)
 	_, tgt := target(t, memcluster.Options{})
-	rep, err := restore.Run(context.Background(), tgt, b, CopyOwnerReferences(restore.Options{Retry: fastRetry}))
+	rep, err := restore.Run(context.Background(), b, tgt, restore.PlanOptions{Extensions: CopyOwnerReferences(restore.Extensions{})},
+		restore.RunOptions{Retry: fastRetry})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", rep.Summary)
 	secrets, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace("fleet-00").
@@ -142,7 +144,8 @@ func TestVeleroRemovesOwnerReferences(t *testing.T) {
 	b := capi(t)
 	ctx := context.Background()
 	_, vtgt := target(t, memcluster.Options{})
-	rep, err := restore.Run(ctx, vtgt, b, Velero(restore.Options{Retry: fastRetry}))
+	po, ro := Velero(restore.PlanOptions{}, restore.RunOptions{Retry: fastRetry})
+	rep, err := restore.Run(ctx, b, vtgt, po, ro)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", rep.Summary)
 	kept, links, err := Ownership(ctx, vtgt, b)
@@ -151,7 +154,7 @@ func TestVeleroRemovesOwnerReferences(t *testing.T) {
 	assert.Zero(t, kept, "no ownerReference survives")
 
 	_, rtgt := target(t, memcluster.Options{})
-	rep, err = restore.Run(ctx, rtgt, b, restore.Options{Retry: fastRetry})
+	rep, err = restore.Run(ctx, b, rtgt, restore.PlanOptions{}, restore.RunOptions{Retry: fastRetry})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", rep.Summary)
 	kept, all, err := Ownership(ctx, rtgt, b)

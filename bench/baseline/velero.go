@@ -31,18 +31,19 @@ var (
 	}
 )
 
-// Velero returns opts changed to restore as Velero does: one object at a time, in
+// Velero returns the options changed to restore as Velero does: one object at a time, in
 // Velero's resource order, with every ownerReference removed (Velero's resetMetadata
 // deletes them with uid and resourceVersion). Nothing the restore makes is collected,
 // and nothing it makes is owned: what no controller adopts again stays without its
 // owner. The graph still holds its owner edges where the resource order would break
 // them (a model of Velero's order, not Velero: TestVeleroSideBySide in test/ measures
 // Velero itself).
-func Velero(opts restore.Options) restore.Options {
-	opts.Workers = 1
-	opts.Rules = append(slices.Clone(opts.Rules), VeleroOrder)
-	opts.Steps = replaceStep(opts.Steps, restore.StepRemapOwners, restore.Step{Name: StepRemoveOwners, Run: removeOwners})
-	return opts
+func Velero(po restore.PlanOptions, ro restore.RunOptions) (restore.PlanOptions, restore.RunOptions) {
+	ro.Workers = 1
+	ext := &po.Extensions
+	ext.Rules = append(slices.Clone(ext.Rules), VeleroOrder)
+	ext.Steps = replaceStep(ext.Steps, restore.StepRemapOwners, restore.Step{Name: StepRemoveOwners, Run: removeOwners})
+	return po, ro
 }
 
 // StepRemoveOwners is the step of the Velero baseline that removes ownerReferences, in
@@ -71,14 +72,14 @@ func replaceStep(steps func([]restore.Step) []restore.Step, name string, with re
 	}
 }
 
-// CopyOwnerReferences returns opts changed to copy ownerReferences verbatim, as a naive
+// CopyOwnerReferences returns ext changed to copy ownerReferences verbatim, as a naive
 // copy does (`kubectl create` of saved YAML; not Velero, which removes them): the
 // garbage collector then deletes what was restored.
-func CopyOwnerReferences(opts restore.Options) restore.Options {
-	opts.Steps = func(steps []restore.Step) []restore.Step {
+func CopyOwnerReferences(ext restore.Extensions) restore.Extensions {
+	ext.Steps = func(steps []restore.Step) []restore.Step {
 		return slices.DeleteFunc(steps, func(s restore.Step) bool { return s.Name == restore.StepRemapOwners })
 	}
-	return opts
+	return ext
 }
 
 // VeleroOrder is Velero's default resource priorities as a graph rule: every object of a

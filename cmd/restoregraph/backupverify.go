@@ -262,8 +262,11 @@ through the restore item actions (fields the server adds are not compared). Exit
 				return err
 			}
 			defer s.close()
-			b, tgt, ctx, opts := s.backup, s.target, s.ctx, s.opts
-			rep, err := restore.Verify(ctx, tgt, b, opts)
+			p, err := s.makePlan()
+			if err != nil {
+				return err
+			}
+			rep, err := restore.Verify(s.ctx, p, s.target, s.run)
 			if err != nil {
 				return &exitError{code: exitBadInput, err: err}
 			}

@@ -506,3 +506,50 @@ func TestSecretsStaySecret(t *testing.T) {
 		}
 	}
 }
+
+// A plan saved by plan -o json is restored as saved by restore --plan, without --backup
+// or the selection's flags; another backup is refused with what changed, unless
+// --replan; -v --log-format json logs the run as JSON records.
+func TestRestoreASavedPlan(t *testing.T) {
+	dir := t.TempDir()
+	prio := filepath.Join(dir, "prio")
+	require.NoError(t, os.WriteFile(prio, []byte("horizontalpodautoscalers.autoscaling=v1\n"), 0o644))
+	p := rg(t, "plan", "--backup", shopBackup, "--embedded", "-o", "json", "--include-namespaces", "shop", "--exclude-resources", "secrets",
+		"--version-priorities", prio)
+	require.Equal(t, 0, p.code, p.stderr)
+	saved := filepath.Join(dir, "plan.json")
+	require.NoError(t, os.WriteFile(saved, []byte(p.stdout), 0o600))
+
+	r := rg(t, "restore", "--plan", saved, "--embedded", "-o", "json", "-v", "--log-format", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	want := planned(t, p.stdout)
+	assert.Equal(t, want, restoredObjects(t, r.stdout), "the saved plan's objects, at its versions")
+	var ended map[string]any
+	for _, line := range strings.Split(r.stderr, "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "restore ended" {
+			ended = rec
+		}
+	}
+	require.NotNil(t, ended, "a JSON record of the run's end: %s", r.stderr)
+	assert.EqualValues(t, strings.Count(p.stdout, `"excluded"`) > 0, ended["skipped"] != nil)
+
+	r = rg(t, "restore", "--plan", saved, "--embedded", "--include-namespaces", "fleet")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "--plan carries its selection: --include-namespaces cannot be given with it")
+
+	other := capiTarball(t, 1)
+	r = rg(t, "restore", "--plan", saved, "--backup", other, "--embedded")
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "the plan no longer holds")
+	assert.Contains(t, r.stderr, "the backup is not the one planned")
+	assert.NotContains(t, r.stdout, "restored", "nothing was restored")
+
+	r = rg(t, "restore", "--plan", saved, "--backup", other, "--embedded", "--replan")
+	assert.Contains(t, r.stderr, "replanned: the backup is not the one planned")
+	assert.Contains(t, r.stdout, "objects in", "the plan as it is now was applied")
+
+	r = rg(t, "restore", "--backup", shopBackup, "--embedded", "--replan")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "--replan goes with --plan")
+}

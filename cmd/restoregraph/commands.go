@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
+	"github.com/restoregraph/restoregraph/admission"
 	"github.com/restoregraph/restoregraph/manifest"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	"github.com/restoregraph/restoregraph/plugin/velerohost"
@@ -52,10 +53,13 @@ func newPlanCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			b, tgt, ctx, opts := s.backup, s.target, s.ctx, s.opts
-			p, err := restore.PlanRestore(ctx, tgt, b, opts)
+			p, err := s.makePlan()
 			if err != nil {
-				return &exitError{code: exitBadInput, err: err}
+				return err
+			}
+			conflicts, err := p.Conflicts(s.ctx, s.run)
+			if err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
 			switch output {
@@ -69,7 +73,7 @@ func newPlanCmd() *cobra.Command {
 				_, err = out.Write(dot)
 				return err
 			}
-			printPlan(out, p)
+			printPlan(out, p, conflicts)
 			return nil
 		},
 	}
@@ -79,7 +83,7 @@ func newPlanCmd() *cobra.Command {
 	return cmd
 }
 
-func printPlan(out io.Writer, p *restore.Plan) {
+func printPlan(out io.Writer, p *restore.Plan, conflicts []admission.Conflict) {
 	w := bufio.NewWriterSize(out, 256<<10) // a line per object: a million lines, not a million writes
 	defer w.Flush()
 	fmt.Fprintf(w, "%d objects, %d resource types\n\nVersions:\n", p.Len(), len(p.Versions))
@@ -121,7 +125,7 @@ func printPlan(out io.Writer, p *restore.Plan) {
 			fmt.Fprintf(w, "  %-45s %-3s applies to %s\n", pl.Name, pl.Version, selectorText(pl.AppliesTo))
 		}
 	}
-	for _, c := range p.Conflicts {
+	for _, c := range conflicts {
 		fmt.Fprintf(w, "\nThe restore would wait for %v\n", c)
 	}
 	var cp []string
@@ -149,11 +153,11 @@ func qualified(ns, name string) string {
 
 func newRestoreCmd() *cobra.Command {
 	var (
-		journal, existing, output string
-		workers                   int
-		itemTimeout, waitTimeout  time.Duration
-		waitHealthy, record       bool
-		rf                        restoreFlags
+		journal, output          string
+		workers                  int
+		itemTimeout, waitTimeout time.Duration
+		waitHealthy, record      bool
+		rf                       restoreFlags
 	)
 	t := &target{flags: genericclioptions.NewConfigFlags(true)}
 	cmd := &cobra.Command{
@@ -164,17 +168,13 @@ func newRestoreCmd() *cobra.Command {
 			if output != "text" && output != "json" {
 				return badInput("-o must be text or json, not %q", output)
 			}
-			policy := restore.Existing(existing)
-			if policy != restore.Adopt && policy != restore.Update && policy != restore.Fail {
-				return badInput("--existing must be adopt, update or fail, not %q", existing)
-			}
 			s, err := rf.open(cmd, t)
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			b, tgt, ctx, opts := s.backup, s.target, s.ctx, s.opts
-			opts.Workers, opts.ItemTimeout, opts.Existing = workers, itemTimeout, policy
+			b, tgt, ctx, opts := s.backup, s.target, s.ctx, s.run
+			opts.Workers, opts.ItemTimeout = workers, itemTimeout
 			record = record && s.velero != nil
 			if record {
 				// Named now, and checked against Velero's restores before anything is written.
@@ -202,7 +202,11 @@ func newRestoreCmd() *cobra.Command {
 				prog.reach = &t.reach
 			}
 			opts.OnEvent = prog.event
-			rep, err := restore.Run(ctx, tgt, b, opts)
+			p, err := s.makePlan()
+			if err != nil {
+				return err
+			}
+			rep, err := restore.Apply(ctx, p, tgt, opts)
 			prog.finish()
 			if rep == nil {
 				return &exitError{code: exitBadInput, err: err}
@@ -243,7 +247,6 @@ func newRestoreCmd() *cobra.Command {
 	f.IntVar(&workers, "workers", 16, "objects restored at once")
 	f.DurationVar(&itemTimeout, "item-timeout", 5*time.Minute, "how long one object's own work may take, readiness included (a plugin's wait for its additional items has the plugin's timeout)")
 	f.StringVar(&journal, "journal", "", "journal file that makes the restore resumable")
-	f.StringVar(&existing, "existing", "adopt", "objects that already exist: adopt, update or fail")
 	f.BoolVar(&waitHealthy, "wait", false, "after the restore, wait until everything restored is healthy (kstatus Current), and fail if it is not")
 	f.DurationVar(&waitTimeout, "wait-timeout", 5*time.Minute, "how long --wait waits")
 	f.StringVarP(&output, "output", "o", "text", "text or json")

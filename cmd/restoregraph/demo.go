@@ -116,7 +116,7 @@ func (d *capiDemo) run(out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p, err := restore.PlanRestore(ctx, tgt, b, restore.Options{})
+	p, err := restore.NewPlan(ctx, b, tgt, restore.PlanOptions{})
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func (d *capiDemo) run(out io.Writer) error {
 		return err
 	}
 
-	rep, err := restore.Run(ctx, tgt, b, restore.Options{Workers: d.workers})
+	rep, err := restore.Apply(ctx, p, tgt, restore.RunOptions{Workers: d.workers})
 	if err != nil {
 		return err
 	}
@@ -197,7 +197,8 @@ func (d *capiDemo) compare(ctx context.Context, out io.Writer, b *archive.Backup
 	if err != nil {
 		return err
 	}
-	vrep, err := restore.Run(ctx, vtgt, b, baseline.Velero(restore.Options{}))
+	vpo, vro := baseline.Velero(restore.PlanOptions{}, restore.RunOptions{})
+	vrep, err := restore.Run(ctx, b, vtgt, vpo, vro)
 	if err != nil {
 		return err
 	}
@@ -219,7 +220,8 @@ func (d *capiDemo) compare(ctx context.Context, out io.Writer, b *archive.Backup
 	if err != nil {
 		return err
 	}
-	if _, err := restore.Run(ctx, ntgt, b, baseline.CopyOwnerReferences(restore.Options{Workers: d.workers})); err != nil {
+	if _, err := restore.Run(ctx, b, ntgt, restore.PlanOptions{Extensions: baseline.CopyOwnerReferences(restore.Extensions{})},
+		restore.RunOptions{Workers: d.workers}); err != nil {
 		return err
 	}
 	time.Sleep(3 * 200 * time.Millisecond)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -45,10 +46,18 @@ type restoreFlags struct {
 	priorities, prioritiesConfigMap string
 	strict, preserveNodePorts       bool
 	disable                         []string
+	existing                        string
 	admission, admissionNamespace   string
 	pluginDir                       string
 	pluginPaths                     []string
+	planFile                        string // --plan: a saved plan carries the selection
+	replan                          bool
 }
+
+// selectionFlags are the flags a saved plan's selection stands for.
+var selectionFlags = []string{"include-namespaces", "exclude-namespaces", "include-resources", "exclude-resources",
+	"include-cluster-resources", "selector", "namespace-mappings", "version-priorities", "version-priorities-configmap",
+	"strict-versions", "preserve-nodeports", "existing", "disable-plugin"}
 
 // filterFlags select what a restore restores or a backup backs up.
 type filterFlags struct {
@@ -99,6 +108,10 @@ func (f *restoreFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.admissionNamespace, "admission-namespace", "restoregraph-admission", "the namespace of the admission Leases")
 	fs.StringVar(&f.pluginDir, "plugins", "", "a directory of Velero plugin executables, as Velero's /plugins: their RestoreItemActions run out of process")
 	fs.StringArrayVar(&f.pluginPaths, "plugin", nil, "a Velero plugin executable (repeatable)")
+	fs.StringVar(&f.existing, "existing", "adopt", "objects that already exist: adopt, update or fail")
+	fs.StringVar(&f.planFile, "plan", "", "a plan saved by plan -o json: restore exactly it (its backup, selection, versions and objects), "+
+		"refused with what changed when the backup or the target is no longer what was planned; --backup is then not needed")
+	fs.BoolVar(&f.replan, "replan", false, "with --plan: when the plan no longer holds, say what changed and go on with the plan as it is now")
 	fs.StringArrayVar(&f.disable, "disable-plugin", nil, "switch off a built-in action or plan rule by name (repeatable): "+
 		strings.Join(append(slices.Clone(builtin.Names), restore.ControllerManaged, restore.NamespaceDefaults), ", "))
 }
@@ -110,8 +123,42 @@ type session struct {
 	velero *veleroSource // the backup was read through Velero
 	target restore.Target
 	ctx    context.Context
-	opts   restore.Options
+	plan   restore.PlanOptions
+	run    restore.RunOptions
+	saved  *restore.SavedPlan // --plan
+	replan bool
+	warn   io.Writer
 	close  func()
+}
+
+// makePlan plans the restore, or opens the saved plan: refused, with what changed, when
+// it no longer holds (unless --replan).
+func (s *session) makePlan() (*restore.Plan, error) {
+	if s.saved == nil {
+		p, err := restore.NewPlan(s.ctx, s.backup, s.target, s.plan)
+		if err != nil {
+			return nil, &exitError{code: exitBadInput, err: err}
+		}
+		return p, nil
+	}
+	p, err := s.saved.Open(s.ctx, s.backup, s.target, s.plan.Extensions)
+	var changed *restore.PlanChangedError
+	switch {
+	case errors.As(err, &changed) && s.replan:
+		for _, c := range changed.Changes {
+			fmt.Fprintf(s.warn, "restoregraph: warning: replanned: %s\n", c)
+		}
+	case errors.As(err, &changed):
+		var b strings.Builder
+		fmt.Fprintf(&b, "the plan no longer holds (--replan goes on with the plan as it is now):")
+		for _, c := range changed.Changes {
+			b.WriteString("\n  " + c)
+		}
+		return nil, &exitError{code: exitBadInput, err: errors.New(b.String())}
+	case err != nil:
+		return nil, &exitError{code: exitBadInput, err: err}
+	}
+	return p, nil
 }
 
 // open reads the backup, connects to the target and starts the plugins; the session's
@@ -132,6 +179,14 @@ func (f *restoreFlags) open(cmd *cobra.Command, t *target) (s *session, err erro
 			closeAll()
 		}
 	}()
+	var saved *restore.SavedPlan
+	if f.planFile != "" {
+		if saved, err = f.readPlan(cmd); err != nil {
+			return nil, err
+		}
+	} else if f.replan {
+		return nil, badInput("--replan goes with --plan")
+	}
 	byName, err := f.velero.check(f.backup, f.s3Endpoint, f.pluginDir != "" || len(f.pluginPaths) > 0, t.embedded)
 	if err != nil {
 		return nil, err
@@ -167,16 +222,43 @@ func (f *restoreFlags) open(cmd *cobra.Command, t *target) (s *session, err erro
 		f.name = src.backup
 		closers = append(closers, closeBackup)
 	}
-	opts, err := f.restoreOptions(ctx, cfg, warn)
+	po, ro, err := f.restoreOptions(ctx, cfg, warn, saved == nil)
 	if err != nil {
 		return nil, err
 	}
+	ro.Logger = logger(cmd)
 	if host != nil {
-		if opts.Plugins, err = f.register(ctx, host, commands, warn); err != nil {
+		if po.Extensions.Plugins, err = f.register(ctx, host, commands, warn); err != nil {
 			return nil, err
 		}
 	}
-	return &session{backup: b, velero: src, target: tgt, ctx: ctx, opts: opts, close: closeAll}, nil
+	return &session{backup: b, velero: src, target: tgt, ctx: ctx, plan: po, run: ro, saved: saved, replan: f.replan, warn: warn, close: closeAll}, nil
+}
+
+// readPlan reads the --plan file. Its backup is read from where the plan says, unless
+// --backup or --from-backup names it; the flags its selection stands for cannot be given.
+func (f *restoreFlags) readPlan(cmd *cobra.Command) (*restore.SavedPlan, error) {
+	for _, name := range selectionFlags {
+		if cmd.Flags().Changed(name) {
+			return nil, badInput("--plan carries its selection: --%s cannot be given with it", name)
+		}
+	}
+	file, err := os.Open(f.planFile)
+	if err != nil {
+		return nil, badInput("--plan: %w", err)
+	}
+	defer file.Close()
+	saved, err := restore.ReadPlan(file)
+	if err != nil {
+		return nil, badInput("--plan %s: %w", f.planFile, err)
+	}
+	if f.backup == "" && f.velero.backup == "" && f.velero.schedule == "" {
+		if saved.Backup.Location == "" {
+			return nil, badInput("--plan %s names no backup location: give --backup or --from-backup", f.planFile)
+		}
+		f.backup = saved.Backup.Location
+	}
+	return saved, nil
 }
 
 // pluginHost returns the host of the plugin executables the flags name, with the
@@ -247,28 +329,35 @@ func writeKubeconfig(cfg *rest.Config) (string, error) {
 	return f.Name(), clientcmd.WriteToFile(*kc, f.Name())
 }
 
-// restoreOptions turns the flags into restore.Options. cfg reaches the target, for its
-// ConfigMap of version priorities; warnings about skipped priority lines go to warn.
-func (f *restoreFlags) restoreOptions(ctx context.Context, cfg *rest.Config, warn io.Writer) (restore.Options, error) {
-	opts := restore.Options{
-		StrictVersions: f.strict, PreserveNodePorts: f.preserveNodePorts, DisablePlugins: f.disable, Name: f.restoreName,
-		BackupName: f.name,
-	}
+// restoreOptions turns the flags into the restore's options: the selection only with
+// selection (a saved plan carries its own). cfg reaches the target, for its ConfigMap of
+// version priorities; warnings about skipped priority lines go to warn.
+func (f *restoreFlags) restoreOptions(ctx context.Context, cfg *rest.Config, warn io.Writer, selection bool) (restore.PlanOptions, restore.RunOptions, error) {
+	po := restore.PlanOptions{BackupName: f.name, BackupLocation: f.location()}
+	ro := restore.RunOptions{Name: f.restoreName}
 	var err error
-	if opts.Filter, err = f.spec(); err != nil {
-		return opts, err
+	if ro.Admitter, err = newAdmitter(f.admission, f.admissionNamespace, cfg); err != nil {
+		return po, ro, err
 	}
-	if opts.Admitter, err = newAdmitter(f.admission, f.admissionNamespace, cfg); err != nil {
-		return opts, err
-	}
-	opts.OnAdmissionWait = func(cs []admission.Conflict) {
+	ro.OnAdmissionWait = func(cs []admission.Conflict) {
 		for _, c := range cs {
 			fmt.Fprintf(warn, "restoregraph: waiting for %v\n", c)
 		}
 	}
+	if !selection {
+		return po, ro, nil
+	}
+	policy := restore.Existing(f.existing)
+	if policy != restore.Adopt && policy != restore.Update && policy != restore.Fail {
+		return po, ro, badInput("--existing must be adopt, update or fail, not %q", f.existing)
+	}
+	opts := restore.Selection{StrictVersions: f.strict, PreserveNodePorts: f.preserveNodePorts, Disable: f.disable, Existing: policy}
+	if opts.Filter, err = f.spec(); err != nil {
+		return po, ro, err
+	}
 	mappings, err := parseMappings(f.namespaceMappings)
 	if err != nil {
-		return opts, err
+		return po, ro, err
 	}
 	opts.NamespaceMappings = mappings
 	// Lenient, as Velero: a bad line is skipped with a warning naming it.
@@ -278,26 +367,39 @@ func (f *restoreFlags) restoreOptions(ctx context.Context, cfg *rest.Config, war
 	case f.priorities != "":
 		opts.Priorities, skipped, err = versionselect.ReadPrioritiesFile(f.priorities, parse)
 		if err != nil {
-			return opts, badInput("%w", err)
+			return po, ro, badInput("%w", err)
 		}
 	case f.prioritiesConfigMap != "":
 		ns, name, ok := strings.Cut(f.prioritiesConfigMap, "/")
 		if !ok || ns == "" || name == "" {
-			return opts, badInput("--version-priorities-configmap %q: want NAMESPACE/NAME", f.prioritiesConfigMap)
+			return po, ro, badInput("--version-priorities-configmap %q: want NAMESPACE/NAME", f.prioritiesConfigMap)
 		}
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
-			return opts, err
+			return po, ro, err
 		}
 		opts.Priorities, skipped, err = versionselect.LoadPriorities(ctx, cs.CoreV1(), ns, name, parse)
 		if err != nil {
-			return opts, err
+			return po, ro, err
 		}
 	}
 	for _, s := range skipped {
 		fmt.Fprintf(warn, "restoregraph: warning: %v: skipped\n", s)
 	}
-	return opts, nil
+	po.Selection = opts
+	return po, ro, nil
+}
+
+// location is where --backup says the backup is, for a saved plan to name it: a file as
+// an absolute path, a URL as it is; "" for a backup named through Velero.
+func (f *restoreFlags) location() string {
+	if f.backup == "" || strings.Contains(f.backup, "://") {
+		return f.backup
+	}
+	if abs, err := filepath.Abs(f.backup); err == nil {
+		return abs
+	}
+	return f.backup
 }
 
 // veleroSpec is what the filter flags select, in the fields of Velero's Backup and

@@ -26,6 +26,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -170,7 +171,33 @@ version the target serves, with owner UIDs remapped.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.PersistentFlags().CountP("verbose", "v", "log the run's structured records to standard error: -v its start and end and every failure, -vv every object")
+	root.PersistentFlags().String("log-format", "text", "the log's format: text or json (json logs the run even without -v)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if f, _ := cmd.Flags().GetString("log-format"); f != "text" && f != "json" {
+			return badInput("--log-format must be text or json, not %q", f)
+		}
+		return nil
+	}
 	root.AddCommand(newPlanCmd(), newRestoreCmd(), newBackupCmd(), newVerifyCmd(), newManifestCmd(), newDemoCmd())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return badInput("%v\n%s", err, c.UsageString()) })
 	return root
+}
+
+// logger is the run's logger as the root's flags ask: none without -v or --log-format
+// json, records of the run and its failures with -v (or json), every object's with -vv.
+func logger(cmd *cobra.Command) *slog.Logger {
+	verbosity, _ := cmd.Flags().GetCount("verbose")
+	format, _ := cmd.Flags().GetString("log-format")
+	if verbosity == 0 && format != "json" {
+		return nil
+	}
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if verbosity >= 2 {
+		opts.Level = slog.LevelDebug
+	}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), opts))
+	}
+	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), opts))
 }

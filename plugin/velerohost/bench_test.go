@@ -117,7 +117,7 @@ func BenchmarkRestoreWithPlugin(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			rep, err := restore.Run(context.Background(), tgt, backup, restore.Options{Workers: 16, Plugins: tc.reg})
+			rep, err := restore.Run(context.Background(), backup, tgt, restore.PlanOptions{Extensions: restore.Extensions{Plugins: tc.reg}}, restore.RunOptions{Workers: 16})
 			if err != nil || !rep.OK() {
 				b.Fatal(err, rep.Summary)
 			}

@@ -150,7 +150,7 @@ func TestRestoreThroughVeleroPlugins(t *testing.T) {
 	b := backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "settings"), obj("ConfigMap", "flags"),
 		obj("Secret", "creds"), obj("Secret", "skip-me"))
 	tgt := target(t)
-	rep, err := restore.Run(ctx, tgt, b, restore.Options{Plugins: reg})
+	rep, err := restore.Run(ctx, b, tgt, restore.PlanOptions{Extensions: restore.Extensions{Plugins: reg}}, restore.RunOptions{})
 	require.NoError(t, err)
 	res := byName(rep)
 
@@ -185,7 +185,7 @@ func TestCrashedPluginIsRestarted(t *testing.T) {
 	reg := registry(t, ctx, h, bin, "example.io/relabel", "example.io/needs-settings", "example.io/skip-secrets", "example.io/fail-on-flags")
 
 	b := backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "a-before"), obj("ConfigMap", "crash"), obj("ConfigMap", "z-after"))
-	rep, err := restore.Run(ctx, target(t), b, restore.Options{Plugins: reg, Workers: 1})
+	rep, err := restore.Run(ctx, b, target(t), restore.PlanOptions{Extensions: restore.Extensions{Plugins: reg}}, restore.RunOptions{Workers: 1})
 	require.NoError(t, err)
 	res := byName(rep)
 	assert.Equal(t, restore.Failed, res["ConfigMap/crash"].Status)
@@ -211,7 +211,7 @@ func TestHungOrGarbledPlugin(t *testing.T) {
 	tgt := target(t)
 	b := backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "a-before"), obj("ConfigMap", "hang"),
 		obj("ConfigMap", "garbage"), obj("ConfigMap", "z-after"))
-	rep, err := restore.Run(ctx, tgt, b, restore.Options{Plugins: reg, Workers: 2, ItemTimeout: 2 * time.Second})
+	rep, err := restore.Run(ctx, b, tgt, restore.PlanOptions{Extensions: restore.Extensions{Plugins: reg}}, restore.RunOptions{Workers: 2, ItemTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	res := byName(rep)
 	assert.Equal(t, restore.Failed, res["ConfigMap/hang"].Status)
@@ -224,7 +224,7 @@ func TestHungOrGarbledPlugin(t *testing.T) {
 	}
 
 	// The next call goes to a new process, and the hung one is gone.
-	rep, err = restore.Run(ctx, tgt, backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "after-hang")), restore.Options{Plugins: reg})
+	rep, err = restore.Run(ctx, backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "after-hang")), tgt, restore.PlanOptions{Extensions: restore.Extensions{Plugins: reg}}, restore.RunOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, restore.Restored, byName(rep)["ConfigMap/after-hang"].Status)
 	cm, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("shop").Get(ctx, "after-hang", metav1.GetOptions{})
@@ -247,7 +247,7 @@ func TestCancelledRestoreEndsPluginProcesses(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	reg := registry(t, ctx, h, bin)
 	cancel()
-	_, err := restore.Run(ctx, target(t), backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "settings")), restore.Options{Plugins: reg})
+	_, err := restore.Run(ctx, backupOf(t, obj("Namespace", "shop"), obj("ConfigMap", "settings")), target(t), restore.PlanOptions{Extensions: restore.Extensions{Plugins: reg}}, restore.RunOptions{})
 	assert.ErrorIs(t, err, context.Canceled)
 	h.Close()
 	assert.Zero(t, running(t, bin))
