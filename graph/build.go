@@ -34,7 +34,7 @@ type builder struct {
 // nil, joins a *CycleError and any *DependsOnError, and says what the graph leaves out.
 func New(m *manifest.Manifest, opts Options) (*Graph, error) {
 	items := m.Items()
-	g := &Graph{nodes: make([]*Node, len(items))}
+	g := &Graph{nodes: make([]*Node, len(items)), m: m}
 	slab := make([]Node, len(items))
 	for i, it := range items {
 		slab[i] = Node{id: int64(i), Item: it}

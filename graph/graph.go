@@ -45,6 +45,17 @@ type Graph struct {
 	warnings  []Warning
 	edges     int
 	ruleNames []string // the name of rule i, whose edges are RuleKind << i
+	m         *manifest.Manifest
+}
+
+// NodeOf returns the node that stands for it, an item of the manifest the graph was
+// built from.
+func (g *Graph) NodeOf(it *manifest.Item) (int64, bool) {
+	i, ok := g.m.Index(it)
+	if !ok || i >= len(g.nodes) || g.nodes[i].Item != it {
+		return 0, false
+	}
+	return int64(i), true
 }
 
 var _ gonum.Directed = (*Graph)(nil)

@@ -424,3 +424,18 @@ func FuzzParseDependsOn(f *testing.F) {
 		}
 	})
 }
+
+// Every item of the manifest has its node, and nothing else does.
+func TestNodeOf(t *testing.T) {
+	m := appManifest(50)
+	g, err := New(m, Options{Rules: []Rule{ClusterAPI}})
+	require.NoError(t, err)
+	for _, it := range m.Items() {
+		id, ok := g.NodeOf(it)
+		require.True(t, ok, "%s", it)
+		assert.Same(t, it, g.NodeAt(id).Item)
+	}
+	copied := *m.Items()[0]
+	_, ok := g.NodeOf(&copied)
+	assert.False(t, ok, "an equal item that is not the manifest's has no node")
+}

@@ -168,22 +168,20 @@ func (r *run) report(srep *scheduler.Report, started time.Time, p *Plan) *Report
 }
 
 // nodeOf returns the node that restores the object id names, under whichever
-// group-resource the backup recorded it: the graph's node i is the manifest's item i.
+// group-resource the backup recorded it.
 func (r *run) nodeOf(id manifest.ID) (int64, bool) {
-	m := r.backup.Manifest()
-	it, ok := m.Get(id)
+	it, ok := r.backup.Manifest().Get(id)
 	if !ok {
 		return 0, false
 	}
-	i, ok := m.Index(it)
-	return int64(i), ok
+	return r.plan.graph.NodeOf(it)
 }
 
 // newUID returns the UID in the target of the object whose UID in the backup is
 // source: made by this run, or recorded in the journal by an earlier one.
 func (r *run) newUID(source types.UID) (types.UID, bool) {
 	if it, ok := r.backup.Manifest().ByUID(source); ok {
-		if i, ok := r.backup.Manifest().Index(it); ok {
+		if i, ok := r.plan.graph.NodeOf(it); ok {
 			r.mu.Lock()
 			u := r.outcomes[i].NewUID()
 			r.mu.Unlock()
