@@ -1,5 +1,5 @@
 // Command benchreport turns the output of `go test -bench` for BenchmarkStrategies and
-// BenchmarkOverhead into the Markdown tables and the chart the README shows:
+// BenchmarkOverhead into the Markdown tables and the chart docs/measured.md shows:
 //
 //	go test -run '^$' -bench . ./bench/strategy ./bench/peers | benchreport -out docs/bench
 //
