@@ -30,8 +30,8 @@ func (r *run) stepJournal(ctx context.Context, o *Object) error {
 		res := o.Result
 		res.NewUID, res.Status, res.FromJournal, res.Created = j.New, j.Status, true, r.opts.Clock.Now()
 		o.Target = existing
-		o.Finish()
-		return r.stepReady(ctx, o)
+		o.SkipTo(StepReady) // the pipeline's own ready step, wrapped or replaced as the caller made it
+		return nil
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err

@@ -253,8 +253,11 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 		return nil, err // strict mode: no common version
 	}
 	m := backup.Manifest()
+	// The digest reads every item once: on a core of its own while the graph is built.
+	digested := make(chan string, 1)
+	go func() { digested <- digest(m) }()
 	p := &Plan{versions: vplan, CriticalPath: []types.UID{}, Cycles: []PlannedCycle{}, Blocked: []types.UID{}, Warnings: []string{},
-		source: BackupRef{Name: opts.BackupName, Location: opts.BackupLocation, Digest: digest(m)}, sel: sel, ext: ext, backup: backup}
+		source: BackupRef{Name: opts.BackupName, Location: opts.BackupLocation}, sel: sel, ext: ext, backup: backup}
 	if discWarning != nil {
 		p.Warnings = append(p.Warnings, discWarning.Error())
 	}
@@ -275,6 +278,7 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 	}
 	p.through = throughServed(m, vplan)
 	if p.actions, err = actions(backup, sel, ext); err != nil {
+		<-digested
 		return nil, err
 	}
 	p.Plugins = []PlannedPlugin{}
@@ -325,6 +329,7 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 			p.Warnings = append(p.Warnings, fmt.Sprintf("version priorities name %s, which the backup does not hold", gr))
 		}
 	}
+	p.source.Digest = <-digested
 	return p, nil
 }
 

@@ -361,3 +361,37 @@ func TestTypedErrorsReachTheReport(t *testing.T) {
 	assert.Equal(t, []types.UID{"uid-forbidden", "uid-owned"}, blocked.Chain)
 	var _ readiness.AdditionalItemsError // the strict wait's failure, tested in additional_test.go
 }
+
+// An object the journal says an earlier run restored goes through the pipeline's own
+// ready step, as the caller wrapped it, and through no step between.
+func TestJournaledObjectsSkipToTheReadyStep(t *testing.T) {
+	ctx := context.Background()
+	_, tgt := cluster(t, memcluster.Options{})
+	path := t.TempDir() + "/journal"
+	journal := openJournal(t, path)
+	_, err := Run(ctx, smallBackup(t), tgt, PlanOptions{}, RunOptions{Journal: journal, Retry: fastRetry})
+	require.NoError(t, err)
+	require.NoError(t, journal.Close())
+	journal = openJournal(t, path) // as a run started again reads it
+	defer journal.Close()
+
+	ran := map[string]int{}
+	count := func(steps []Step) []Step {
+		for i, s := range steps {
+			run := s.Run
+			steps[i].Run = func(ctx context.Context, o *Object) error {
+				ran[s.Name]++ // one worker: Workers 1
+				return run(ctx, o)
+			}
+		}
+		return steps
+	}
+	rep, err := Run(ctx, smallBackup(t), tgt, PlanOptions{Extensions: Extensions{Steps: count}}, RunOptions{Journal: journal, Retry: fastRetry, Workers: 1})
+	require.NoError(t, err)
+	require.True(t, rep.OK())
+	for o := range rep.Objects() {
+		assert.True(t, o.FromJournal, "%s", o.Name)
+		assert.False(t, o.Ready.IsZero(), "%s was waited for", o.Name)
+	}
+	assert.Equal(t, map[string]int{StepJournal: 3, StepReady: 3}, ran)
+}

@@ -86,11 +86,17 @@ type Object struct {
 	node     *scheduler.Node
 	budget   *budget
 	finished bool
+	skipTo   string
 }
 
 // Finish ends the object's pipeline after the current step: the steps after it do not
 // run, and the object counts as done (its Result says how).
 func (o *Object) Finish() { o.finished = true }
+
+// SkipTo passes over the steps after the current one up to the step named name, which
+// runs next (StepJournal skips to StepReady: what an earlier run made is only waited
+// for). Without such a step after the current one, the pipeline ends as with Finish.
+func (o *Object) SkipTo(name string) { o.skipTo = name }
 
 // defaultSteps returns the pipeline of r, in DefaultStepNames order.
 func (r *run) defaultSteps() []Step {
@@ -150,6 +156,13 @@ func (r *run) object(it *manifest.Item, res *ObjectResult) (*Object, error) {
 // steps share one run of o's budget. A step's error is returned as a *StepError.
 func (r *run) runSteps(ctx context.Context, o *Object, steps []Step) error {
 	for i := 0; i < len(steps) && !o.finished; {
+		if o.skipTo != "" {
+			if steps[i].Name != o.skipTo {
+				i++
+				continue
+			}
+			o.skipTo = ""
+		}
 		if steps[i].Unbounded {
 			if err := steps[i].Run(ctx, o); err != nil {
 				return &StepError{Step: steps[i].Name, Err: err}
@@ -157,17 +170,16 @@ func (r *run) runSteps(ctx context.Context, o *Object, steps []Step) error {
 			i++
 			continue
 		}
+		// Consecutive bounded steps, up to one that skips ahead, share one run of the
+		// budget.
 		j := i
-		for j < len(steps) && !steps[j].Unbounded {
-			j++
-		}
-		bounded := steps[i:j]
 		err := o.budget.run(ctx, func(ctx context.Context) error {
-			for _, s := range bounded {
-				if err := s.Run(ctx, o); err != nil {
-					return &StepError{Step: s.Name, Err: err}
+			for ; j < len(steps) && !steps[j].Unbounded; j++ {
+				if err := steps[j].Run(ctx, o); err != nil {
+					return &StepError{Step: steps[j].Name, Err: err}
 				}
-				if o.finished {
+				if o.finished || o.skipTo != "" {
+					j++
 					return nil
 				}
 			}
@@ -177,6 +189,9 @@ func (r *run) runSteps(ctx context.Context, o *Object, steps []Step) error {
 			return err
 		}
 		i = j
+	}
+	if o.skipTo != "" {
+		o.finished = true
 	}
 	return nil
 }
