@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -55,7 +56,7 @@ func writeSample(t *testing.T, format string) []byte {
 }
 
 func TestReadFormat11(t *testing.T) {
-	b, err := Read(bytes.NewReader(writeSample(t, Format11)), Options{})
+	b, err := Read(context.Background(), bytes.NewReader(writeSample(t, Format11)), Options{})
 	require.NoError(t, err)
 	assert.Equal(t, Format11, b.Format())
 	assert.Empty(t, b.Warnings())
@@ -93,7 +94,7 @@ func TestReadFormat11(t *testing.T) {
 }
 
 func TestReadFormat10(t *testing.T) {
-	b, err := Read(bytes.NewReader(writeSample(t, Format10)), Options{})
+	b, err := Read(context.Background(), bytes.NewReader(writeSample(t, Format10)), Options{})
 	require.NoError(t, err)
 	assert.Equal(t, Format10, b.Format())
 	assert.Contains(t, b.Warnings(), "no metadata/version: read as format 1.0")
@@ -156,7 +157,7 @@ func TestReadsVeleroStyleTarball(t *testing.T) {
 		entry{name: "./resources/pods/v1-preferredversion/namespaces/n/p.json", body: podJSON},
 		entry{name: "./velero-backup.json", body: "{}"},
 	)
-	b, err := Read(bytes.NewReader(data), Options{})
+	b, err := Read(context.Background(), bytes.NewReader(data), Options{})
 	require.NoError(t, err)
 	assert.Equal(t, 1, b.Manifest().Len())
 	assert.Equal(t, []string{"skipped velero-backup.json: not part of the backup layout"}, b.Warnings())
@@ -200,7 +201,7 @@ func TestHostileInput(t *testing.T) {
 			if tc.entries == nil {
 				data = []byte("this is not a tarball at all, not even close, really not")
 			}
-			_, err := Read(bytes.NewReader(data), tc.opts)
+			_, err := Read(context.Background(), bytes.NewReader(data), tc.opts)
 			require.Error(t, err)
 			if tc.is != nil {
 				assert.ErrorIs(t, err, tc.is)
@@ -227,7 +228,7 @@ func TestSpillFileKeepsBodiesInside(t *testing.T) {
 	spill := filepath.Join(parent, "spill")
 	require.NoError(t, os.Mkdir(spill, 0o755))
 	// One byte of memory: every body after the first goes to the spill file.
-	b, err := Read(bytes.NewReader(writeSample(t, Format11)), Options{SpillDir: spill, MemoryBytes: 1})
+	b, err := Read(context.Background(), bytes.NewReader(writeSample(t, Format11)), Options{SpillDir: spill, MemoryBytes: 1})
 	require.NoError(t, err)
 	assert.Zero(t, b.store.memLen, "once bodies spilled, the last ones follow them out of memory")
 	assert.Empty(t, b.store.chunks)
@@ -256,7 +257,7 @@ func TestSpillFileKeepsBodiesInside(t *testing.T) {
 	require.NoError(t, b.Close())
 	assert.Empty(t, files(parent), "Close removes the spill file")
 
-	_, err = Read(bytes.NewReader(writeSample(t, Format11)), Options{SpillDir: filepath.Join(parent, "missing")})
+	_, err = Read(context.Background(), bytes.NewReader(writeSample(t, Format11)), Options{SpillDir: filepath.Join(parent, "missing")})
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
 
@@ -264,7 +265,7 @@ func TestSpillFileKeepsBodiesInside(t *testing.T) {
 // extra entries after the objects.
 func withManifest(t *testing.T, extra ...entry) string {
 	t.Helper()
-	b, err := Read(bytes.NewReader(writeSample(t, Format11)), Options{})
+	b, err := Read(context.Background(), bytes.NewReader(writeSample(t, Format11)), Options{})
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, Format11)
@@ -292,7 +293,7 @@ func withManifest(t *testing.T, extra ...entry) string {
 // bodies, and reads them as they are asked for.
 func TestCarriedManifestDefersBodies(t *testing.T) {
 	path := withManifest(t)
-	b, err := ReadFile(path, Options{})
+	b, err := ReadFile(context.Background(), path, Options{})
 	require.NoError(t, err)
 	defer b.Close()
 	assert.NotNil(t, b.rest, "no body read yet")
@@ -329,7 +330,7 @@ func TestCarriedManifestDefersBodies(t *testing.T) {
 	assert.Empty(t, b.Warnings())
 
 	// Read gives the same, reading everything at once.
-	all, err := Read(bytes.NewReader(must(os.ReadFile(path))), Options{})
+	all, err := Read(context.Background(), bytes.NewReader(must(os.ReadFile(path))), Options{})
 	require.NoError(t, err)
 	assert.Nil(t, all.rest)
 	for _, it := range all.Manifest().Items() {
@@ -349,7 +350,7 @@ func TestCopyNotKeptIsNotShared(t *testing.T) {
 		entry{name: "resources/deployments.apps/v1/namespaces/shop/api.json", body: v1},
 		entry{name: "resources/deployments.apps/namespaces/shop/api.json", body: v2}, // v1 is held: not kept
 		entry{name: "resources/deployments.apps/v2/namespaces/shop/api.json", body: v2})
-	b, err := ReadFile(path, Options{})
+	b, err := ReadFile(context.Background(), path, Options{})
 	require.NoError(t, err)
 	defer b.Close()
 	got, err := b.Body(deployments, "v2", "shop", "api")
@@ -372,7 +373,7 @@ func must[T any](v T, err error) T {
 func TestCarriedManifestBadEntryLater(t *testing.T) {
 	path := withManifest(t, entry{name: "resources/pods/v1/namespaces/shop/../../../../../escape.json", body: podJSON},
 		entry{name: "resources/pods/v1/namespaces/shop/after.json", body: podJSON})
-	b, err := ReadFile(path, Options{})
+	b, err := ReadFile(context.Background(), path, Options{})
 	require.NoError(t, err)
 	defer b.Close()
 	_, err = b.Body(schema.GroupResource{Resource: "pods"}, "v1", "shop", "after")
@@ -383,7 +384,7 @@ func TestCarriedManifestBadEntryLater(t *testing.T) {
 	assert.ErrorIs(t, b.ReadRest(), ErrUnsafeEntry, "and it stays the answer")
 
 	path = withManifest(t, entry{name: "resources/pods/namespaces/shop/extra.json", body: podJSON})
-	b, err = ReadFile(path, Options{})
+	b, err = ReadFile(context.Background(), path, Options{})
 	require.NoError(t, err)
 	defer b.Close()
 	require.NoError(t, b.ReadRest())
@@ -412,7 +413,7 @@ func FuzzRead(f *testing.F) {
 	f.Add(rawTar(f, true, entry{name: "metadata/version", body: "1.1.0"}, entry{name: "resources/pods/v1-preferredversion/namespaces/n/p.json", body: podJSON}))
 	f.Add(rawTar(f, false, entry{name: "resources/pods/cluster/p.json", body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`}))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		b, err := Read(bytes.NewReader(data), Options{MaxTotalBytes: 1 << 20})
+		b, err := Read(context.Background(), bytes.NewReader(data), Options{MaxTotalBytes: 1 << 20})
 		if err != nil {
 			var ee *EntryError
 			var le *LimitError
@@ -432,7 +433,7 @@ func FuzzRead(f *testing.F) {
 // TestRealBackupFoldsEvents reads a backup a real API server wrote: every Event is
 // listed under two groups with one UID, and is one object.
 func TestRealBackupFoldsEvents(t *testing.T) {
-	b, err := ReadFile("../testdata/backups/shop-k8s-1.37.tar.gz", Options{})
+	b, err := ReadFile(context.Background(), "../testdata/backups/shop-k8s-1.37.tar.gz", Options{})
 	require.NoError(t, err)
 	m := b.Manifest()
 	events := 0
@@ -446,4 +447,14 @@ func TestRealBackupFoldsEvents(t *testing.T) {
 	res, ok := b.Resource(schema.GroupResource{Resource: "events"})
 	assert.True(t, ok, "the folded group-resource is still one the backup holds")
 	assert.Equal(t, "v1", res.Preferred)
+}
+
+// A read stops when its context is done.
+func TestReadStopsWithItsContext(t *testing.T) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Read(done, bytes.NewReader(writeSample(t, Format11)), Options{})
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = ReadFile(done, withManifest(t), Options{})
+	require.ErrorIs(t, err, context.Canceled)
 }

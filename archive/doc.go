@@ -14,6 +14,7 @@
 //
 // One Read gives the backup's manifest, the versions present for every group-resource
 // with the source's preferred one, and the body of any object at any version present.
+// Read, ReadFile and Open take a context: once it is done, nothing more is read.
 //
 // Guarantees for hostile input: entries with absolute paths, "..", links, devices or
 // other special types are refused with an *EntryError wrapping ErrUnsafeEntry; the size

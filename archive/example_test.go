@@ -23,7 +23,7 @@ func Example() {
 	w.Add(old, "horizontalpodautoscalers", false)
 	w.Close()
 
-	backup, err := archive.Read(&buf, archive.Options{})
+	backup, err := archive.Read(context.Background(), &buf, archive.Options{})
 	if err != nil {
 		panic(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -99,13 +100,15 @@ func (k bodyKey) dir() bodyDir { return bodyDir{k.gr, k.version, k.namespace} }
 // ReadFile reads the backup tarball at path. When the backup carries its manifest
 // before the bodies (as restoregraph's backup writes it), ReadFile returns once it has
 // the manifest, and reads bodies from the file as they are asked for, in the file's
-// order; Close releases the file. Otherwise it reads every entry, as Read does.
-func ReadFile(path string, opts Options) (*Backup, error) {
+// order; Close releases the file. Otherwise it reads every entry, as Read does. ctx
+// bounds every read of the file, the later ones included: once it is done, no more of
+// the file is read, and a body that needs more of it fails with ctx's error.
+func ReadFile(ctx context.Context, path string, opts Options) (*Backup, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	b, err := read(f, f, opts)
+	b, err := read(ctxReader{ctx, f}, f, opts)
 	if err != nil || !b.Pending() {
 		f.Close()
 	}
@@ -113,8 +116,23 @@ func ReadFile(path string, opts Options) (*Backup, error) {
 }
 
 // Read reads a backup tarball, gzip-compressed (as Velero writes it) or not, to its
-// end. Close releases the spill file, if one was needed.
-func Read(r io.Reader, opts Options) (*Backup, error) { return read(r, nil, opts) }
+// end, or until ctx is done. Close releases the spill file, if one was needed.
+func Read(ctx context.Context, r io.Reader, opts Options) (*Backup, error) {
+	return read(ctxReader{ctx, r}, nil, opts)
+}
+
+// ctxReader reads r until ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
 
 // read reads r. With closer, the bodies wait when a manifest leads, and the entries
 // left to read close it when they end; without, r is read to its end.

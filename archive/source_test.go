@@ -89,7 +89,7 @@ func sameBodies(t *testing.T, want, got *Backup) {
 // the backup read is the one stored.
 func TestOpenResumesABrokenDownload(t *testing.T) {
 	tarball := []byte(must(os.ReadFile(withManifest(t))))
-	want, err := Read(bytes.NewReader(tarball), Options{})
+	want, err := Read(context.Background(), bytes.NewReader(tarball), Options{})
 	require.NoError(t, err)
 	for _, quiet := range []bool{false, true} {
 		t.Run(fmt.Sprintf("quiet=%v", quiet), func(t *testing.T) {
@@ -185,7 +185,7 @@ func writeCarrying(t *testing.T, n int) ([]byte, *Backup) {
 		require.NoError(t, w.Add(cm, "configmaps", true))
 	}
 	require.NoError(t, w.Close())
-	read, err := Read(bytes.NewReader(plain.Bytes()), Options{})
+	read, err := Read(context.Background(), bytes.NewReader(plain.Bytes()), Options{})
 	require.NoError(t, err)
 	var carried bytes.Buffer
 	w, err = NewWriter(&carried, Format11)

@@ -59,7 +59,7 @@ func entries(t *testing.T, data []byte) []string {
 // restoredShop restores the real application backup of testdata into an embedded
 // server, and returns the restore's report and the server as a backup's source.
 func restoredShop(t *testing.T) (*restore.Report, Source) {
-	shop, err := archive.ReadFile("../testdata/backups/shop-k8s-1.37.tar.gz", archive.Options{})
+	shop, err := archive.ReadFile(context.Background(), "../testdata/backups/shop-k8s-1.37.tar.gz", archive.Options{})
 	require.NoError(t, err)
 	_, first, src := server(t)
 	rep, err := restore.Run(context.Background(), shop, first, restore.PlanOptions{}, restore.RunOptions{})
@@ -98,7 +98,7 @@ func TestBackupRestoreVerify(t *testing.T) {
 			"cluster-scoped resources are left out with one namespace included: %s", n)
 	}
 
-	b, err := archive.Read(bytes.NewReader(buf.Bytes()), archive.Options{})
+	b, err := archive.Read(context.Background(), bytes.NewReader(buf.Bytes()), archive.Options{})
 	require.NoError(t, err)
 	assert.Empty(t, b.Warnings())
 	assert.Equal(t, res.Manifest.Len(), b.Manifest().Len(), "the reader took the manifest")
@@ -129,7 +129,7 @@ func TestPlanReadsOnlyTheCRDs(t *testing.T) {
 	ctx := context.Background()
 	var fleet bytes.Buffer
 	require.NoError(t, workload.CAPI(workload.CAPIOptions{Clusters: 1, Seed: 1}).Write(&fleet))
-	in, err := archive.Read(bytes.NewReader(fleet.Bytes()), archive.Options{})
+	in, err := archive.Read(context.Background(), bytes.NewReader(fleet.Bytes()), archive.Options{})
 	require.NoError(t, err)
 	_, first, src := server(t)
 	rep, err := restore.Run(ctx, in, first, restore.PlanOptions{}, restore.RunOptions{})
@@ -152,7 +152,7 @@ func TestPlanReadsOnlyTheCRDs(t *testing.T) {
 	}
 	assert.Positive(t, crds, "the CRDs right after the manifest")
 
-	b, err := archive.ReadFile(path, archive.Options{})
+	b, err := archive.ReadFile(context.Background(), path, archive.Options{})
 	require.NoError(t, err)
 	defer b.Close()
 	_, second, _ := server(t)

@@ -112,7 +112,7 @@ func TestExpiredContinueToken(t *testing.T) {
 	assert.Equal(t, 1, res.Expired, "the token expired, and the rest was read in a full list")
 	assert.Equal(t, n+1, res.Objects, "the ConfigMaps and their namespace")
 
-	b, err := archive.Read(bytes.NewReader(buf.Bytes()), archive.Options{})
+	b, err := archive.Read(context.Background(), bytes.NewReader(buf.Bytes()), archive.Options{})
 	require.NoError(t, err)
 	seen := map[string]int{}
 	for it := range b.Manifest().All() {

@@ -44,7 +44,7 @@ func BenchmarkRestore(b *testing.B) {
 	if err := gen.Write(&buf); err != nil {
 		b.Fatal(err)
 	}
-	backup, err := archive.Read(bytes.NewReader(buf.Bytes()), archive.Options{})
+	backup, err := archive.Read(context.Background(), bytes.NewReader(buf.Bytes()), archive.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func appsTarball(b *testing.B, n int, carried bool) string {
 	}
 	defer os.Remove(tmp.Name())
 	if carried {
-		src, err := archive.ReadFile(appsTarball(b, n, false), archive.Options{})
+		src, err := archive.ReadFile(context.Background(), appsTarball(b, n, false), archive.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -129,7 +129,7 @@ func BenchmarkRead(b *testing.B) {
 				b.StartTimer()
 				read += timed(func() {
 					var err error
-					if backup, err = archive.ReadFile(path, archive.Options{}); err != nil {
+					if backup, err = archive.ReadFile(context.Background(), path, archive.Options{}); err != nil {
 						b.Fatal(err)
 					}
 				})
@@ -172,7 +172,7 @@ func BenchmarkPlanFromManifest(b *testing.B) {
 				var before runtime.MemStats
 				runtime.ReadMemStats(&before)
 				b.StartTimer()
-				backup, err := archive.ReadFile(path, archive.Options{})
+				backup, err := archive.ReadFile(context.Background(), path, archive.Options{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -72,7 +72,7 @@ func smallBackup(t *testing.T) *archive.Backup {
 		require.NoError(t, w.Add(u, resource, true))
 	}
 	require.NoError(t, w.Close())
-	b, err := archive.Read(&buf, archive.Options{})
+	b, err := archive.Read(context.Background(), &buf, archive.Options{})
 	require.NoError(t, err)
 	return b
 }

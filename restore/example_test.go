@@ -29,7 +29,7 @@ import (
 func Example() {
 	var tarball bytes.Buffer
 	workload.CAPI(workload.CAPIOptions{Clusters: 2, Seed: 1}).Write(&tarball)
-	backup, err := archive.Read(&tarball, archive.Options{})
+	backup, err := archive.Read(context.Background(), &tarball, archive.Options{})
 	if err != nil {
 		panic(err)
 	}
@@ -174,7 +174,7 @@ func (stamp) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
 func Example_embedded() {
 	var tarball bytes.Buffer
 	workload.CAPI(workload.CAPIOptions{Clusters: 2, Seed: 1}).Write(&tarball)
-	backup, err := archive.Read(&tarball, archive.Options{})
+	backup, err := archive.Read(context.Background(), &tarball, archive.Options{})
 	if err != nil {
 		panic(err)
 	}

@@ -55,7 +55,7 @@ func widgetBackup(t *testing.T, extra ...map[string]any) *archive.Backup {
 		add(o, strings.ToLower(u.GetKind())+"s", true)
 	}
 	require.NoError(t, w.Close())
-	b, err := archive.Read(&buf, archive.Options{})
+	b, err := archive.Read(context.Background(), &buf, archive.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	return b
@@ -305,7 +305,7 @@ func TestTypedErrorsReachTheReport(t *testing.T) {
 	require.NoError(t, w.AddJSON(archive.Entry{APIVersion: "rbac.authorization.k8s.io/v1", Resource: "clusterroles", Name: "exists"},
 		[]byte(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"exists","uid":"uid-exists"}}`), true))
 	require.NoError(t, w.Close())
-	b, err := archive.Read(&buf, archive.Options{})
+	b, err := archive.Read(context.Background(), &buf, archive.Options{})
 	require.NoError(t, err)
 	defer b.Close()
 

@@ -20,7 +20,7 @@ import (
 // (testdata/backups/README.md).
 func shop(t *testing.T) *archive.Backup {
 	t.Helper()
-	b, err := archive.ReadFile("../testdata/backups/shop-k8s-1.37.tar.gz", archive.Options{})
+	b, err := archive.ReadFile(context.Background(), "../testdata/backups/shop-k8s-1.37.tar.gz", archive.Options{})
 	require.NoError(t, err)
 	return b
 }
@@ -263,7 +263,7 @@ const veleroFixture = "../testdata/velero/shop-and-fleet/shop-and-fleet.tar.gz"
 // object restored or left out by a rule that names itself, nothing collected by the
 // garbage collector, and verify holds (it would not with an ownership link lost).
 func TestRestoreABackupVeleroWrote(t *testing.T) {
-	b, err := archive.ReadFile(veleroFixture, archive.Options{})
+	b, err := archive.ReadFile(context.Background(), veleroFixture, archive.Options{})
 	require.NoError(t, err)
 	assert.Empty(t, b.Warnings(), "Velero's layout reads without a warning")
 	srv, tgt := cluster(t, memcluster.Options{GC: true, GCDelay: 50 * time.Millisecond, ServiceCIDR: "10.96.0.0/24"})

@@ -31,7 +31,7 @@ func capiBackup(t testing.TB, clusters int) *archive.Backup {
 	t.Helper()
 	var buf bytes.Buffer
 	require.NoError(t, workload.CAPI(workload.CAPIOptions{Clusters: clusters, Seed: 1}).Write(&buf))
-	b, err := archive.Read(&buf, archive.Options{})
+	b, err := archive.Read(context.Background(), &buf, archive.Options{})
 	require.NoError(t, err)
 	return b
 }

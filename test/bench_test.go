@@ -99,7 +99,7 @@ func readBackup(b *testing.B, gen *workload.Backup) *archive.Backup {
 	if err := gen.Write(&buf); err != nil {
 		b.Fatal(err)
 	}
-	backup, err := archive.Read(&buf, archive.Options{})
+	backup, err := archive.Read(context.Background(), &buf, archive.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

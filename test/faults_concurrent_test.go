@@ -71,7 +71,7 @@ func TestConcurrentOperationsOneKilled(t *testing.T) {
 
 	require.NoError(t, backup.wait(), "the backup, beside the restores\n%s", backup.stderr.String())
 	assert.True(t, time.Now().Before(killedAt.Add(25*time.Second)), "the backup did not wait for the killed restore's Lease to expire")
-	b, err := archive.ReadFile(backupFile, archive.Options{})
+	b, err := archive.ReadFile(context.Background(), backupFile, archive.Options{})
 	require.NoError(t, err)
 	kept := 0
 	for it := range b.Manifest().All() {

@@ -87,7 +87,7 @@ func seedOf(prefix string) uint64 {
 func capi(t testing.TB, prefix string, clusters int) *archive.Backup {
 	var buf bytes.Buffer
 	require.NoError(t, workload.CAPI(workload.CAPIOptions{Clusters: clusters, Seed: seedOf(prefix), Prefix: prefix}).Write(&buf))
-	b, err := archive.Read(&buf, archive.Options{})
+	b, err := archive.Read(context.Background(), &buf, archive.Options{})
 	require.NoError(t, err)
 	return b
 }
@@ -202,7 +202,7 @@ const childEnv = "RESTOREGRAPH_INTEGRATION_CHILD"
 
 // runChild restores the backup and journal named in the environment; the parent kills it.
 func runChild() int {
-	b, err := archive.ReadFile(os.Getenv("CHILD_BACKUP"), archive.Options{})
+	b, err := archive.ReadFile(context.Background(), os.Getenv("CHILD_BACKUP"), archive.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -255,7 +255,7 @@ func TestSIGKILLAndResume(t *testing.T) {
 	data, _ := os.ReadFile(journal)
 	killedAt := strings.Count(string(data), "\n")
 
-	b, err := archive.ReadFile(backupPath, archive.Options{})
+	b, err := archive.ReadFile(context.Background(), backupPath, archive.Options{})
 	require.NoError(t, err)
 	require.Less(t, killedAt, b.Manifest().Len(), "killed before the end")
 	j, err := restore.OpenJournal(journal)

@@ -279,7 +279,7 @@ func TestRestoreARealApplicationBackup(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(out, data, 0o644), "the unit tests' fixture, rewritten")
 	}
-	b, err := archive.ReadFile(path, archive.Options{})
+	b, err := archive.ReadFile(context.Background(), path, archive.Options{})
 	require.NoError(t, err, "the backup reads")
 	ctx := context.Background()
 	started := time.Now()

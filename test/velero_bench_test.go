@@ -36,7 +36,7 @@ func benchVelero(b *testing.B, clusters int) {
 	defer s.Stop()
 	name := fmt.Sprintf("fleet-%d", clusters)
 	tarball := sourceWithVelero(b, s, name, clusters)
-	bk, err := archive.ReadFile(tarball, archive.Options{})
+	bk, err := archive.ReadFile(context.Background(), tarball, archive.Options{})
 	require.NoError(b, err)
 	objects := bk.Manifest().Len()
 

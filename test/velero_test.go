@@ -85,7 +85,7 @@ func sourceWithVelero(t testing.TB, s *harness.S3, name string, clusters int) st
 	var buf bytes.Buffer
 	require.NoError(t, workload.CAPI(workload.CAPIOptions{Clusters: clusters, Seed: 7}).Write(&buf))
 	require.NoError(t, os.WriteFile(fleet, buf.Bytes(), 0o644))
-	fb, err := archive.ReadFile(fleet, archive.Options{})
+	fb, err := archive.ReadFile(context.Background(), fleet, archive.Options{})
 	require.NoError(t, err)
 	rep, err := restore.Run(ctx, fb, tgt, restore.PlanOptions{}, restore.RunOptions{})
 	require.NoError(t, err)
@@ -124,7 +124,7 @@ func TestVeleroSideBySide(t *testing.T) {
 	t.Cleanup(s.Stop)
 	const name = "shop-and-fleet"
 	tarball := sourceWithVelero(t, s, name, 1)
-	b, err := archive.ReadFile(tarball, archive.Options{})
+	b, err := archive.ReadFile(context.Background(), tarball, archive.Options{})
 	require.NoError(t, err, "the tarball Velero wrote reads")
 
 	// Velero's restore, by the Velero server of the target, from the same bucket.
@@ -291,7 +291,7 @@ func TestVeleroRestoresARestoregraphBackup(t *testing.T) {
 	for _, f := range []string{name + ".tar.gz", name + "-manifest.json.gz", name + "-resource-list.json.gz", name + "-logs.gz", "velero-backup.json"} {
 		assert.FileExists(t, s.Path("backups/"+name+"/"+f))
 	}
-	b, err := archive.ReadFile(s.Path("backups/"+name+"/"+name+".tar.gz"), archive.Options{})
+	b, err := archive.ReadFile(context.Background(), s.Path("backups/"+name+"/"+name+".tar.gz"), archive.Options{})
 	require.NoError(t, err)
 
 	dst := veleroCluster(t)

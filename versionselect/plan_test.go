@@ -53,7 +53,7 @@ func testBackup(t *testing.T) *archive.Backup {
 	add(obj("flowcontrol.apiserver.k8s.io/v1beta1", "FlowSchema", "", "f"), "flowschemas", true)
 	add(obj("y.io/v1", "Gadget", "ns", "g"), "gadgets", true)
 	require.NoError(t, w.Close())
-	b, err := archive.Read(&buf, archive.Options{})
+	b, err := archive.Read(context.Background(), &buf, archive.Options{})
 	require.NoError(t, err)
 	return b
 }
@@ -154,7 +154,7 @@ func TestInvalidCRDInTheBackupIsReportedAsInvalid(t *testing.T) {
 	require.NoError(t, w.Add(bad, "customresourcedefinitions", true))
 	require.NoError(t, w.Add(obj("q.io/v1", "Bad", "ns", "b"), "bads", true))
 	require.NoError(t, w.Close())
-	b, err := archive.Read(&buf, archive.Options{})
+	b, err := archive.Read(context.Background(), &buf, archive.Options{})
 	require.NoError(t, err)
 
 	plan, _, err := PlanBackup(context.Background(), b, testTarget(), Options{})

@@ -70,7 +70,7 @@ var fastRetry = wait.Backoff{Duration: 5 * time.Millisecond, Factor: 2, Cap: 100
 func capi(t *testing.T) *archive.Backup {
 	var buf bytes.Buffer
 	require.NoError(t, workload.CAPI(workload.CAPIOptions{Clusters: 1, Seed: 1}).Write(&buf))
-	b, err := archive.Read(&buf, archive.Options{})
+	b, err := archive.Read(context.Background(), &buf, archive.Options{})
 	require.NoError(t, err)
 	return b
 }

@@ -2,6 +2,7 @@ package strategy
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ const scale = 0.2
 func capiWorkload(t testing.TB) *Workload {
 	var buf bytes.Buffer
 	require.NoError(t, workload.CAPI(workload.CAPIOptions{Clusters: 20, Seed: 1}).Write(&buf))
-	b, err := archive.Read(&buf, archive.Options{})
+	b, err := archive.Read(context.Background(), &buf, archive.Options{})
 	require.NoError(t, err)
 	g, err := graph.New(b.Manifest(), graph.Options{Rules: []graph.Rule{graph.ClusterAPI}})
 	require.NoError(t, err)
@@ -30,7 +31,7 @@ func capiWorkload(t testing.TB) *Workload {
 // shopWorkload is the application namespace a real cluster's controllers wrote: the
 // fixture of testdata/backups.
 func shopWorkload(t testing.TB) *Workload {
-	b, err := archive.ReadFile("../../testdata/backups/shop-k8s-1.37.tar.gz", archive.Options{})
+	b, err := archive.ReadFile(context.Background(), "../../testdata/backups/shop-k8s-1.37.tar.gz", archive.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	g, err := graph.New(b.Manifest(), graph.Options{})

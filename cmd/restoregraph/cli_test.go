@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -74,7 +75,7 @@ func capiTarball(t *testing.T, clusters int) string {
 
 // items returns the number of objects in a backup tarball.
 func items(t *testing.T, path string) int {
-	b, err := archive.ReadFile(path, archive.Options{})
+	b, err := archive.ReadFile(context.Background(), path, archive.Options{})
 	require.NoError(t, err)
 	return b.Manifest().Len()
 }
@@ -462,7 +463,7 @@ current-context: gone
 // progress, errors, journals. Every output of a plan, a restore and a verify of a
 // backup holding a Secret is searched for its value, encoded and decoded.
 func TestSecretsStaySecret(t *testing.T) {
-	b, err := archive.ReadFile(shopBackup, archive.Options{})
+	b, err := archive.ReadFile(context.Background(), shopBackup, archive.Options{})
 	require.NoError(t, err)
 	defer b.Close()
 	var values []string

@@ -86,7 +86,7 @@ func (d *capiDemo) run(out io.Writer) error {
 	}); err != nil {
 		return err
 	}
-	b, err := archive.ReadFile(backupPath, archive.Options{})
+	b, err := archive.ReadFile(ctx, backupPath, archive.Options{})
 	if err != nil {
 		return err
 	}

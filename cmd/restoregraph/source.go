@@ -150,7 +150,7 @@ func readBackup(ctx context.Context, raw, endpoint string, progress io.Writer) (
 		return nil, nil, err
 	}
 	if loc.file != "" {
-		b, err := archive.ReadFile(loc.file, archive.Options{})
+		b, err := archive.ReadFile(ctx, loc.file, archive.Options{})
 		if err != nil {
 			return nil, nil, badInput("backup %s: %w", loc.file, err)
 		}

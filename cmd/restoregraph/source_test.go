@@ -2,6 +2,7 @@ package main
 
 import (
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -118,7 +119,7 @@ func TestBackupToURL(t *testing.T) {
 	r := rg(t, "backup", "-o", url, "--embedded", "--location-name", "primary")
 	require.Equal(t, 0, r.code, r.stderr)
 	dir := filepath.Join(root, "velero", "backups", "nightly")
-	b, err := archive.ReadFile(filepath.Join(dir, "nightly.tar.gz"), archive.Options{})
+	b, err := archive.ReadFile(context.Background(), filepath.Join(dir, "nightly.tar.gz"), archive.Options{})
 	require.NoError(t, err)
 	defer b.Close() // the embedded server holds nothing: the objects are in the integration test's
 

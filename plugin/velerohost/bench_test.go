@@ -95,7 +95,7 @@ func BenchmarkRestoreWithPlugin(b *testing.B) {
 	if err := workload.CAPI(workload.CAPIOptions{Clusters: 20, Seed: 1}).Write(&buf); err != nil {
 		b.Fatal(err)
 	}
-	backup, err := archive.Read(bytes.NewReader(buf.Bytes()), archive.Options{})
+	backup, err := archive.Read(context.Background(), bytes.NewReader(buf.Bytes()), archive.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -157,7 +157,7 @@ func TestVeleroBuiltinActionsAgainstRestoregraphs(t *testing.T) {
 	// its PodVolumeBackups), which only a Velero install has: they restore volume data,
 	// which restoregraph does not do.
 	require.NoError(t, h.Register(&velero, plugins, "velero.io/csi-pvc-restorer", "velero.io/pod-volume-restore"))
-	b, err := archive.ReadFile("../../testdata/backups/shop-k8s-1.37.tar.gz", archive.Options{})
+	b, err := archive.ReadFile(context.Background(), "../../testdata/backups/shop-k8s-1.37.tar.gz", archive.Options{})
 	require.NoError(t, err)
 	m := b.Manifest()
 	require.NoError(t, builtin.Register(&ours, builtin.Options{InBackup: func(id manifest.ID) bool { _, ok := m.Get(id); return ok }}))

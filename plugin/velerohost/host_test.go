@@ -107,7 +107,7 @@ func backupOf(t *testing.T, objects ...map[string]any) *archive.Backup {
 		require.NoError(t, w.Add(u, resource, true))
 	}
 	require.NoError(t, w.Close())
-	b, err := archive.Read(&buf, archive.Options{})
+	b, err := archive.Read(context.Background(), &buf, archive.Options{})
 	require.NoError(t, err)
 	return b
 }
