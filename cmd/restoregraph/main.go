@@ -4,6 +4,7 @@
 //	restoregraph restore  --backup FILE [--workers N] [--item-timeout D] [--journal FILE]
 //	                      [--version-priorities FILE] [--strict-versions]
 //	                      [--existing adopt|update|fail] [-o text|json] [--embedded]
+//	restoregraph restore  --plan FILE [--replan]   (a plan saved by plan -o json, restored as saved)
 //	restoregraph manifest --backup FILE [-o FILE]
 //	restoregraph demo capi [--clusters N] [--workers N] [--kubeconfig ...] [--out DIR]
 //
