@@ -12,6 +12,7 @@ import (
 	"github.com/restoregraph/restoregraph/memcluster"
 	"github.com/restoregraph/restoregraph/plugin"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
+	"github.com/restoregraph/restoregraph/readiness"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -141,4 +142,22 @@ func TestItemTimeoutBoundsTheObjectsOwnWork(t *testing.T) {
 	assert.ErrorIs(t, err, ErrItemTimeout)
 	assert.ErrorContains(t, err, "1m0s")
 	assert.Zero(t, b.remaining())
+}
+
+// In strict mode, additional items that are not ready fail their object, with the wait's
+// typed error in the report.
+func TestStrictAdditionalItemsFailTyped(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC))
+	p := &slowItems{clock: clk, timeout: 10 * time.Minute, err: errors.New("backend unreachable")}
+	var reg plugin.Registry
+	require.NoError(t, reg.Register("slow", plugin.V2, p))
+	_, tgt := cluster(t, memcluster.Options{})
+	rep, err := restoreAll(context.Background(), tgt, smallBackup(t), testOptions{Clock: clk, Plugins: &reg, Retry: fastRetry,
+		AdditionalItems: readiness.AdditionalItemsWaiter{Strict: true}})
+	require.NoError(t, err)
+	a := byName(rep)["configmaps/a"]
+	assert.Equal(t, Failed, a.Status)
+	var wait *readiness.AdditionalItemsError
+	require.ErrorAs(t, a.Err, &wait)
+	assert.Equal(t, "slow", wait.Plugin)
 }

@@ -267,11 +267,7 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 		if lay != nil {
 			dir = lay.Dir(c.GroupResource, c.Version)
 		}
-		p.Versions = append(p.Versions, VersionChoice{
-			Group: c.GroupResource.Group, Resource: c.GroupResource.Resource, Version: c.Version, Dir: dir,
-			Rule: string(c.Rule), Explanation: c.Explain(), SourceVersions: c.SourceVersions, TargetVersions: nonNil(c.TargetVersions),
-			TargetFromCRD: c.TargetFromCRD, InvalidCRD: c.InvalidCRD,
-		})
+		p.Versions = append(p.Versions, choiceOf(c, dir))
 		if !c.Restorable() {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %s", c.GroupResource, c.Explain()))
 		}
@@ -415,6 +411,15 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 // back.
 func (p *Plan) WriteJSON(w io.Writer) error {
 	return writeJSON(w, p.head(), p.Objects())
+}
+
+// choiceOf is c as a plan shows it, dir being where its version lies in the backup.
+func choiceOf(c versionselect.Choice, dir string) VersionChoice {
+	return VersionChoice{
+		Group: c.GroupResource.Group, Resource: c.GroupResource.Resource, Version: c.Version, Dir: dir,
+		Rule: string(c.Rule), Explanation: c.Explain(), SourceVersions: c.SourceVersions, TargetVersions: nonNil(c.TargetVersions),
+		TargetFromCRD: c.TargetFromCRD, InvalidCRD: c.InvalidCRD,
+	}
 }
 
 func nonNil(s []string) []string {

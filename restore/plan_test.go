@@ -13,7 +13,6 @@ import (
 	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/memcluster"
 	"github.com/restoregraph/restoregraph/plugin"
-	"github.com/restoregraph/restoregraph/readiness"
 	"github.com/restoregraph/restoregraph/versionselect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -359,7 +358,6 @@ func TestTypedErrorsReachTheReport(t *testing.T) {
 	require.ErrorAs(t, errs["owned"], &blocked)
 	assert.Equal(t, types.UID("uid-forbidden"), blocked.By)
 	assert.Equal(t, []types.UID{"uid-forbidden", "uid-owned"}, blocked.Chain)
-	var _ readiness.AdditionalItemsError // the strict wait's failure, tested in additional_test.go
 }
 
 // An object the journal says an earlier run restored goes through the pipeline's own

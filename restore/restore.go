@@ -47,13 +47,18 @@ type run struct {
 // that no longer holds, admission, a cancelled ctx). A journal in opts is written to but
 // not closed: its owner closes it.
 func Apply(ctx context.Context, p *Plan, target Target, opts RunOptions) (*Report, error) {
+	if err := p.recheck(ctx, target); err != nil {
+		opts.withDefaults(p.source.Name).Logger.Warn("the plan no longer holds", "error", err)
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	return apply(ctx, p, target, opts)
+}
+
+// apply restores p, which holds for target.
+func apply(ctx context.Context, p *Plan, target Target, opts RunOptions) (*Report, error) {
 	opts = opts.withDefaults(p.source.Name)
 	started := opts.Clock.Now()
 	log := opts.Logger.With("restore", opts.Name)
-	if err := p.recheck(ctx, target); err != nil {
-		log.Warn("the plan no longer holds", "error", err)
-		return nil, fmt.Errorf("restore: %w", err)
-	}
 	r := newRun(p, target, opts)
 	if opts.Admitter != nil {
 		// An admission lost while the restore runs (another process may now write what
@@ -248,12 +253,12 @@ func actions(backup Backup, sel Selection, ext Extensions) ([]*plugin.Action, er
 }
 
 // Run plans the restore of backup into target and applies the plan at once, as
-// restoregraph restore does without --plan. A plan that cannot be made is an error and
-// a nil report.
+// restoregraph restore does without --plan; the plan just made is not checked against
+// the target again. A plan that cannot be made is an error and a nil report.
 func Run(ctx context.Context, backup Backup, target Target, po PlanOptions, ro RunOptions) (*Report, error) {
 	p, err := NewPlan(ctx, backup, target, po)
 	if err != nil {
 		return nil, err
 	}
-	return Apply(ctx, p, target, ro)
+	return apply(ctx, p, target, ro)
 }

@@ -156,8 +156,7 @@ func (p *Plan) recheck(ctx context.Context, target Target) error {
 	}
 	var current []VersionChoice
 	for _, c := range now.Choices {
-		current = append(current, VersionChoice{Group: c.GroupResource.Group, Resource: c.GroupResource.Resource, Version: c.Version,
-			Rule: string(c.Rule), Explanation: c.Explain(), TargetVersions: c.TargetVersions})
+		current = append(current, choiceOf(c, ""))
 	}
 	if changes := versionChanges(p.Versions, current); len(changes) > 0 {
 		return &PlanChangedError{Changes: changes}
