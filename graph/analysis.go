@@ -2,6 +2,8 @@ package graph
 
 import (
 	"slices"
+
+	"github.com/restoregraph/restoregraph/internal/toposort"
 )
 
 // Order returns every unblocked node in a topological order: each node after all its
@@ -81,16 +83,7 @@ func (g *Graph) LongestRemaining(weight func(*Node) float64) []float64 {
 	if weight == nil {
 		weight = unitWeight
 	}
-	lr := make([]float64, len(g.nodes))
-	for i := len(g.at) - 1; i >= 0; i-- {
-		u := g.at[i]
-		best := 0.0
-		for _, v := range g.out[u] {
-			best = max(best, lr[v])
-		}
-		lr[u] = weight(g.nodes[u]) + best
-	}
-	return lr
+	return toposort.LongestRemaining(g, g.at, func(u int32) float64 { return weight(g.nodes[u]) })
 }
 
 func unitWeight(n *Node) float64 {

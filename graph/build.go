@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/restoregraph/restoregraph/internal/toposort"
 	"github.com/restoregraph/restoregraph/manifest"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -185,32 +186,18 @@ func (g *Graph) setEdges(raw []rawEdge) {
 // order, first in first out) and marks the nodes on or behind a cycle as blocked.
 func (g *Graph) sort() error {
 	n := len(g.nodes)
+	g.at = toposort.Order(g)
 	g.pos = make([]int32, n)
-	g.blocked = make([]bool, n)
-	indeg := make([]int32, n)
-	queue := make([]int32, 0, n)
-	for v := range n {
-		indeg[v] = int32(len(g.in[v]))
+	for v := range g.pos {
 		g.pos[v] = -1
-		if indeg[v] == 0 {
-			queue = append(queue, int32(v))
-		}
 	}
-	for head := 0; head < len(queue); head++ {
-		u := queue[head]
-		g.pos[u] = int32(head)
-		for _, v := range g.out[u] {
-			if indeg[v]--; indeg[v] == 0 {
-				queue = append(queue, v)
-			}
-		}
+	for i, u := range g.at {
+		g.pos[u] = int32(i)
 	}
-	g.at = queue
-	if len(queue) == n {
+	if len(g.at) == n {
+		g.blocked = make([]bool, n)
 		return nil
 	}
-	for v := range n {
-		g.blocked[v] = g.pos[v] < 0
-	}
+	g.blocked = toposort.Unordered(n, g.at)
 	return g.cycleError()
 }

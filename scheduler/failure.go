@@ -3,6 +3,8 @@ package scheduler
 import (
 	"context"
 	"fmt"
+
+	"github.com/restoregraph/restoregraph/internal/toposort"
 )
 
 // report marks u done with status and wakes the nodes awaiting it.
@@ -58,34 +60,12 @@ func (r *run) skipDescendants(u int32) {
 
 // skipCycles reports the nodes on or behind a cycle of the DAG: they can never start.
 func (r *run) skipCycles() {
-	if r.acyclic {
-		return
-	}
 	n := len(r.state)
-	indeg := make([]int32, n)
-	copy(indeg, r.indeg)
-	queue := make([]int32, 0, n)
-	for i := range n {
-		if indeg[i] == 0 {
-			queue = append(queue, int32(i))
-		}
-	}
-	for head := 0; head < len(queue); head++ {
-		for _, v := range r.dag.Successors(int64(queue[head])) {
-			if indeg[v]--; indeg[v] == 0 {
-				queue = append(queue, v)
-			}
-		}
-	}
-	if len(queue) == n {
+	if len(r.order) == n {
 		return
 	}
-	reached := make([]bool, n)
-	for _, u := range queue {
-		reached[u] = true
-	}
-	for i := range n {
-		if !reached[i] {
+	for i, cut := range toposort.Unordered(n, r.order) {
+		if cut {
 			r.report(int32(i), Skipped, ErrCycle, Event{Type: SkippedEvent, Err: ErrCycle})
 		}
 	}

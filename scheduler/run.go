@@ -138,6 +138,7 @@ func Run(ctx context.Context, dag DAG, fn Func, opts Options) (*Report, error) {
 	stop := context.AfterFunc(r.ctx, r.onCancel)
 	r.mu.Lock()
 	r.skipCycles()
+	r.order = nil
 	for range opts.Workers {
 		r.spawnWorker()
 	}

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"context"
 	"sync"
+
+	"github.com/restoregraph/restoregraph/internal/toposort"
 )
 
 // run is the state of one Run.
@@ -27,8 +29,8 @@ type run struct {
 	dyn        map[int32][]int32
 	awaiting   map[int32]*awaiting // the nodes in Await
 	nextWorker int
-	stopped    bool // cancelled: start nothing new
-	acyclic    bool // known to have no cycle: skipCycles has nothing to do
+	stopped    bool    // cancelled: start nothing new
+	order      []int32 // a topological order; the nodes missing from it are on or behind a cycle
 }
 
 type state uint8
@@ -57,13 +59,18 @@ func newRun(ctx context.Context, dag DAG, fn Func, opts Options) *run {
 		r.indeg[i] = int32(len(dag.Predecessors(int64(i))))
 		r.rep.recs[i] = record{start: noTime, end: noTime, blockedBy: -1}
 	}
+	r.order = toposort.Order(dag)
 	if opts.Priority != nil {
 		r.prio = make([]float64, n)
 		for i := range n {
 			r.prio[i] = opts.Priority(int64(i))
 		}
 	} else {
-		r.prio, r.acyclic = longestRemaining(dag, opts.Weight)
+		var w func(int32) float64
+		if opts.Weight != nil {
+			w = func(u int32) float64 { return opts.Weight(int64(u)) }
+		}
+		r.prio = toposort.LongestRemaining(dag, r.order, w)
 	}
 	r.ready = newQueue(r.prio, n)
 	var roots []int32
