@@ -15,12 +15,14 @@
 //     remaining path (critical path first), ties to the lower node ID. Nodes that a
 //     running node awaits, and their unfinished ancestors, are raised above all others.
 //   - Failure isolation. A failure skips the failed node's descendants only; independent
-//     branches go on. Options.FailFast instead cancels everything not yet started. A
-//     panic in a node function is a failure of that node (*PanicError: what panicked and
-//     where, on one line, and its stack).
+//     branches go on. Options.FailFast instead cancels everything not yet started, and
+//     Run returns that failure. A panic in a node function is a failure of that node
+//     (*PanicError: what panicked and where, on one line, and its stack), not of the run:
+//     one bad plugin call does not end a million-object restore.
 //   - Cancellation. When ctx is cancelled nothing new starts; running nodes see the
-//     cancellation through their ctx; nodes not started are Cancelled. Run returns only
-//     after every worker and every node function has returned.
+//     cancellation through their ctx; nodes not started are Cancelled, and Run returns
+//     the context's cause. The workers are an errgroup: Run returns only after every
+//     worker and every node function has returned.
 //   - Dynamic dependencies. Await on a node that already depends on the caller, directly
 //     or through other awaits, fails at once with a *CycleError instead of deadlocking.
 //   - Events. Options.OnEvent receives events (started, waiting, resumed, succeeded,

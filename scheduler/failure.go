@@ -84,6 +84,7 @@ func (r *run) stopLocked(cause error) {
 		return
 	}
 	r.stopped = true
+	r.fault = cause
 	r.cancel(cause)
 	for i, s := range r.state {
 		if s == pending || s == queued {

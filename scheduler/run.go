@@ -121,8 +121,15 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Run executes fn for every node of dag and reports how each ended. Its error is the
-// context's when it was cancelled, else nil: node failures are in the report.
+// Run executes fn for every node of dag and reports how each ended. Its error is a
+// fault of the run itself, whatever stopped it before every node ran: the context's
+// cause when it was cancelled, or with FailFast the first failure. Otherwise it is nil,
+// and each node's own failure is in the report.
+//
+// The workers are an errgroup. Its limit is not errgroup's SetLimit but the run's own
+// count of slots, because a node blocked in Await hands its slot to a new worker and
+// takes one back from a worker that retires: a limit on goroutines would hold the slot
+// of every parked node.
 func Run(ctx context.Context, dag DAG, fn Func, opts Options) (*Report, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
@@ -143,11 +150,11 @@ func Run(ctx context.Context, dag DAG, fn Func, opts Options) (*Report, error) {
 		r.spawnWorker()
 	}
 	r.mu.Unlock()
-	r.workers.Wait()
+	err := r.workers.Wait()
 	stop()
 	if r.events != nil {
 		r.events.close()
 	}
 	rep := r.rep // not &r.rep: the report would keep the whole run alive
-	return &rep, ctx.Err()
+	return &rep, err
 }

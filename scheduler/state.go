@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/restoregraph/restoregraph/internal/toposort"
 )
 
@@ -14,7 +16,7 @@ type run struct {
 	opts    Options
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
-	workers sync.WaitGroup
+	workers *errgroup.Group
 	events  *eventQueue
 
 	mu         sync.Mutex
@@ -30,6 +32,7 @@ type run struct {
 	awaiting   map[int32]*awaiting // the nodes in Await
 	nextWorker int
 	stopped    bool    // cancelled: start nothing new
+	fault      error   // why it stopped: the context's cause, or FailFast's first failure
 	order      []int32 // a topological order; the nodes missing from it are on or behind a cycle
 }
 
@@ -50,7 +53,10 @@ func newRun(ctx context.Context, dag DAG, fn Func, opts Options) *run {
 		state: make([]state, n), indeg: make([]int32, n), remaining: n,
 		rep: Report{recs: make([]record, n), errs: map[int32]error{}, chains: map[int32][]int64{}, t0: opts.Now()},
 	}
-	r.ctx, r.cancel = context.WithCancelCause(ctx)
+	// A worker's error ends the run: the group cancels the context every node runs under.
+	var gctx context.Context
+	r.workers, gctx = errgroup.WithContext(ctx)
+	r.ctx, r.cancel = context.WithCancelCause(gctx)
 	r.cond.L = &r.mu
 	if opts.OnEvent != nil {
 		r.events = newEventQueue()

@@ -9,12 +9,13 @@ import (
 func (r *run) spawnWorker() {
 	id := r.nextWorker
 	r.nextWorker++
-	r.workers.Go(func() { r.worker(id) })
+	r.workers.Go(func() error { return r.worker(id) })
 }
 
-// worker runs ready nodes until every node is reported. Before anything else it hands
-// its slot to a node coming back from Await, and retires.
-func (r *run) worker(id int) {
+// worker runs ready nodes until every node is reported, and returns why the run
+// stopped early, if it did. Before anything else it hands its slot to a node coming
+// back from Await, and retires.
+func (r *run) worker(id int) error {
 	n := &Node{r: r} // this worker's node, while it runs it
 	r.mu.Lock()
 	var now time.Time // the clock read when the last node ended, reused to start the next
@@ -27,12 +28,13 @@ func (r *run) worker(id int) {
 				r.cond.Signal() // this worker may have released nodes it will not run now
 			}
 			r.mu.Unlock()
-			return
+			return nil
 		}
 		if r.remaining == 0 {
 			r.cond.Broadcast()
+			fault := r.fault
 			r.mu.Unlock()
-			return
+			return fault
 		}
 		if !r.stopped && r.ready.len() > 0 {
 			select {
