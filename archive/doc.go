@@ -25,11 +25,18 @@
 // Bodies are kept in memory up to Options.MemoryBytes, the rest in one spill file in
 // Options.SpillDir (the system's temporary directory by default), which Close removes;
 // Read writes nowhere else. Once some have spilled, the rest follow when the tarball
-// ends: a large backup keeps none in its heap. Without a manifest, every body is read for its metadata,
-// with inflating on a goroutine of its own and the second copy Velero writes of each
+// ends: a large backup keeps none in its heap. Without a manifest, every body is read
+// for its metadata, with inflating on a goroutine of its own and the second copy Velero writes of each
 // preferred body kept once. A backup that carries its manifest before the bodies (as
 // restoregraph's backup writes it) is described by the manifest: ReadFile returns as
 // soon as it has it, and bodies are read from the file when first asked for, so that a
 // plan reads no body at all. Such bodies are not checked until they are decoded; an
 // entry that breaks the rules after the manifest fails the Body call that meets it.
+//
+// The reader is split by concern: reader.go is the API (Read, the Backup and its
+// accessors), entries.go walks the tarball under the limits, index.go builds the
+// manifest from the copies it meets and places their bodies, meta.go decodes an
+// object's metadata, store.go keeps bodies in memory or spilled, source.go opens a
+// backup by file, URL or location, layout.go reads and makes the paths of both
+// formats, and writer.go writes a backup.
 package archive
