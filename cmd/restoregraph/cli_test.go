@@ -538,6 +538,10 @@ func TestRestoreASavedPlan(t *testing.T) {
 	r = rg(t, "restore", "--plan", saved, "--embedded", "--include-namespaces", "fleet")
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, "--plan carries its selection: --include-namespaces cannot be given with it")
+	r = rg(t, "restore", "--plan", saved, "--embedded", "--existing", "fail", "--disable-plugin", "restoregraph.dev/pod", "--workers", "2")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "--plan carries its selection: --disable-plugin, --existing cannot be given with it",
+		"every flag of the selection is named, and only those (--workers is how to run)")
 
 	other := capiTarball(t, 1)
 	r = rg(t, "restore", "--plan", saved, "--backup", other, "--embedded")

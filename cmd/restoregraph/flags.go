@@ -54,10 +54,8 @@ type restoreFlags struct {
 	replan                          bool
 }
 
-// selectionFlags are the flags a saved plan's selection stands for.
-var selectionFlags = []string{"include-namespaces", "exclude-namespaces", "include-resources", "exclude-resources",
-	"include-cluster-resources", "selector", "namespace-mappings", "version-priorities", "version-priorities-configmap",
-	"strict-versions", "preserve-nodeports", "existing", "disable-plugin"}
+// selectionFlag annotates the flags that a saved plan's selection stands for.
+const selectionFlag = "restoregraph.dev/selection"
 
 // filterFlags select what a restore restores or a backup backs up.
 type filterFlags struct {
@@ -96,24 +94,33 @@ func (f *restoreFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.backup, "backup", "", backupUsage)
 	fs.StringVar(&f.s3Endpoint, "s3-endpoint", "", s3EndpointUsage)
 	f.velero.add(fs)
-	f.filterFlags.add(fs, "restore")
-	fs.StringVar(&f.namespaceMappings, "namespace-mappings", "", "restore namespaces under other names: src1:dst1,src2:dst2")
+	f.addSelection(fs)
 	fs.StringVar(&f.restoreName, "restore-name", "", "the restore's name, in the velero.io/restore-name label of what it makes (default <backup>-<time>)")
-	fs.StringVar(&f.priorities, "version-priorities", "", "file of resource.group=v1,v2 lines: the user's version priorities")
-	fs.StringVar(&f.prioritiesConfigMap, "version-priorities-configmap", "velero/"+versionselect.DefaultConfigMapName,
-		"NAMESPACE/NAME of the target's ConfigMap of version priorities, read when it exists and no file is given (\"\" for none)")
-	fs.BoolVar(&f.strict, "strict-versions", false, "fail when a resource shares no API version with the target")
-	fs.BoolVar(&f.preserveNodePorts, "preserve-nodeports", false, "keep Services' node ports instead of letting the target allocate them")
 	fs.StringVar(&f.admission, "admission", "cluster", "admit the restore against other operations on the cluster: cluster (through Leases in the target, across processes), local (this process) or off")
 	fs.StringVar(&f.admissionNamespace, "admission-namespace", "restoregraph-admission", "the namespace of the admission Leases")
 	fs.StringVar(&f.pluginDir, "plugins", "", "a directory of Velero plugin executables, as Velero's /plugins: their RestoreItemActions run out of process")
 	fs.StringArrayVar(&f.pluginPaths, "plugin", nil, "a Velero plugin executable (repeatable)")
-	fs.StringVar(&f.existing, "existing", "adopt", "objects that already exist: adopt, update or fail")
 	fs.StringVar(&f.planFile, "plan", "", "a plan saved by plan -o json: restore exactly it (its backup, selection, versions and objects), "+
 		"refused with what changed when the backup or the target is no longer what was planned; --backup is then not needed")
 	fs.BoolVar(&f.replan, "replan", false, "with --plan: when the plan no longer holds, say what changed and go on with the plan as it is now")
-	fs.StringArrayVar(&f.disable, "disable-plugin", nil, "switch off a built-in action or plan rule by name (repeatable): "+
+}
+
+// addSelection adds the flags that make the plan's selection, each annotated with
+// selectionFlag: a saved plan carries them, so --plan refuses them.
+func (f *restoreFlags) addSelection(fs *pflag.FlagSet) {
+	sel := pflag.NewFlagSet("selection", pflag.ContinueOnError)
+	f.filterFlags.add(sel, "restore")
+	sel.StringVar(&f.namespaceMappings, "namespace-mappings", "", "restore namespaces under other names: src1:dst1,src2:dst2")
+	sel.StringVar(&f.priorities, "version-priorities", "", "file of resource.group=v1,v2 lines: the user's version priorities")
+	sel.StringVar(&f.prioritiesConfigMap, "version-priorities-configmap", "velero/"+versionselect.DefaultConfigMapName,
+		"NAMESPACE/NAME of the target's ConfigMap of version priorities, read when it exists and no file is given (\"\" for none)")
+	sel.BoolVar(&f.strict, "strict-versions", false, "fail when a resource shares no API version with the target")
+	sel.BoolVar(&f.preserveNodePorts, "preserve-nodeports", false, "keep Services' node ports instead of letting the target allocate them")
+	sel.StringVar(&f.existing, "existing", "adopt", "objects that already exist: adopt, update or fail")
+	sel.StringArrayVar(&f.disable, "disable-plugin", nil, "switch off a built-in action or plan rule by name (repeatable): "+
 		strings.Join(append(slices.Clone(builtin.Names), restore.ControllerManaged, restore.NamespaceDefaults), ", "))
+	sel.VisitAll(func(fl *pflag.Flag) { _ = sel.SetAnnotation(fl.Name, selectionFlag, nil) })
+	fs.AddFlagSet(sel)
 }
 
 // session is what plan, restore and verify open alike: the backup, the target, the
@@ -238,10 +245,14 @@ func (f *restoreFlags) open(cmd *cobra.Command, t *target) (s *session, err erro
 // readPlan reads the --plan file. Its backup is read from where the plan says, unless
 // --backup or --from-backup names it; the flags its selection stands for cannot be given.
 func (f *restoreFlags) readPlan(cmd *cobra.Command) (*restore.SavedPlan, error) {
-	for _, name := range selectionFlags {
-		if cmd.Flags().Changed(name) {
-			return nil, badInput("--plan carries its selection: --%s cannot be given with it", name)
+	var given []string
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if _, ok := fl.Annotations[selectionFlag]; ok {
+			given = append(given, "--"+fl.Name)
 		}
+	})
+	if len(given) > 0 {
+		return nil, badInput("--plan carries its selection: %s cannot be given with it", strings.Join(given, ", "))
 	}
 	file, err := os.Open(f.planFile)
 	if err != nil {
