@@ -21,7 +21,7 @@ import (
 type Identity struct {
 	GroupResource   schema.GroupResource
 	Namespace, Name string
-	Labels          map[string]string
+	Labels          labels.Labels // nil: none
 }
 
 // Candidate is a rule that applies to an object by its identity; Conditional when it
@@ -63,7 +63,13 @@ func (r *rule) holds(id Identity) bool {
 	if r.name != nil && !r.name.MatchString(id.Name) {
 		return false
 	}
-	return r.selector == nil || r.selector.Matches(labels.Set(id.Labels))
+	if r.selector == nil {
+		return true
+	}
+	if id.Labels == nil {
+		return r.selector.Matches(labels.Set(nil))
+	}
+	return r.selector.Matches(id.Labels)
 }
 
 // Apply changes obj by every rule that applies to it, in order, and returns the rules
@@ -75,7 +81,7 @@ func (m *Modifiers) Apply(obj *unstructured.Unstructured, gr schema.GroupResourc
 	if len(m.rules) > 1 {
 		origin = obj.DeepCopy()
 	}
-	id := Identity{GroupResource: gr, Namespace: namespace, Name: name, Labels: origin.GetLabels()}
+	id := Identity{GroupResource: gr, Namespace: namespace, Name: name, Labels: labels.Set(origin.GetLabels())}
 	var applied []int
 	var originJSON []byte
 	for i := range m.rules {

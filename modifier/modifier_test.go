@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
@@ -138,7 +139,7 @@ func TestEachConditionSelects(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.hit, obj.GetAnnotations()["hit"] == "yes")
 			assert.Equal(t, tc.hit, len(applied) == 1)
-			cands := m.Candidates(Identity{GroupResource: deployments, Namespace: "shop", Name: "web", Labels: obj.GetLabels()})
+			cands := m.Candidates(Identity{GroupResource: deployments, Namespace: "shop", Name: "web", Labels: labels.Set(obj.GetLabels())})
 			if tc.hit {
 				require.Len(t, cands, 1, "the plan shows a rule that applies")
 			}
@@ -180,7 +181,7 @@ resourceModifierRules:
 	assert.Equal(t, int64(1), obj.Object["spec"].(map[string]any)["replicas"])
 	assert.Equal(t, true, obj.Object["spec"].(map[string]any)["paused"])
 	assert.Equal(t, []Candidate{{Rule: 0}, {Rule: 1, Conditional: true}},
-		m.Candidates(Identity{GroupResource: deployments, Namespace: "shop", Name: "web", Labels: obj.GetLabels()}))
+		m.Candidates(Identity{GroupResource: deployments, Namespace: "shop", Name: "web", Labels: labels.Set(obj.GetLabels())}))
 }
 
 func TestAFailedTestOperationLeavesTheObject(t *testing.T) {

@@ -42,18 +42,21 @@
 //     fails its object. Additional items they return are restored first, as dynamic
 //     dependencies, then waited for when the plugin asks, within the plugin's own
 //     timeout; SkipRestore is honoured.
-//  6. StepRemapOwners: an owner restored in this run gets its new UID; an owner outside
+//  6. StepModify: the resource modifiers of Selection.Modifiers (Velero's format, package
+//     modifier) that match it change it, judged by its namespace and name in the
+//     backup, as Velero judges them; a rule that fails fails the object, naming it.
+//  7. StepRemapOwners: an owner restored in this run gets its new UID; an owner outside
 //     the backup is looked up in the target by kind, namespace and name; an owner found
 //     nowhere is dropped with a warning. No restored object points at a UID that does
 //     not exist, so the garbage collector deletes nothing restored.
-//  7. StepLabel: velero.io/backup-name and velero.io/restore-name, as Velero labels
+//  8. StepLabel: velero.io/backup-name and velero.io/restore-name, as Velero labels
 //     what it restores.
-//  8. StepCreate: it is created through the dynamic client; AlreadyExists is handled by
+//  9. StepCreate: it is created through the dynamic client; AlreadyExists is handled by
 //     the Existing policy (adopt, update or fail). Transient errors (429, 5xx, timeouts,
 //     connections refused or reset) are retried with jittered backoff for as long as
 //     the object's ItemTimeout allows.
-//  9. StepStatus: status is written for the group-resources in KeepStatus.
-//  10. StepReady: its dependents start only once it is ready (package readiness).
+//  10. StepStatus: status is written for the group-resources in KeepStatus.
+//  11. StepReady: its dependents start only once it is ready (package readiness).
 //
 // Guarantees:
 //

@@ -7,6 +7,7 @@ import (
 	"github.com/restoregraph/restoregraph/admission"
 	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/graph"
+	"github.com/restoregraph/restoregraph/modifier"
 	"github.com/restoregraph/restoregraph/plugin"
 	"github.com/restoregraph/restoregraph/readiness"
 	"github.com/restoregraph/restoregraph/versionselect"
@@ -68,6 +69,10 @@ type Selection struct {
 	PreserveNodePorts bool
 	// Existing is the policy for objects that already exist; default Adopt.
 	Existing Existing
+	// Modifiers change objects as they are restored (StepModify): Velero's resource
+	// modifiers, read with modifier.Parse or modifier.FromConfigMap. The plan shows the
+	// rules that apply to each object; a rule that fails on an object fails it.
+	Modifiers *modifier.Modifiers
 	// Disable switches off actions and plan rules by name: the built-in actions
 	// (builtin.Service, builtin.Pod, ...: builtin.Names), the plan's rules
 	// ControllerManaged and NamespaceDefaults, and plugins registered in

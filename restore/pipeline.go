@@ -99,6 +99,49 @@ func (r *run) stepActions(ctx context.Context, o *Object) error {
 	return nil
 }
 
+// stepModify applies the resource modifiers that match the object. Conditions name it
+// as the backup does (its namespace before any mapping), as Velero judges them.
+func (r *run) stepModify(_ context.Context, o *Object) error {
+	if r.sel.Modifiers == nil {
+		return nil
+	}
+	it := o.Item
+	var labels, annotations map[string]string
+	if o.DryRun {
+		labels, annotations = o.Body.GetLabels(), o.Body.GetAnnotations()
+	}
+	applied, err := r.sel.Modifiers.Apply(o.Body, it.GroupResource(), it.Namespace, it.Name)
+	o.Result.Modifiers = applied
+	if o.DryRun && len(applied) > 0 {
+		// Verify compares spec and the rest but not metadata, which the target's
+		// controllers change; what the modifiers set there is compared too.
+		o.modifiedMeta = append(changedKeys("labels", labels, o.Body.GetLabels()), changedKeys("annotations", annotations, o.Body.GetAnnotations())...)
+	}
+	return err
+}
+
+// metaChange is a label or annotation that a modifier set (want) or removed (!set).
+type metaChange struct {
+	field, key, want string
+	set              bool
+}
+
+// changedKeys lists what differs from before to after in field.
+func changedKeys(field string, before, after map[string]string) []metaChange {
+	var out []metaChange
+	for k, v := range after {
+		if old, ok := before[k]; !ok || old != v {
+			out = append(out, metaChange{field: field, key: k, want: v, set: true})
+		}
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			out = append(out, metaChange{field: field, key: k})
+		}
+	}
+	return out
+}
+
 // additionalItems restores first what a plugin asked for, then waits when it asks.
 func (r *run) additionalItems(ctx context.Context, o *Object, a *plugin.Action, out *ria.ExecuteOutput) error {
 	if len(out.AdditionalItems) == 0 || o.DryRun {

@@ -14,6 +14,7 @@ import (
 	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/graph"
 	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/modifier"
 	"github.com/restoregraph/restoregraph/plugin"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	"github.com/restoregraph/restoregraph/readiness"
@@ -109,6 +110,10 @@ type PlannedObject struct {
 	// ExcludedBy which rule says so.
 	Excluded   string `json:"excluded,omitempty"`
 	ExcludedBy string `json:"excludedBy,omitempty"`
+	// Modifiers are the resource modifier rules that apply to the object by its
+	// group-resource, namespace, name and labels in the backup; a Conditional one also
+	// has matches, which only its body answers when it is restored.
+	Modifiers []modifier.Candidate `json:"modifiers,omitempty"`
 }
 
 // PlannedCycle is a dependency cycle: its objects and the kinds of its edges.
@@ -362,6 +367,8 @@ func (p *Plan) object(n *graph.Node, level int) PlannedObject {
 	}
 	if ex, ok := p.excluded[n.Item]; ok {
 		po.Excluded, po.ExcludedBy = ex.reason, ex.by
+	} else if m := p.sel.Modifiers; m != nil {
+		po.Modifiers = m.Candidates(modifier.Identity{GroupResource: it.GroupResource(), Namespace: it.Namespace, Name: it.Name, Labels: it.Labels})
 	}
 	preds := itemPredecessors(p.graph, n.ID())
 	po.DependsOn = make([]Dependency, len(preds))

@@ -44,6 +44,9 @@ type ObjectResult struct {
 	// FromJournal: the journal of an earlier run says the object was restored then.
 	FromJournal bool `json:"fromJournal,omitempty"`
 	Retries     int  `json:"retries,omitempty"`
+	// Modifiers are the resource modifier rules that changed the object, by their index
+	// in Selection.Modifiers.
+	Modifiers []int `json:"modifiers,omitempty"`
 
 	// Started is when the object's dependencies were done and its restore began;
 	// Created when it was created (or found); Ready when it became ready. Waited is the
@@ -146,6 +149,7 @@ type outcomeMore struct {
 	err               error
 	blockedBy         []types.UID
 	warnings          []string
+	modifiers         []int
 	newUID            types.UID
 	status            Status
 }
@@ -213,8 +217,9 @@ func (o *outcome) NewUID() types.UID {
 func outcomeOf(res *ObjectResult) outcome {
 	o := outcome{started: unixNano(res.Started), created: unixNano(res.Created), ready: unixNano(res.Ready), ended: unixNano(res.Ended),
 		waited: res.Waited, retries: int32(res.Retries), fromJournal: res.FromJournal}
-	if res.Reason != "" || res.Err != nil || res.SkippedBy != "" || len(res.BlockedBy) > 0 || len(res.Warnings) > 0 {
-		o.more = &outcomeMore{reason: res.Reason, err: res.Err, skippedBy: res.SkippedBy, blockedBy: res.BlockedBy, warnings: res.Warnings}
+	if res.Reason != "" || res.Err != nil || res.SkippedBy != "" || len(res.BlockedBy) > 0 || len(res.Warnings) > 0 || len(res.Modifiers) > 0 {
+		o.more = &outcomeMore{reason: res.Reason, err: res.Err, skippedBy: res.SkippedBy, blockedBy: res.BlockedBy, warnings: res.Warnings,
+			modifiers: res.Modifiers}
 	}
 	o.setStatus(res.Status)
 	o.setNewUID(res.NewUID)
@@ -228,6 +233,7 @@ func (o *outcome) result(ref ObjectRef) ObjectResult {
 		Waited: o.waited}
 	if m := o.more; m != nil {
 		res.Reason, res.Err, res.SkippedBy, res.BlockedBy, res.Warnings = m.reason, m.err, m.skippedBy, m.blockedBy, m.warnings
+		res.Modifiers = m.modifiers
 		if res.Reason == "" && m.err != nil {
 			res.Reason = m.err.Error()
 		}

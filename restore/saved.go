@@ -15,6 +15,7 @@ import (
 
 	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/modifier"
 	"github.com/restoregraph/restoregraph/versionselect"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -266,6 +267,7 @@ type selectionJSON struct {
 	PreserveNodePorts       bool                `json:"preserveNodePorts,omitempty"`
 	Existing                Existing            `json:"existing,omitempty"`
 	Disable                 []string            `json:"disable,omitempty"`
+	Modifiers               *modifier.Modifiers `json:"resourceModifiers,omitempty"`
 }
 
 // MarshalJSON writes s with group-resources as "resource.group" and the label selector
@@ -275,7 +277,7 @@ func (s Selection) MarshalJSON() ([]byte, error) {
 	j := selectionJSON{IncludeNamespaces: f.IncludeNamespaces, ExcludeNamespaces: f.ExcludeNamespaces, IncludeResources: f.IncludeResources,
 		ExcludeResources: f.ExcludeResources, IncludeClusterResources: f.IncludeClusterResources,
 		NamespaceMappings: s.NamespaceMappings, StrictVersions: s.StrictVersions, PreserveNodePorts: s.PreserveNodePorts,
-		Existing: s.Existing, Disable: s.Disable, NonRestorable: []string{}}
+		Existing: s.Existing, Disable: s.Disable, NonRestorable: []string{}, Modifiers: s.Modifiers}
 	if f.Selector != nil && !f.Selector.Empty() {
 		j.LabelSelector = f.Selector.String()
 	}
@@ -306,7 +308,7 @@ func (s *Selection) UnmarshalJSON(data []byte) error {
 	*s = Selection{Filter: filter.Spec{IncludeNamespaces: j.IncludeNamespaces, ExcludeNamespaces: j.ExcludeNamespaces,
 		IncludeResources: j.IncludeResources, ExcludeResources: j.ExcludeResources, IncludeClusterResources: j.IncludeClusterResources},
 		NamespaceMappings: j.NamespaceMappings, StrictVersions: j.StrictVersions, PreserveNodePorts: j.PreserveNodePorts,
-		Existing: j.Existing, Disable: j.Disable, NonRestorable: []schema.GroupResource{}}
+		Existing: j.Existing, Disable: j.Disable, NonRestorable: []schema.GroupResource{}, Modifiers: j.Modifiers}
 	if j.LabelSelector != "" {
 		sel, err := labels.Parse(j.LabelSelector)
 		if err != nil {

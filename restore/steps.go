@@ -40,6 +40,9 @@ const (
 	// StepActions runs the RestoreItemActions that apply: their changes, additional
 	// items (restored first, then waited for when asked) and requests to skip.
 	StepActions = "actions"
+	// StepModify applies the resource modifiers of Selection.Modifiers that match the
+	// object, after the actions, as Velero applies them.
+	StepModify = "modify"
 	// StepRemapOwners points ownerReferences at owners that exist in the target.
 	StepRemapOwners = "remap-owners"
 	// StepLabel labels the object with the backup's and the restore's names
@@ -56,8 +59,8 @@ const (
 )
 
 // DefaultStepNames lists the default pipeline's steps in order.
-var DefaultStepNames = []string{StepJournal, StepRead, StepSanitize, StepMapNamespaces, StepActions, StepRemapOwners, StepLabel,
-	StepCreate, StepStatus, StepReady}
+var DefaultStepNames = []string{StepJournal, StepRead, StepSanitize, StepMapNamespaces, StepActions, StepModify, StepRemapOwners,
+	StepLabel, StepCreate, StepStatus, StepReady}
 
 // Object is one object on its way through the pipeline: what the steps read and change.
 type Object struct {
@@ -83,10 +86,11 @@ type Object struct {
 	// object, and must write nothing to the target. The steps before StepCreate run.
 	DryRun bool
 
-	node     *scheduler.Node
-	budget   *budget
-	finished bool
-	skipTo   string
+	node         *scheduler.Node
+	budget       *budget
+	modifiedMeta []metaChange // set by StepModify for Verify
+	finished     bool
+	skipTo       string
 }
 
 // Finish ends the object's pipeline after the current step: the steps after it do not
@@ -106,6 +110,7 @@ func (r *run) defaultSteps() []Step {
 		{Name: StepSanitize, Run: r.stepSanitize},
 		{Name: StepMapNamespaces, Run: r.stepMapNamespaces},
 		{Name: StepActions, Run: r.stepActions, Unbounded: true},
+		{Name: StepModify, Run: r.stepModify},
 		{Name: StepRemapOwners, Run: r.stepRemapOwners},
 		{Name: StepLabel, Run: r.stepLabel},
 		{Name: StepCreate, Run: r.stepCreate},

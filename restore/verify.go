@@ -143,10 +143,23 @@ func (r *run) verifyOne(ctx context.Context, id int64) (*VerifiedObject, error) 
 		v.Adopted = true
 		return v, nil
 	}
-	want, err := r.expected(ctx, it)
+	want, modifiedMeta, err := r.expected(ctx, it)
 	if err != nil {
 		problem("what the restore makes of the backup's body: %v", err)
 		return v, nil
+	}
+	slices.SortFunc(modifiedMeta, func(a, b metaChange) int { return strings.Compare(a.field+"/"+a.key, b.field+"/"+b.key) })
+	for _, c := range modifiedMeta {
+		got, ok := live.GetLabels()[c.key]
+		if c.field == "annotations" {
+			got, ok = live.GetAnnotations()[c.key]
+		}
+		switch {
+		case c.set && (!ok || got != c.want):
+			problem("metadata.%s.%s: the resource modifiers set %s, the target has %s", c.field, c.key, shown(c.want, secretValues(it)), shown(got, secretValues(it)))
+		case !c.set && ok:
+			problem("metadata.%s.%s: the resource modifiers removed it, the target has it", c.field, c.key)
+		}
 	}
 	for _, field := range sortedKeys(want.Object) {
 		if field == "metadata" || field == "status" || field == "apiVersion" || field == "kind" {
@@ -246,21 +259,22 @@ func (r *run) lostOwners(ctx context.Context, it *manifest.Item, gvr schema.Grou
 	return lost
 }
 
-// expected is what the restore makes of the object's body, before it is created: the
-// run's steps (cut at StepCreate by Verify) as a dry run.
-func (r *run) expected(ctx context.Context, it *manifest.Item) (*unstructured.Unstructured, error) {
+// expected is what the restore makes of the object's body, before it is created, and
+// the labels and annotations the resource modifiers changed in it: the run's steps
+// (cut at StepCreate by Verify) as a dry run.
+func (r *run) expected(ctx context.Context, it *manifest.Item) (*unstructured.Unstructured, []metaChange, error) {
 	o, err := r.object(it, &ObjectResult{})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	o.DryRun = true
 	if err := r.runSteps(ctx, o, r.steps); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if o.Body == nil {
-		return nil, fmt.Errorf("the steps made no body (is %q among them?)", StepRead)
+		return nil, nil, fmt.Errorf("the steps made no body (is %q among them?)", StepRead)
 	}
-	return o.Body, nil
+	return o.Body, o.modifiedMeta, nil
 }
 
 // ownerLive says why ref names no live object in the target; "" when it does.
