@@ -558,3 +558,51 @@ func TestRestoreASavedPlan(t *testing.T) {
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, "--replan goes with --plan")
 }
+
+// TestResourceModifiersFlags: --resource-modifiers in plan, restore and verify, and its
+// bad input refused with the field named.
+func TestResourceModifiersFlags(t *testing.T) {
+	dir := t.TempDir()
+	mods := filepath.Join(dir, "modifiers.yaml")
+	require.NoError(t, os.WriteFile(mods, []byte(`
+version: v1
+resourceModifierRules:
+- conditions: {groupResource: deployments.apps, namespaces: [shop]}
+  patches: [{operation: replace, path: /spec/replicas, value: "1"}]
+- conditions: {groupResource: persistentvolumeclaims, matches: [{path: /spec/accessModes/0, value: ReadWriteOnce}]}
+  mergePatches: [{patchData: "spec: {storageClassName: fast}"}]
+`), 0o644))
+	r := rg(t, "plan", "--backup", shopBackup, "--embedded", "--resource-modifiers", mods)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `Deployment shop/web <- .* \[modified by rule 0\]`, r.stdout)
+	assert.Contains(t, r.stdout, "PersistentVolumeClaim shop/data-db-0 <- Namespace shop (namespace) [modified by rule 1 if its matches hold]")
+
+	r = rg(t, "restore", "--backup", shopBackup, "--embedded", "--resource-modifiers", mods, "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var rep struct {
+		Objects []struct {
+			Name      string `json:"name"`
+			Modifiers []int  `json:"modifiers"`
+		} `json:"objects"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	modified := map[string][]int{}
+	for _, o := range rep.Objects {
+		if len(o.Modifiers) > 0 {
+			modified[o.Name] = o.Modifiers
+		}
+	}
+	assert.Equal(t, map[string][]int{"web": {0}, "data-db-0": {1}}, modified, "the report says which rules changed which objects")
+
+	bad := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("version: v1\nresourceModifierRules:\n- conditions: {groupResource: pods}\n  patches: [{operation: replace, value: x}]\n"), 0o644))
+	r = rg(t, "plan", "--backup", shopBackup, "--embedded", "--resource-modifiers", bad)
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "resourceModifierRules[0].patches[0].path: empty")
+	r = rg(t, "plan", "--backup", shopBackup, "--embedded", "--resource-modifiers", mods, "--resource-modifier-configmap", "mods")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "give one")
+	r = rg(t, "plan", "--backup", shopBackup, "--embedded", "--resource-modifier-configmap", "mods")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "no ConfigMap velero/mods in the target")
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,6 +117,17 @@ func printPlan(out io.Writer, p *restore.Plan, conflicts []admission.Conflict) {
 		}
 		if o.Excluded != "" {
 			fmt.Fprintf(w, " [not restored: %s]", o.Excluded)
+		}
+		if len(o.Modifiers) > 0 {
+			var rules []string
+			for _, c := range o.Modifiers {
+				r := strconv.Itoa(c.Rule)
+				if c.Conditional {
+					r += " if its matches hold"
+				}
+				rules = append(rules, r)
+			}
+			fmt.Fprintf(w, " [modified by rule %s]", strings.Join(rules, ", "))
 		}
 		fmt.Fprintln(w)
 	}

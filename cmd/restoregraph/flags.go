@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,6 +27,7 @@ import (
 	"github.com/restoregraph/restoregraph/admission"
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/filter"
+	"github.com/restoregraph/restoregraph/modifier"
 	"github.com/restoregraph/restoregraph/plugin"
 	"github.com/restoregraph/restoregraph/plugin/builtin"
 	"github.com/restoregraph/restoregraph/plugin/velerohost"
@@ -44,6 +46,7 @@ type restoreFlags struct {
 	namespaceMappings               string
 	restoreName                     string
 	priorities, prioritiesConfigMap string
+	modifiers, modifiersConfigMap   string
 	strict, preserveNodePorts       bool
 	disable                         []string
 	existing                        string
@@ -114,6 +117,8 @@ func (f *restoreFlags) addSelection(fs *pflag.FlagSet) {
 	sel.StringVar(&f.priorities, "version-priorities", "", "file of resource.group=v1,v2 lines: the user's version priorities")
 	sel.StringVar(&f.prioritiesConfigMap, "version-priorities-configmap", "velero/"+versionselect.DefaultConfigMapName,
 		"NAMESPACE/NAME of the target's ConfigMap of version priorities, read when it exists and no file is given (\"\" for none)")
+	sel.StringVar(&f.modifiers, "resource-modifiers", "", "a file of resource modifiers in Velero's format (version v1, YAML or JSON): rules that change objects as they are restored")
+	sel.StringVar(&f.modifiersConfigMap, "resource-modifier-configmap", "", "the ConfigMap of resource modifiers in the target, as Velero keeps it: NAME (in --velero-namespace) or NAMESPACE/NAME")
 	sel.BoolVar(&f.strict, "strict-versions", false, "fail when a resource shares no API version with the target")
 	sel.BoolVar(&f.preserveNodePorts, "preserve-nodeports", false, "keep Services' node ports instead of letting the target allocate them")
 	sel.StringVar(&f.existing, "existing", "adopt", "objects that already exist: adopt, update or fail")
@@ -397,8 +402,55 @@ func (f *restoreFlags) restoreOptions(ctx context.Context, cfg *rest.Config, war
 	for _, s := range skipped {
 		fmt.Fprintf(warn, "restoregraph: warning: %v: skipped\n", s)
 	}
+	if opts.Modifiers, err = f.readModifiers(ctx, cfg); err != nil {
+		return po, ro, err
+	}
 	po.Selection = opts
 	return po, ro, nil
+}
+
+// readModifiers reads --resource-modifiers or --resource-modifier-configmap; nil when
+// neither is given.
+func (f *restoreFlags) readModifiers(ctx context.Context, cfg *rest.Config) (*modifier.Modifiers, error) {
+	switch {
+	case f.modifiers != "" && f.modifiersConfigMap != "":
+		return nil, badInput("--resource-modifiers and --resource-modifier-configmap: give one")
+	case f.modifiers != "":
+		data, err := os.ReadFile(f.modifiers)
+		if err != nil {
+			return nil, badInput("--resource-modifiers: %w", err)
+		}
+		m, err := modifier.Parse(data)
+		if err != nil {
+			return nil, badInput("--resource-modifiers %s: %w", f.modifiers, err)
+		}
+		return m, nil
+	case f.modifiersConfigMap != "":
+		ns, name, ok := strings.Cut(f.modifiersConfigMap, "/")
+		if !ok {
+			ns, name = f.velero.namespace, f.modifiersConfigMap
+		}
+		if ns == "" || name == "" {
+			return nil, badInput("--resource-modifier-configmap %q: want NAME or NAMESPACE/NAME", f.modifiersConfigMap)
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, badInput("--resource-modifier-configmap: no ConfigMap %s/%s in the target", ns, name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--resource-modifier-configmap: %w", err)
+		}
+		m, err := modifier.FromConfigMap(cm)
+		if err != nil {
+			return nil, badInput("--resource-modifier-configmap: %w", err)
+		}
+		return m, nil
+	}
+	return nil, nil
 }
 
 // location is where --backup says the backup is, for a saved plan to name it: a file as
@@ -449,6 +501,9 @@ func (f *restoreFlags) veleroSpec() map[string]any {
 	}
 	if f.preserveNodePorts {
 		spec["preserveNodePorts"] = true
+	}
+	if f.modifiersConfigMap != "" && !strings.Contains(f.modifiersConfigMap, "/") {
+		spec["resourceModifier"] = map[string]any{"kind": "configmap", "name": f.modifiersConfigMap}
 	}
 	return spec
 }
