@@ -119,6 +119,10 @@ func controllerManaged(backup Backup, it *manifest.Item) string {
 // disabled reports whether the plugin or rule named name is switched off.
 func disabled(opts Selection, name string) bool { return slices.Contains(opts.Disable, name) }
 
+// StatefulSetClaims names the plan rule that restores a StatefulSet's claims before it
+// (graph.StatefulSetClaims), so that its controller does not make them first.
+const StatefulSetClaims = "restoregraph.dev/statefulset-claims"
+
 // NamespaceDefaults names the rule that adopts what every namespace already has.
 const NamespaceDefaults = "restoregraph.dev/namespace-defaults"
 

@@ -75,8 +75,8 @@ type Selection struct {
 	Modifiers *modifier.Modifiers
 	// Disable switches off actions and plan rules by name: the built-in actions
 	// (builtin.Service, builtin.Pod, ...: builtin.Names), the plan's rules
-	// ControllerManaged and NamespaceDefaults, and plugins registered in
-	// Extensions.Plugins.
+	// ControllerManaged, NamespaceDefaults and StatefulSetClaims, and plugins
+	// registered in Extensions.Plugins.
 	Disable []string
 }
 

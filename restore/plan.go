@@ -287,7 +287,11 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 		p.Plugins = append(p.Plugins, PlannedPlugin{Name: a.Name, Version: a.Version, AppliesTo: a.Selector})
 	}
 	p.excluded = exclude(backup, sel, f)
-	g, gerr := graph.New(m, graph.Options{Rules: ext.Rules})
+	rules := ext.Rules
+	if !disabled(sel, StatefulSetClaims) {
+		rules = append([]graph.Rule{graph.StatefulSetClaims}, rules...)
+	}
+	g, gerr := graph.New(m, graph.Options{Rules: rules})
 	p.graph, p.manifest = g, m
 	for id := range int64(g.Len()) {
 		if g.NodeAt(id).Item != nil {

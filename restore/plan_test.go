@@ -393,3 +393,26 @@ func TestJournaledObjectsSkipToTheReadyStep(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int{StepJournal: 3, StepReady: 3}, ran)
 }
+
+// The StatefulSet of the real backup waits for its claim, so that its controller does
+// not make the claim from its template first; the rule can be switched off by name.
+func TestStatefulSetWaitsForItsClaims(t *testing.T) {
+	ctx := context.Background()
+	b := shop(t)
+	dependsOn := func(sel Selection) []string {
+		p, err := NewPlan(ctx, b, shopTarget(t), PlanOptions{Selection: sel})
+		require.NoError(t, err)
+		var out []string
+		for o := range p.Objects() {
+			if o.Resource == "statefulsets" && o.Name == "db" {
+				for _, d := range o.DependsOn {
+					ref, _ := p.Object(d.UID)
+					out = append(out, ref.Resource+"/"+ref.Name+" ("+d.Reason+")")
+				}
+			}
+		}
+		return out
+	}
+	assert.Contains(t, dependsOn(Selection{}), "persistentvolumeclaims/data-db-0 (statefulset-claims)")
+	assert.NotContains(t, dependsOn(Selection{Disable: []string{StatefulSetClaims}}), "persistentvolumeclaims/data-db-0 (statefulset-claims)")
+}

@@ -123,7 +123,7 @@ func (f *restoreFlags) addSelection(fs *pflag.FlagSet) {
 	sel.BoolVar(&f.preserveNodePorts, "preserve-nodeports", false, "keep Services' node ports instead of letting the target allocate them")
 	sel.StringVar(&f.existing, "existing", "adopt", "objects that already exist: adopt, update or fail")
 	sel.StringArrayVar(&f.disable, "disable-plugin", nil, "switch off a built-in action or plan rule by name (repeatable): "+
-		strings.Join(append(slices.Clone(builtin.Names), restore.ControllerManaged, restore.NamespaceDefaults), ", "))
+		strings.Join(append(slices.Clone(builtin.Names), restore.ControllerManaged, restore.NamespaceDefaults, restore.StatefulSetClaims), ", "))
 	sel.VisitAll(func(fl *pflag.Flag) { _ = sel.SetAnnotation(fl.Name, selectionFlag, nil) })
 	fs.AddFlagSet(sel)
 }
