@@ -37,16 +37,14 @@ func (statefulSetClaims) AddEdges(b *RuleBuilder) {
 			continue
 		}
 		rest := it.Name[:cut]
-		for j := strings.IndexByte(rest, '-'); j >= 0; {
-			if s, ok := sets[[2]string{it.Namespace, rest[j+1:]}]; ok && j > 0 {
+		for j := 1; j < len(rest); j++ {
+			if rest[j] != '-' {
+				continue
+			}
+			if s, ok := sets[[2]string{it.Namespace, rest[j+1:]}]; ok {
 				b.Edge(i, s)
 				break
 			}
-			next := strings.IndexByte(rest[j+1:], '-')
-			if next < 0 {
-				break
-			}
-			j += next + 1
 		}
 	}
 }

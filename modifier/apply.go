@@ -45,7 +45,7 @@ func (m *Modifiers) Candidates(id Identity) []Candidate {
 
 // holds reports whether every condition of r but matches holds for id.
 func (r *rule) holds(id Identity) bool {
-	if id.Namespace != "" && len(r.namespaces) > 0 && !r.anyNS {
+	if id.Namespace != "" && len(r.namespaces) > 0 {
 		in := false
 		for _, g := range r.namespaces {
 			if g.Match(id.Namespace) {
@@ -77,26 +77,29 @@ func (r *rule) holds(id Identity) bool {
 // are judged on obj as it was given. A rule that fails is a *RuleError, and obj is
 // left as the rules before it made it.
 func (m *Modifiers) Apply(obj *unstructured.Unstructured, gr schema.GroupResource, namespace, name string) ([]int, error) {
-	origin := obj
-	if len(m.rules) > 1 {
-		origin = obj.DeepCopy()
-	}
-	id := Identity{GroupResource: gr, Namespace: namespace, Name: name, Labels: labels.Set(origin.GetLabels())}
-	var applied []int
-	var originJSON []byte
+	// Every rule is judged on obj as it came: its labels are a copy, and its JSON is
+	// taken before the first patch, when a rule that holds so far has matches to test.
+	id := Identity{GroupResource: gr, Namespace: namespace, Name: name, Labels: labels.Set(obj.GetLabels())}
+	var hold []int
+	tests := false
 	for i := range m.rules {
-		r := &m.rules[i]
-		if !r.holds(id) {
-			continue
+		if m.rules[i].holds(id) {
+			hold = append(hold, i)
+			tests = tests || len(m.rules[i].matches) > 0
 		}
+	}
+	var origin []byte
+	if tests {
+		var err error
+		if origin, err = obj.MarshalJSON(); err != nil {
+			return nil, fmt.Errorf("resource modifiers: %w", err)
+		}
+	}
+	var applied []int
+	for _, i := range hold {
+		r := &m.rules[i]
 		if len(r.matches) > 0 {
-			if originJSON == nil {
-				var err error
-				if originJSON, err = origin.MarshalJSON(); err != nil {
-					return applied, &RuleError{Rule: i, Err: err}
-				}
-			}
-			ok, err := test(r.matches, originJSON)
+			ok, err := test(r.matches, origin)
 			if err != nil {
 				return applied, &RuleError{Rule: i, Field: "conditions.matches", Err: err}
 			}

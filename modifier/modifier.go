@@ -111,14 +111,15 @@ func FromConfigMap(cm *corev1.ConfigMap) (*Modifiers, error) {
 	if len(cm.Data) != 1 {
 		return nil, fmt.Errorf("resource modifiers: ConfigMap %s/%s has %d data keys, not one", cm.Namespace, cm.Name, len(cm.Data))
 	}
+	var data string
 	for _, v := range cm.Data {
-		m, err := Parse([]byte(v))
-		if err != nil {
-			return nil, fmt.Errorf("ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
-		}
-		return m, nil
+		data = v
 	}
-	panic("unreachable")
+	m, err := Parse([]byte(data))
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+	}
+	return m, nil
 }
 
 // New checks and compiles spec.
@@ -172,8 +173,7 @@ const (
 // rule is a Rule compiled.
 type rule struct {
 	gr         glob.Glob
-	namespaces []glob.Glob // nil: any; "*" among them is any too
-	anyNS      bool
+	namespaces []glob.Glob // nil: any
 	name       *regexp.Regexp
 	selector   labels.Selector
 	matches    jsonpatch.Patch // test operations
@@ -193,9 +193,6 @@ func compile(r Rule) (rule, *RuleError) {
 		return bad("conditions.groupResource", err)
 	}
 	for i, ns := range r.Conditions.Namespaces {
-		if ns == "*" {
-			c.anyNS = true
-		}
 		g, err := glob.Compile(ns)
 		if err != nil {
 			return bad(fmt.Sprintf("conditions.namespaces[%d]", i), err)
@@ -220,8 +217,9 @@ func compile(r Rule) (rule, *RuleError) {
 			}
 			tests[i] = JSONPatch{Operation: "test", Path: m.Path, Value: m.Value}
 		}
-		if c.matches, err = decodeJSONPatch(tests, "conditions.matches"); err != nil {
-			return rule{}, err.(*RuleError)
+		var rerr *RuleError
+		if c.matches, rerr = decodeJSONPatch(tests, "conditions.matches"); rerr != nil {
+			return rule{}, rerr
 		}
 	}
 	kinds := 0
@@ -237,8 +235,9 @@ func compile(r Rule) (rule, *RuleError) {
 		return bad("patches", errors.New("only one of patches, mergePatches, strategicPatches can be given"))
 	case len(r.Patches) > 0:
 		c.kind = jsonPatch
-		if c.patch, err = decodeJSONPatch(r.Patches, "patches"); err != nil {
-			return rule{}, err.(*RuleError)
+		var rerr *RuleError
+		if c.patch, rerr = decodeJSONPatch(r.Patches, "patches"); rerr != nil {
+			return rule{}, rerr
 		}
 	default:
 		field, patches := "mergePatches", r.MergePatches
@@ -265,7 +264,7 @@ func compile(r Rule) (rule, *RuleError) {
 var operations = map[string]bool{"add": true, "remove": true, "replace": true, "move": true, "copy": true, "test": true}
 
 // decodeJSONPatch makes one JSON patch of ops, their values read as Velero reads them.
-func decodeJSONPatch(ops []JSONPatch, field string) (jsonpatch.Patch, error) {
+func decodeJSONPatch(ops []JSONPatch, field string) (jsonpatch.Patch, *RuleError) {
 	type op struct {
 		Op    string          `json:"op"`
 		From  string          `json:"from"`

@@ -84,7 +84,6 @@ func (r *run) stopLocked(cause error) {
 		return
 	}
 	r.stopped = true
-	r.fault = cause
 	r.cancel(cause)
 	for i, s := range r.state {
 		if s == pending || s == queued {

@@ -31,8 +31,7 @@ type run struct {
 	dyn        map[int32][]int32
 	awaiting   map[int32]*awaiting // the nodes in Await
 	nextWorker int
-	stopped    bool    // cancelled: start nothing new
-	fault      error   // why it stopped: the context's cause, or FailFast's first failure
+	stopped    bool    // cancelled: start nothing new; context.Cause(ctx) says why
 	order      []int32 // a topological order; the nodes missing from it are on or behind a cycle
 }
 

@@ -32,7 +32,10 @@ func (r *run) worker(id int) error {
 		}
 		if r.remaining == 0 {
 			r.cond.Broadcast()
-			fault := r.fault
+			var fault error
+			if r.stopped {
+				fault = context.Cause(r.ctx)
+			}
 			r.mu.Unlock()
 			return fault
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -70,11 +71,8 @@ func fieldAt(obj map[string]any, path []string) any {
 		case map[string]any:
 			v = c[p]
 		case []any:
-			i := 0
-			for _, d := range p {
-				i = i*10 + int(d-'0')
-			}
-			if i >= len(c) {
+			i, err := strconv.Atoi(p)
+			if err != nil || i >= len(c) {
 				return nil
 			}
 			v = c[i]
