@@ -32,8 +32,10 @@ func (r *run) worker(id int) error {
 		}
 		if r.remaining == 0 {
 			r.cond.Broadcast()
+			// The run's context may be done before onCancel has stopped it: the node
+			// that ended last may have cancelled it.
 			var fault error
-			if r.stopped {
+			if r.stopped || r.ctx.Err() != nil {
 				fault = context.Cause(r.ctx)
 			}
 			r.mu.Unlock()
