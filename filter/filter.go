@@ -1,7 +1,8 @@
 // Package filter selects what a restore restores or a backup backs up, as Velero's
 // options do: namespaces in or out, resources in or out (named as kubectl names them:
 // plural, singular, short name or kind, with or without the group), cluster-scoped
-// resources in, out or decided automatically, and a label selector.
+// resources in, out or decided automatically, and a label selector or several of which
+// one must match.
 //
 // A Spec is what the user says; Resolve turns its resource names into group-resources
 // through a Catalog of what the backup or the cluster holds, and refuses a name nothing
@@ -9,6 +10,7 @@
 package filter
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -34,12 +36,19 @@ type Spec struct {
 	IncludeClusterResources *bool
 	// Selector limits to objects whose labels match; nil is everything.
 	Selector labels.Selector
+	// OrSelectors limits to objects whose labels match at least one of them, as Velero's
+	// orLabelSelectors; empty is everything. Velero takes one of Selector and OrSelectors,
+	// and so does Resolve.
+	OrSelectors []labels.Selector
 }
+
+// ErrBothSelectors is returned by Resolve for a spec with both a Selector and OrSelectors.
+var ErrBothSelectors = errors.New("filter: a label selector and or-selectors each select by labels: give one")
 
 // Empty reports whether the spec selects everything, so that nothing needs resolving.
 func (s Spec) Empty() bool {
 	return len(s.IncludeNamespaces)+len(s.ExcludeNamespaces)+len(s.IncludeResources)+len(s.ExcludeResources) == 0 &&
-		s.IncludeClusterResources == nil && (s.Selector == nil || s.Selector.Empty())
+		s.IncludeClusterResources == nil && (s.Selector == nil || s.Selector.Empty()) && len(s.OrSelectors) == 0
 }
 
 // UnknownResourceError names a resource that neither the backup nor the cluster knows.
@@ -124,6 +133,9 @@ type Filter struct {
 
 // Resolve resolves the spec's resource names through c.
 func (s Spec) Resolve(c Catalog) (*Filter, error) {
+	if s.Selector != nil && !s.Selector.Empty() && len(s.OrSelectors) > 0 {
+		return nil, ErrBothSelectors
+	}
 	f := &Filter{spec: s, includeRes: map[schema.GroupResource]bool{}, excludeRes: map[schema.GroupResource]bool{},
 		allNamespaces: all(s.IncludeNamespaces) && len(s.ExcludeNamespaces) == 0, allResource: all(s.IncludeResources)}
 	for _, x := range []struct {
@@ -187,6 +199,8 @@ func (f *Filter) Exclusion(it *manifest.Item, needed func(*manifest.Item) bool) 
 		return gr.String() + " is not included"
 	case f.spec.Selector != nil && !f.spec.Selector.Matches(it.Labels):
 		return "its labels do not match " + f.spec.Selector.String()
+	case len(f.spec.OrSelectors) > 0 && !slices.ContainsFunc(f.spec.OrSelectors, func(s labels.Selector) bool { return s.Matches(it.Labels) }):
+		return "its labels match none of " + OrString(f.spec.OrSelectors)
 	case it.Namespace == "" && !isNamespace && !f.clusterScoped(it, needed):
 		return "cluster-scoped resources are not included"
 	}
@@ -201,4 +215,27 @@ func (f *Filter) clusterScoped(it *manifest.Item, needed func(*manifest.Item) bo
 		return true
 	}
 	return needed != nil && needed(it)
+}
+
+// OrString writes selectors as Velero's --or-selector takes them: "a=b or c=d".
+func OrString(selectors []labels.Selector) string {
+	out := make([]string, len(selectors))
+	for i, s := range selectors {
+		out[i] = s.String()
+	}
+	return strings.Join(out, " or ")
+}
+
+// ParseOr reads selectors written as Velero's --or-selector takes them, "a=b or c=d";
+// the error names the selector that does not parse.
+func ParseOr(s string) ([]labels.Selector, error) {
+	var out []labels.Selector
+	for part := range strings.SplitSeq(s, " or ") {
+		sel, err := labels.Parse(strings.TrimSpace(part))
+		if err != nil {
+			return nil, fmt.Errorf("or-selector %q: %w", part, err)
+		}
+		out = append(out, sel)
+	}
+	return out, nil
 }

@@ -48,7 +48,7 @@ func TestExclusion(t *testing.T) {
 	web := item("apps", "deployments", "Deployment", "shop", "web", map[string]string{"app": "web"})
 	cm := item("", "configmaps", "ConfigMap", "shop", "settings", nil)
 	other := item("", "configmaps", "ConfigMap", "other", "c", nil)
-	cluster := item("cluster.x-k8s.io", "clusters", "Cluster", "", "c1", nil)
+	cluster := item("cluster.x-k8s.io", "clusters", "Cluster", "", "c1", map[string]string{"name": "c1"})
 	shopNS := item("", "namespaces", "Namespace", "", "shop", nil)
 	yes, no := true, false
 
@@ -74,6 +74,9 @@ func TestExclusion(t *testing.T) {
 		{"selector", Spec{Selector: labels.SelectorFromSet(labels.Set{"app": "web"})},
 			map[*manifest.Item]string{cm: "its labels do not match app=web", other: "its labels do not match app=web",
 				cluster: "its labels do not match app=web", shopNS: "its labels do not match app=web"}},
+		{"or-selectors: one of them matches", Spec{OrSelectors: mustParseOr(t, "app=web or name=c1")},
+			map[*manifest.Item]string{cm: "its labels match none of app=web or name=c1", other: "its labels match none of app=web or name=c1",
+				shopNS: "its labels match none of app=web or name=c1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := tc.spec.Resolve(catalog)
@@ -91,6 +94,24 @@ func TestExclusion(t *testing.T) {
 	_, err = Spec{IncludeResources: []string{"widgets"}}.Resolve(catalog)
 	var ue *UnknownResourceError
 	assert.ErrorAs(t, err, &ue)
+	_, err = Spec{Selector: labels.SelectorFromSet(labels.Set{"a": "b"}), OrSelectors: mustParseOr(t, "c=d")}.Resolve(catalog)
+	assert.ErrorIs(t, err, ErrBothSelectors, "Velero takes one of labelSelector and orLabelSelectors")
+	assert.False(t, Spec{OrSelectors: mustParseOr(t, "c=d")}.Empty())
 	assert.True(t, Spec{}.Empty())
 	assert.False(t, Spec{ExcludeNamespaces: []string{"x"}}.Empty())
+}
+
+func mustParseOr(t *testing.T, s string) []labels.Selector {
+	sels, err := ParseOr(s)
+	require.NoError(t, err)
+	return sels
+}
+
+func TestParseOr(t *testing.T) {
+	sels, err := ParseOr("app=web or tier in (db,cache)")
+	require.NoError(t, err)
+	require.Len(t, sels, 2)
+	assert.Equal(t, "app=web or tier in (cache,db)", OrString(sels))
+	_, err = ParseOr("app=web or ==x")
+	assert.ErrorContains(t, err, `or-selector "==x"`)
 }
