@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -33,6 +34,18 @@ const (
 	Fail Existing = "fail"
 )
 
+// ParseExisting reads a policy by its name, or by Velero's: "none" is Adopt (Velero
+// leaves the existing object as it is), "update" Update. "" is the default, Adopt.
+func ParseExisting(name string) (Existing, error) {
+	switch Existing(name) {
+	case "", Adopt, "none":
+		return Adopt, nil
+	case Update, Fail:
+		return Existing(name), nil
+	}
+	return "", fmt.Errorf("existing-object policy %q: want adopt (Velero's none), update or fail", name)
+}
+
 // PlanOptions say what NewPlan plans: which backup it is (its name and where it is
 // kept, recorded in the plan), what to restore of it, and with what extensions. The
 // zero value plans a restore of everything with the defaults.
@@ -59,8 +72,10 @@ type Selection struct {
 	// group-resource shares no version with the target.
 	Priorities     versionselect.Priorities
 	StrictVersions bool
-	// KeepStatus lists the group-resources whose status is restored.
-	KeepStatus map[schema.GroupResource]bool
+	// RestoreStatus says which resources' status is restored, as Velero's restoreStatus;
+	// nil restores none. An object's velero.io/restore-status annotation ("true" or
+	// "false") overrides it for that object, as in Velero.
+	RestoreStatus *StatusSelection
 	// NonRestorable are the resources left out, reported as Skipped with the reason;
 	// nil means DefaultNonRestorable, an empty slice none.
 	NonRestorable []schema.GroupResource

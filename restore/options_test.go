@@ -24,7 +24,7 @@ type testOptions struct {
 	NamespaceMappings map[string]string
 	Priorities        versionselect.Priorities
 	StrictVersions    bool
-	KeepStatus        map[schema.GroupResource]bool
+	RestoreStatus     *StatusSelection
 	NonRestorable     []schema.GroupResource
 	PreserveNodePorts bool
 	Existing          Existing
@@ -53,7 +53,7 @@ type testOptions struct {
 func (o testOptions) split() (PlanOptions, RunOptions) {
 	return PlanOptions{BackupName: o.BackupName,
 			Selection: Selection{Filter: o.Filter, NamespaceMappings: o.NamespaceMappings, Priorities: o.Priorities, StrictVersions: o.StrictVersions,
-				KeepStatus: o.KeepStatus, NonRestorable: o.NonRestorable, PreserveNodePorts: o.PreserveNodePorts, Existing: o.Existing, Disable: o.Disable},
+				RestoreStatus: o.RestoreStatus, NonRestorable: o.NonRestorable, PreserveNodePorts: o.PreserveNodePorts, Existing: o.Existing, Disable: o.Disable},
 			Extensions: Extensions{Plugins: o.Plugins, Readiness: o.Readiness, Rules: o.Rules, Steps: o.Steps}},
 		RunOptions{Name: o.Name, Workers: o.Workers, ItemTimeout: o.ItemTimeout, HealthTimeout: o.HealthTimeout, Retry: o.Retry,
 			AdditionalItems: o.AdditionalItems, Journal: o.Journal, Admitter: o.Admitter, OnAdmissionWait: o.OnAdmissionWait,

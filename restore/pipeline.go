@@ -61,7 +61,7 @@ func (r *run) stepSanitize(_ context.Context, o *Object) error {
 	for _, f := range serverSetMetadata {
 		unstructured.RemoveNestedField(o.Body.Object, "metadata", f)
 	}
-	if !r.sel.KeepStatus[o.Item.GroupResource()] {
+	if !r.plan.status.keeps(o) {
 		delete(o.Body.Object, "status")
 	}
 	return nil
@@ -263,7 +263,7 @@ func (r *run) create(ctx context.Context, o *Object) (*unstructured.Unstructured
 
 func (r *run) stepStatus(ctx context.Context, o *Object) error {
 	status, has := o.Backup.Object["status"]
-	if !has || !r.sel.KeepStatus[o.Item.GroupResource()] || o.Result.Status != Restored {
+	if !has || !r.plan.status.keeps(o) || o.Result.Status != Restored {
 		return nil
 	}
 	withStatus := o.Target.DeepCopy()

@@ -151,6 +151,7 @@ type Plan struct {
 	through  map[types.UID]*manifest.Item
 	excluded map[*manifest.Item]exclusion
 	actions  []*plugin.Action
+	status   *statusFilter // the resources whose status is restored
 }
 
 // Backup names the backup the plan was made of: its name, where it is kept, and its
@@ -244,10 +245,17 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 	sel, ext := opts.Selection.withDefaults(), opts.Extensions.withDefaults()
 	disc := &onceDiscovery{d: target.Discovery}
 	var f *filter.Filter
-	if !sel.Filter.Empty() {
+	var status *statusFilter
+	if !sel.Filter.Empty() || sel.RestoreStatus != nil {
+		c := catalog(ctx, backup, disc)
 		var err error
-		if f, err = sel.Filter.Resolve(catalog(ctx, backup, disc)); err != nil {
-			return nil, err
+		if !sel.Filter.Empty() {
+			if f, err = sel.Filter.Resolve(c); err != nil {
+				return nil, err
+			}
+		}
+		if status, err = sel.RestoreStatus.resolve(c); err != nil {
+			return nil, fmt.Errorf("restore status: %w", err)
 		}
 	}
 	vplan, discWarning, err := versionselect.PlanBackup(ctx, backup, disc, versionselect.Options{Priorities: sel.Priorities, Strict: sel.StrictVersions})
@@ -262,7 +270,7 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 	digested := make(chan string, 1)
 	go func() { digested <- digest(m) }()
 	p := &Plan{versions: vplan, CriticalPath: []types.UID{}, Cycles: []PlannedCycle{}, Blocked: []types.UID{}, Warnings: []string{},
-		source: BackupRef{Name: opts.BackupName, Location: opts.BackupLocation}, sel: sel, ext: ext, backup: backup}
+		source: BackupRef{Name: opts.BackupName, Location: opts.BackupLocation}, sel: sel, ext: ext, backup: backup, status: status}
 	if discWarning != nil {
 		p.Warnings = append(p.Warnings, discWarning.Error())
 	}

@@ -60,12 +60,14 @@ func widgetBackup(t *testing.T, extra ...map[string]any) *archive.Backup {
 	return b
 }
 
-// widgetCRD is the target's Widget CRD, serving the versions named.
+// widgetCRD is the target's Widget CRD, serving the versions named, with a status
+// subresource.
 func widgetCRD(served ...string) *unstructured.Unstructured {
 	var versions []any
 	for _, v := range []string{"v1", "v2"} {
 		versions = append(versions, map[string]any{"name": v, "served": slices.Contains(served, v), "storage": v == served[len(served)-1],
-			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
+			"schema":       map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+			"subresources": map[string]any{"status": map[string]any{}}})
 	}
 	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
 		"metadata": map[string]any{"name": "widgets.example.io"},

@@ -259,10 +259,11 @@ type selectionJSON struct {
 	ExcludeResources        []string            `json:"excludeResources,omitempty"`
 	IncludeClusterResources *bool               `json:"includeClusterResources,omitempty"`
 	LabelSelector           string              `json:"labelSelector,omitempty"`
+	OrLabelSelectors        []string            `json:"orLabelSelectors,omitempty"`
 	NamespaceMappings       map[string]string   `json:"namespaceMappings,omitempty"`
 	Priorities              map[string][]string `json:"versionPriorities,omitempty"`
 	StrictVersions          bool                `json:"strictVersions,omitempty"`
-	KeepStatus              []string            `json:"keepStatus,omitempty"`
+	RestoreStatus           *StatusSelection    `json:"restoreStatus,omitempty"`
 	NonRestorable           []string            `json:"nonRestorable"`
 	PreserveNodePorts       bool                `json:"preserveNodePorts,omitempty"`
 	Existing                Existing            `json:"existing,omitempty"`
@@ -277,9 +278,12 @@ func (s Selection) MarshalJSON() ([]byte, error) {
 	j := selectionJSON{IncludeNamespaces: f.IncludeNamespaces, ExcludeNamespaces: f.ExcludeNamespaces, IncludeResources: f.IncludeResources,
 		ExcludeResources: f.ExcludeResources, IncludeClusterResources: f.IncludeClusterResources,
 		NamespaceMappings: s.NamespaceMappings, StrictVersions: s.StrictVersions, PreserveNodePorts: s.PreserveNodePorts,
-		Existing: s.Existing, Disable: s.Disable, NonRestorable: []string{}, Modifiers: s.Modifiers}
+		Existing: s.Existing, Disable: s.Disable, NonRestorable: []string{}, Modifiers: s.Modifiers, RestoreStatus: s.RestoreStatus}
 	if f.Selector != nil && !f.Selector.Empty() {
 		j.LabelSelector = f.Selector.String()
+	}
+	for _, sel := range f.OrSelectors {
+		j.OrLabelSelectors = append(j.OrLabelSelectors, sel.String())
 	}
 	if len(s.Priorities) > 0 {
 		j.Priorities = map[string][]string{}
@@ -287,12 +291,6 @@ func (s Selection) MarshalJSON() ([]byte, error) {
 			j.Priorities[gr.String()] = vs
 		}
 	}
-	for gr, keep := range s.KeepStatus {
-		if keep {
-			j.KeepStatus = append(j.KeepStatus, gr.String())
-		}
-	}
-	slices.Sort(j.KeepStatus)
 	for _, gr := range s.NonRestorable {
 		j.NonRestorable = append(j.NonRestorable, gr.String())
 	}
@@ -308,7 +306,7 @@ func (s *Selection) UnmarshalJSON(data []byte) error {
 	*s = Selection{Filter: filter.Spec{IncludeNamespaces: j.IncludeNamespaces, ExcludeNamespaces: j.ExcludeNamespaces,
 		IncludeResources: j.IncludeResources, ExcludeResources: j.ExcludeResources, IncludeClusterResources: j.IncludeClusterResources},
 		NamespaceMappings: j.NamespaceMappings, StrictVersions: j.StrictVersions, PreserveNodePorts: j.PreserveNodePorts,
-		Existing: j.Existing, Disable: j.Disable, NonRestorable: []schema.GroupResource{}, Modifiers: j.Modifiers}
+		Existing: j.Existing, Disable: j.Disable, NonRestorable: []schema.GroupResource{}, Modifiers: j.Modifiers, RestoreStatus: j.RestoreStatus}
 	if j.LabelSelector != "" {
 		sel, err := labels.Parse(j.LabelSelector)
 		if err != nil {
@@ -316,16 +314,17 @@ func (s *Selection) UnmarshalJSON(data []byte) error {
 		}
 		s.Filter.Selector = sel
 	}
+	for _, or := range j.OrLabelSelectors {
+		sel, err := labels.Parse(or)
+		if err != nil {
+			return fmt.Errorf("selection: orLabelSelectors: %w", err)
+		}
+		s.Filter.OrSelectors = append(s.Filter.OrSelectors, sel)
+	}
 	if len(j.Priorities) > 0 {
 		s.Priorities = versionselect.Priorities{}
 		for gr, vs := range j.Priorities {
 			s.Priorities[schema.ParseGroupResource(gr)] = vs
-		}
-	}
-	if len(j.KeepStatus) > 0 {
-		s.KeepStatus = map[schema.GroupResource]bool{}
-		for _, gr := range j.KeepStatus {
-			s.KeepStatus[schema.ParseGroupResource(gr)] = true
 		}
 	}
 	for _, gr := range j.NonRestorable {

@@ -50,6 +50,28 @@ func TestFilterByResourceAndSelector(t *testing.T) {
 	}
 }
 
+// Or-selectors take what matches any of them, as Velero's orLabelSelectors; a saved
+// plan carries them.
+func TestFilterByOrSelectors(t *testing.T) {
+	or, err := filter.ParseOr("app=db or app=debug")
+	require.NoError(t, err)
+	p, err := planAll(context.Background(), shopTarget(t), shop(t), testOptions{Filter: filter.Spec{IncludeResources: []string{"pods", "pvc"}, OrSelectors: or}})
+	require.NoError(t, err)
+	rep, err := Apply(context.Background(), p, shopTarget(t), RunOptions{Retry: fastRetry})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", firstFailure(rep))
+	got := restored(rep)
+	assert.ElementsMatch(t, []string{"db-0", "debug"}, got["pods"])
+	assert.Equal(t, []string{"data-db-0"}, got["persistentvolumeclaims"])
+	for o := range rep.Objects() {
+		if o.Resource == "pods" && o.Status == Skipped {
+			assert.Contains(t, o.Reason, "its labels match none of app=db or app=debug", o.Name)
+		}
+	}
+	saved := saveAndRead(t, p).Selection.Filter.OrSelectors
+	assert.Equal(t, "app=db or app=debug", filter.OrString(saved))
+}
+
 func TestFilterByNamespaceKeepsWhatTheSelectionNeeds(t *testing.T) {
 	b := capiBackup(t, 2)
 	rep, err := restoreAll(context.Background(), shopTarget(t), b, testOptions{Retry: fastRetry, Filter: filter.Spec{IncludeNamespaces: []string{"fleet-01"}}})
@@ -133,4 +155,15 @@ func TestPrioritiesForResourcesNotInTheBackupAreAWarning(t *testing.T) {
 	for _, w := range p.Warnings {
 		assert.NotContains(t, w, "horizontalpodautoscalers", "the backup holds HPAs")
 	}
+}
+
+// Velero's names for the existing-object policy are taken beside restoregraph's.
+func TestParseExisting(t *testing.T) {
+	for name, want := range map[string]Existing{"": Adopt, "adopt": Adopt, "none": Adopt, "update": Update, "fail": Fail} {
+		got, err := ParseExisting(name)
+		require.NoError(t, err, name)
+		assert.Equal(t, want, got, name)
+	}
+	_, err := ParseExisting("replace")
+	assert.ErrorContains(t, err, `"replace": want adopt (Velero's none), update or fail`)
 }

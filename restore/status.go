@@ -1,0 +1,54 @@
+package restore
+
+import (
+	"strings"
+
+	"github.com/restoregraph/restoregraph/filter"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// RestoreStatusAnnotation on an object in the backup says whether its status is
+// restored, "true" or "false", whatever Selection.RestoreStatus says: Velero's
+// per-object switch. Any other value leaves the selection's say.
+const RestoreStatusAnnotation = "velero.io/restore-status"
+
+// StatusSelection names the resources whose status is restored, as Velero's
+// restoreStatus: every resource of IncludedResources (empty or "*": every one) but those
+// of ExcludedResources, named as the filter's resources are (plural, singular, short
+// name or kind, optionally .group).
+type StatusSelection struct {
+	IncludedResources []string `json:"includedResources,omitempty"`
+	ExcludedResources []string `json:"excludedResources,omitempty"`
+}
+
+// statusFilter is a StatusSelection resolved; nil restores no status but what the
+// annotation asks for.
+type statusFilter struct{ f *filter.Filter }
+
+func (s *StatusSelection) resolve(c filter.Catalog) (*statusFilter, error) {
+	if s == nil {
+		return nil, nil
+	}
+	f, err := filter.Spec{IncludeResources: s.IncludedResources, ExcludeResources: s.ExcludedResources}.Resolve(c)
+	if err != nil {
+		return nil, err
+	}
+	return &statusFilter{f}, nil
+}
+
+// keeps reports whether o's status is restored: its annotation in the backup, or else
+// the selection.
+func (s *statusFilter) keeps(o *Object) bool {
+	switch strings.ToLower(strings.TrimSpace(annotation(o.Backup, RestoreStatusAnnotation))) {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return s != nil && s.f.Resource(o.Item.GroupResource())
+}
+
+func annotation(u *unstructured.Unstructured, key string) string {
+	v, _, _ := unstructured.NestedString(u.Object, "metadata", "annotations", key)
+	return v
+}
