@@ -25,7 +25,7 @@ import (
 var (
 	ErrBackupNotFound      = errors.New("no such backup")
 	ErrBackupNotRestorable = errors.New("backup is not restorable")
-	ErrNoBackupOfSchedule  = errors.New("no completed backup of the schedule")
+	ErrNoBackupOfSchedule  = errors.New("no restorable backup of the schedule")
 	ErrLocationNotFound    = errors.New("no such backup storage location")
 	ErrLocationUnavailable = errors.New("backup storage location is unavailable")
 	ErrLocationInvalid     = errors.New("backup storage location cannot be read")
@@ -124,8 +124,9 @@ func (v Velero) Backup(ctx context.Context, name string) (*Backup, error) {
 }
 
 // LatestOfSchedule is the newest Completed backup schedule made, by start time, as
-// `velero restore create --from-schedule` takes it.
-func (v Velero) LatestOfSchedule(ctx context.Context, schedule string) (*Backup, error) {
+// `velero restore create --from-schedule` takes it; with allowPartiallyFailed the newest
+// Completed or PartiallyFailed one, as with its --allow-partially-failed.
+func (v Velero) LatestOfSchedule(ctx context.Context, schedule string, allowPartiallyFailed bool) (*Backup, error) {
 	ns := v.namespace()
 	list, err := v.Dynamic.Resource(backupsResource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: scheduleLabel + "=" + schedule})
 	if err != nil {
@@ -134,7 +135,8 @@ func (v Velero) LatestOfSchedule(ctx context.Context, schedule string) (*Backup,
 	var latest *Backup
 	for i := range list.Items {
 		b := veleroBackup(&list.Items[i])
-		if b.Phase == "Completed" && (latest == nil || b.Started.After(latest.Started)) {
+		ok := b.Phase == "Completed" || allowPartiallyFailed && b.Phase == "PartiallyFailed"
+		if ok && (latest == nil || b.Started.After(latest.Started)) {
 			latest = b
 		}
 	}

@@ -203,22 +203,28 @@ func TestFindingABackupFails(t *testing.T) {
 	assert.NotContains(t, err.Error(), "not-to-be-shown")
 }
 
-// --from-schedule's backup: the newest that Completed, by start time.
+// --from-schedule's backup: the newest that Completed, by start time, or with
+// --allow-partially-failed the newest Completed or PartiallyFailed.
 func TestLatestOfSchedule(t *testing.T) {
 	ctx := context.Background()
 	_, objs, secret := store(t, nil)
 	nightly := map[string]string{scheduleLabel: "nightly"}
 	now := time.Now()
-	failed := completed("nightly-3", now, nightly)
+	failed := completed("nightly-4", now, nightly)
 	unstructured.SetNestedField(failed.Object, "Failed", "status", "phase")
+	partial := completed("nightly-3", now.Add(-time.Minute), nightly)
+	unstructured.SetNestedField(partial.Object, "PartiallyFailed", "status", "phase")
 	v := velero(secret, objs[0], completed("nightly-1", now.Add(-2*time.Hour), nightly),
-		completed("nightly-2", now.Add(-time.Hour), nightly), failed, completed("weekly-1", now, map[string]string{scheduleLabel: "weekly"}))
-	b, err := v.LatestOfSchedule(ctx, "nightly")
+		completed("nightly-2", now.Add(-time.Hour), nightly), partial, failed, completed("weekly-1", now, map[string]string{scheduleLabel: "weekly"}))
+	b, err := v.LatestOfSchedule(ctx, "nightly", false)
 	require.NoError(t, err)
 	assert.Equal(t, "nightly-2", b.Name)
 	assert.Equal(t, "nightly", b.Schedule)
+	b, err = v.LatestOfSchedule(ctx, "nightly", true)
+	require.NoError(t, err)
+	assert.Equal(t, "nightly-3", b.Name, "--allow-partially-failed: the newest Completed or PartiallyFailed")
 
-	_, err = v.LatestOfSchedule(ctx, "hourly")
+	_, err = v.LatestOfSchedule(ctx, "hourly", false)
 	assert.ErrorIs(t, err, ErrNoBackupOfSchedule)
 	assert.Contains(t, err.Error(), "velero/hourly (of 0 backups)")
 }

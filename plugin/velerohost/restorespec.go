@@ -1,0 +1,151 @@
+package velerohost
+
+import (
+	"fmt"
+	"strings"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/restoregraph/restoregraph/filter"
+	"github.com/restoregraph/restoregraph/restore"
+)
+
+// RestoreSpec is a Velero Restore object as restoregraph runs it: what to restore
+// (Selection), of which backup, under which name. Every field of Velero's spec is
+// either carried here or refused by ReadRestore; none is ignored.
+type RestoreSpec struct {
+	// Name is the Restore's name; Namespace Velero's, where its backup is found.
+	Name, Namespace string
+	// Backup or Schedule names the backup as Velero does: spec.backupName, or the newest
+	// of spec.scheduleName's.
+	Backup, Schedule string
+	// Selection is spec's filters, namespace mapping, restoreStatus, preserveNodePorts and
+	// existingResourcePolicy. Its modifiers are read from ModifierConfigMap.
+	Selection restore.Selection
+	// ModifierConfigMap is the name of spec.resourceModifier's ConfigMap, in Namespace.
+	ModifierConfigMap string
+}
+
+// SpecFieldError names a field of a Velero Restore that restoregraph refuses, and why.
+type SpecFieldError struct {
+	Field  string // as Velero's YAML spells it: spec.hooks
+	Reason string
+}
+
+func (e *SpecFieldError) Error() string { return e.Field + ": " + e.Reason }
+
+// ReadRestore reads a Velero Restore object, YAML or JSON, as `velero restore create
+// -o yaml` or `kubectl get restore -o yaml` writes it. A field restoregraph does not
+// support is an error naming it (a *SpecFieldError), and so is a field Velero does not
+// know; the object's status, the outcome of Velero's run, is not read.
+func ReadRestore(data []byte) (*RestoreSpec, error) {
+	var r velerov1.Restore
+	if err := yaml.UnmarshalStrict(data, &r); err != nil {
+		return nil, fmt.Errorf("velero restore: %w", err)
+	}
+	if r.APIVersion != velerov1.SchemeGroupVersion.String() || r.Kind != "Restore" {
+		return nil, fmt.Errorf("velero restore: apiVersion %q, kind %q: want %s, Restore", r.APIVersion, r.Kind, velerov1.SchemeGroupVersion)
+	}
+	s := r.Spec
+	out := &RestoreSpec{Name: r.Name, Namespace: r.Namespace, Backup: s.BackupName, Schedule: s.ScheduleName}
+	if (s.BackupName == "") == (s.ScheduleName == "") {
+		return nil, &SpecFieldError{"spec.backupName", "name the backup by spec.backupName or spec.scheduleName, one of them"}
+	}
+	if err := unsupported(s); err != nil {
+		return nil, err
+	}
+	sel := restore.Selection{NamespaceMappings: s.NamespaceMapping, Filter: filter.Spec{
+		IncludeNamespaces: s.IncludedNamespaces, ExcludeNamespaces: s.ExcludedNamespaces,
+		IncludeResources: s.IncludedResources, ExcludeResources: s.ExcludedResources, IncludeClusterResources: s.IncludeClusterResources}}
+	var err error
+	if s.LabelSelector != nil {
+		if sel.Filter.Selector, err = metav1.LabelSelectorAsSelector(s.LabelSelector); err != nil {
+			return nil, &SpecFieldError{"spec.labelSelector", err.Error()}
+		}
+	}
+	for i, ls := range s.OrLabelSelectors {
+		or, err := metav1.LabelSelectorAsSelector(ls)
+		if err != nil {
+			return nil, &SpecFieldError{fmt.Sprintf("spec.orLabelSelectors[%d]", i), err.Error()}
+		}
+		sel.Filter.OrSelectors = append(sel.Filter.OrSelectors, or)
+	}
+	if sel.Filter.Selector != nil && !sel.Filter.Selector.Empty() && len(sel.Filter.OrSelectors) > 0 {
+		return nil, &SpecFieldError{"spec.orLabelSelectors", "spec.labelSelector is given too: Velero takes one of them"}
+	}
+	if s.RestoreStatus != nil {
+		sel.RestoreStatus = &restore.StatusSelection{IncludedResources: s.RestoreStatus.IncludedResources, ExcludedResources: s.RestoreStatus.ExcludedResources}
+	}
+	if s.PreserveNodePorts != nil {
+		sel.PreserveNodePorts = *s.PreserveNodePorts
+	}
+	if sel.Existing, err = restore.ParseExisting(string(s.ExistingResourcePolicy)); err != nil || s.ExistingResourcePolicy == "adopt" || s.ExistingResourcePolicy == "fail" {
+		return nil, &SpecFieldError{"spec.existingResourcePolicy", fmt.Sprintf("%q: Velero's policies are none and update", s.ExistingResourcePolicy)}
+	}
+	if m := s.ResourceModifier; m != nil {
+		if !strings.EqualFold(m.Kind, "configmap") || m.APIGroup != nil && *m.APIGroup != "" {
+			return nil, &SpecFieldError{"spec.resourceModifier", fmt.Sprintf("kind %q: resource modifiers are read from a ConfigMap", m.Kind)}
+		}
+		out.ModifierConfigMap = m.Name
+	}
+	out.Selection = sel
+	return out, nil
+}
+
+// unsupported refuses the fields of s restoregraph does not do.
+func unsupported(s velerov1.RestoreSpec) error {
+	switch {
+	case s.RestorePVs != nil && *s.RestorePVs:
+		return &SpecFieldError{"spec.restorePVs", "true: volume data is not restored (restoregraph restores API objects); set it false or leave it out"}
+	case len(s.Hooks.Resources) > 0:
+		return &SpecFieldError{"spec.hooks", "restore hooks are not supported yet"}
+	case s.ItemOperationTimeout.Duration != 0:
+		return &SpecFieldError{"spec.itemOperationTimeout", "asynchronous plugin operations are not supported yet"}
+	case s.ResourcePolicy != nil:
+		return &SpecFieldError{"spec.resourcePolicy", "volume policies are not supported (volume data is not restored)"}
+	case s.UploaderConfig != nil:
+		return &SpecFieldError{"spec.uploaderConfig", "file-system restores are not supported (volume data is not restored)"}
+	}
+	return nil
+}
+
+// SpecOf is sel in the fields of Velero's Restore spec, for a Restore that records a
+// restore in Velero: ReadRestore's inverse. modifierConfigMap names the ConfigMap the
+// modifiers were read from, in Velero's namespace ("" for none). What Velero's spec
+// cannot say (the existing-object policy fail, version priorities) is left out.
+func SpecOf(sel restore.Selection, modifierConfigMap string) (map[string]any, error) {
+	f := sel.Filter
+	s := velerov1.RestoreSpec{IncludedNamespaces: f.IncludeNamespaces, ExcludedNamespaces: f.ExcludeNamespaces,
+		IncludedResources: f.IncludeResources, ExcludedResources: f.ExcludeResources, IncludeClusterResources: f.IncludeClusterResources,
+		NamespaceMapping: sel.NamespaceMappings}
+	var err error
+	if f.Selector != nil && !f.Selector.Empty() {
+		if s.LabelSelector, err = metav1.ParseToLabelSelector(f.Selector.String()); err != nil {
+			return nil, err
+		}
+	}
+	for _, or := range f.OrSelectors {
+		ls, err := metav1.ParseToLabelSelector(or.String())
+		if err != nil {
+			return nil, err
+		}
+		s.OrLabelSelectors = append(s.OrLabelSelectors, ls)
+	}
+	if rs := sel.RestoreStatus; rs != nil {
+		s.RestoreStatus = &velerov1.RestoreStatusSpec{IncludedResources: rs.IncludedResources, ExcludedResources: rs.ExcludedResources}
+	}
+	if sel.PreserveNodePorts {
+		s.PreserveNodePorts = &sel.PreserveNodePorts
+	}
+	if sel.Existing == restore.Update {
+		s.ExistingResourcePolicy = velerov1.PolicyTypeUpdate
+	}
+	if modifierConfigMap != "" {
+		s.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "configmap", Name: modifierConfigMap}
+	}
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(&s)
+}

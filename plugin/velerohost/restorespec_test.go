@@ -1,0 +1,116 @@
+package velerohost
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/restoregraph/restoregraph/filter"
+	"github.com/restoregraph/restoregraph/restore"
+)
+
+// A Restore with every field restoregraph supports, as velero restore create -o yaml
+// writes it.
+const fullRestore = `apiVersion: velero.io/v1
+kind: Restore
+metadata:
+  name: shop-copy
+  namespace: velero
+spec:
+  backupName: shop-and-fleet
+  includedNamespaces: [shop]
+  excludedNamespaces: [fleet]
+  includedResources: ['*']
+  excludedResources: [events]
+  includeClusterResources: false
+  namespaceMapping:
+    shop: shop-copy
+  orLabelSelectors:
+  - matchLabels: {app: web}
+  - matchExpressions:
+    - {key: tier, operator: In, values: [db, cache]}
+  restorePVs: false
+  restoreStatus:
+    includedResources: [deployments]
+    excludedResources: [pods]
+  preserveNodePorts: true
+  existingResourcePolicy: update
+  resourceModifier:
+    kind: ConfigMap
+    name: rules
+status:
+  phase: Completed
+`
+
+func TestReadRestoreTakesEverySupportedField(t *testing.T) {
+	r, err := ReadRestore([]byte(fullRestore))
+	require.NoError(t, err)
+	no := false
+	assert.Equal(t, "shop-copy", r.Name)
+	assert.Equal(t, "velero", r.Namespace)
+	assert.Equal(t, "shop-and-fleet", r.Backup)
+	assert.Empty(t, r.Schedule)
+	assert.Equal(t, "rules", r.ModifierConfigMap)
+	or := r.Selection.Filter.OrSelectors
+	r.Selection.Filter.OrSelectors = nil
+	assert.Equal(t, "app=web or tier in (cache,db)", filter.OrString(or))
+	assert.Equal(t, restore.Selection{
+		Filter: filter.Spec{IncludeNamespaces: []string{"shop"}, ExcludeNamespaces: []string{"fleet"}, IncludeResources: []string{"*"},
+			ExcludeResources: []string{"events"}, IncludeClusterResources: &no},
+		NamespaceMappings: map[string]string{"shop": "shop-copy"},
+		RestoreStatus:     &restore.StatusSelection{IncludedResources: []string{"deployments"}, ExcludedResources: []string{"pods"}},
+		PreserveNodePorts: true, Existing: restore.Update,
+	}, r.Selection)
+
+	r, err = ReadRestore([]byte(`{"apiVersion":"velero.io/v1","kind":"Restore","metadata":{"name":"n"},
+		"spec":{"scheduleName":"nightly","labelSelector":{"matchLabels":{"app":"web"}},"existingResourcePolicy":"none"}}`))
+	require.NoError(t, err, "JSON as well")
+	assert.Equal(t, "nightly", r.Schedule)
+	assert.Equal(t, labels.SelectorFromSet(labels.Set{"app": "web"}).String(), r.Selection.Filter.Selector.String())
+	assert.Equal(t, restore.Adopt, r.Selection.Existing, "Velero's none")
+}
+
+func TestReadRestoreRefusesWhatItDoesNotDo(t *testing.T) {
+	head := "apiVersion: velero.io/v1\nkind: Restore\nmetadata: {name: r}\nspec:\n  backupName: b\n"
+	for _, tc := range []struct{ spec, field, says string }{
+		{"  hooks:\n    resources:\n    - name: h\n", "spec.hooks", "not supported"},
+		{"  restorePVs: true\n", "spec.restorePVs", "volume data is not restored"},
+		{"  itemOperationTimeout: 1h\n", "spec.itemOperationTimeout", "not supported"},
+		{"  resourcePolicy: {kind: configmap, name: p}\n", "spec.resourcePolicy", "not supported"},
+		{"  uploaderConfig: {writeSparseFiles: true}\n", "spec.uploaderConfig", "not supported"},
+		{"  existingResourcePolicy: replace\n", "spec.existingResourcePolicy", `"replace"`},
+		{"  existingResourcePolicy: adopt\n", "spec.existingResourcePolicy", "Velero's policies are none and update"},
+		{"  resourceModifier: {kind: Secret, name: s}\n", "spec.resourceModifier", "from a ConfigMap"},
+		{"  labelSelector: {matchLabels: {a: b}}\n  orLabelSelectors: [{matchLabels: {c: d}}]\n", "spec.orLabelSelectors", "one of them"},
+		{"  scheduleName: s\n", "spec.backupName", "one of them"},
+	} {
+		_, err := ReadRestore([]byte(head + tc.spec))
+		var fe *SpecFieldError
+		require.ErrorAs(t, err, &fe, tc.spec)
+		assert.Equal(t, tc.field, fe.Field)
+		assert.Contains(t, fe.Reason, tc.says)
+	}
+	_, err := ReadRestore([]byte(head + "  includeNamespaces: [a]\n"))
+	assert.ErrorContains(t, err, `unknown field "includeNamespaces"`, "a field Velero does not know: a typo, named")
+	_, err = ReadRestore([]byte("apiVersion: velero.io/v1\nkind: Backup\nmetadata: {name: b}\n"))
+	assert.ErrorContains(t, err, `kind "Backup"`)
+}
+
+// What SpecOf writes, ReadRestore reads back as the same selection.
+func TestSpecOfIsReadBack(t *testing.T) {
+	r, err := ReadRestore([]byte(fullRestore))
+	require.NoError(t, err)
+	spec, err := SpecOf(r.Selection, r.ModifierConfigMap)
+	require.NoError(t, err)
+	spec["backupName"] = "shop-and-fleet"
+	data, err := json.Marshal(map[string]any{"apiVersion": "velero.io/v1", "kind": "Restore", "metadata": map[string]any{"name": "shop-copy", "namespace": "velero"}, "spec": spec})
+	require.NoError(t, err)
+	back, err := ReadRestore(data)
+	require.NoError(t, err)
+	assert.Equal(t, filter.OrString(r.Selection.Filter.OrSelectors), filter.OrString(back.Selection.Filter.OrSelectors))
+	r.Selection.Filter.OrSelectors, back.Selection.Filter.OrSelectors = nil, nil
+	assert.Equal(t, r, back)
+}
