@@ -606,3 +606,55 @@ resourceModifierRules:
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, "no ConfigMap velero/mods in the target")
 }
+
+// Velero's names and options of restore create: --or-selector, --existing-resource-policy,
+// --status-include-resources; --allow-partially-failed and --from-velero-restore refuse
+// what they cannot go with, naming it.
+func TestVeleroRestoreFlags(t *testing.T) {
+	r := rg(t, "plan", "--backup", shopBackup, "--embedded", "--include-resources", "pods", "--or-selector", "app=db or app=debug", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var plan struct {
+		Objects []struct{ Resource, Name, Excluded string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &plan))
+	var pods []string
+	for _, o := range plan.Objects {
+		if o.Resource == "pods" && o.Excluded == "" {
+			pods = append(pods, o.Name)
+		}
+	}
+	assert.ElementsMatch(t, []string{"db-0", "debug"}, pods)
+
+	r = rg(t, "restore", "--backup", shopBackup, "--embedded", "--existing-resource-policy", "update", "--status-include-resources", "*")
+	assert.Equal(t, 0, r.code, r.stderr)
+
+	dir := t.TempDir()
+	file := func(name, spec string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte("apiVersion: velero.io/v1\nkind: Restore\nmetadata: {name: r, namespace: velero}\nspec:\n"+spec), 0o644))
+		return path
+	}
+	hooks := file("hooks.yaml", "  backupName: b\n  hooks: {resources: [{name: h}]}\n")
+	ok := file("ok.yaml", "  backupName: b\n")
+	for name, c := range map[string]struct {
+		args []string
+		says string
+	}{
+		"both selectors":                {[]string{"plan", "--backup", shopBackup, "--embedded", "--selector", "a=b", "--or-selector", "c=d"}, "--selector and --or-selector"},
+		"bad or-selector":               {[]string{"plan", "--backup", shopBackup, "--embedded", "--or-selector", "a=b or ==c"}, `or-selector "==c"`},
+		"policy twice":                  {[]string{"plan", "--backup", shopBackup, "--embedded", "--existing", "fail", "--existing-resource-policy", "update"}, "give one"},
+		"not Velero's policy":           {[]string{"plan", "--backup", shopBackup, "--embedded", "--existing-resource-policy", "fail"}, "none or update, as Velero's"},
+		"unknown status resource":       {[]string{"plan", "--backup", shopBackup, "--embedded", "--status-include-resources", "gizmos"}, `no resource is named "gizmos"`},
+		"partially failed, no schedule": {[]string{"plan", "--backup", shopBackup, "--embedded", "--allow-partially-failed"}, "--allow-partially-failed goes with --from-schedule"},
+		"a field not supported":         {[]string{"plan", "--from-velero-restore", hooks, "--embedded"}, "spec.hooks: restore hooks are not supported yet"},
+		"selection flags beside":        {[]string{"plan", "--from-velero-restore", ok, "--include-namespaces", "a", "--backup", shopBackup, "--embedded"}, "--backup, --include-namespaces cannot be given with it"},
+		"no such file":                  {[]string{"plan", "--from-velero-restore", filepath.Join(dir, "none.yaml"), "--embedded"}, "no such file"},
+		"another velero namespace":      {[]string{"plan", "--from-velero-restore", ok, "--velero-namespace", "backups", "--embedded"}, "is in namespace velero, --velero-namespace says backups"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := rg(t, c.args...)
+			assert.Equal(t, 2, r.code, "stderr: %s", r.stderr)
+			assert.Contains(t, r.stderr, c.says)
+		})
+	}
+}

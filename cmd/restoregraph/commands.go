@@ -234,8 +234,16 @@ func newRestoreCmd() *cobra.Command {
 			}
 			if record {
 				rec := restoreRecord(opts.Name, rf.name, rep, log.Bytes())
-				rec.Spec = rf.veleroSpec()
-				if rerr := s.velero.velero.RecordRestore(ctx, s.velero.store, s.velero.location, rec); rerr != nil {
+				var cm string
+				if !strings.Contains(rf.modifiersConfigMap, "/") {
+					cm = rf.modifiersConfigMap
+				}
+				spec, rerr := velerohost.SpecOf(p.Selection(), cm)
+				if rerr == nil {
+					rec.Spec = spec
+					rerr = s.velero.velero.RecordRestore(ctx, s.velero.store, s.velero.location, rec)
+				}
+				if rerr != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "restoregraph: warning: the restore is not recorded in Velero: %v\n", rerr)
 				} else {
 					fmt.Fprintf(cmd.ErrOrStderr(), "recorded in Velero as restore %s/%s (%s): velero restore describe %s --details\n",

@@ -49,7 +49,11 @@ type restoreFlags struct {
 	modifiers, modifiersConfigMap   string
 	strict, preserveNodePorts       bool
 	disable                         []string
-	existing                        string
+	existing, existingPolicy        string
+	orSelector                      string
+	statusInclude, statusExclude    []string
+	fromRestoreFile                 string                  // --from-velero-restore
+	fromRestore                     *velerohost.RestoreSpec // what it says
 	admission, admissionNamespace   string
 	pluginDir                       string
 	pluginPaths                     []string
@@ -106,6 +110,8 @@ func (f *restoreFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.planFile, "plan", "", "a plan saved by plan -o json: restore exactly it (its backup, selection, versions and objects), "+
 		"refused with what changed when the backup or the target is no longer what was planned; --backup is then not needed")
 	fs.BoolVar(&f.replan, "replan", false, "with --plan: when the plan no longer holds, say what changed and go on with the plan as it is now")
+	fs.StringVar(&f.fromRestoreFile, "from-velero-restore", "", "a Velero Restore object (YAML or JSON, as velero restore create -o yaml writes it): its spec in full, "+
+		"its backup read as --from-backup or --from-schedule reads one; a field restoregraph does not support is refused, named")
 }
 
 // addSelection adds the flags that make the plan's selection, each annotated with
@@ -121,7 +127,11 @@ func (f *restoreFlags) addSelection(fs *pflag.FlagSet) {
 	sel.StringVar(&f.modifiersConfigMap, "resource-modifier-configmap", "", "the ConfigMap of resource modifiers in the target, as Velero keeps it: NAME (in --velero-namespace) or NAMESPACE/NAME")
 	sel.BoolVar(&f.strict, "strict-versions", false, "fail when a resource shares no API version with the target")
 	sel.BoolVar(&f.preserveNodePorts, "preserve-nodeports", false, "keep Services' node ports instead of letting the target allocate them")
-	sel.StringVar(&f.existing, "existing", "adopt", "objects that already exist: adopt, update or fail")
+	sel.StringVar(&f.orSelector, "or-selector", "", "restore only objects whose labels match at least one of these selectors, as Velero's: \"app=web or tier=db\" (not with --selector)")
+	sel.StringSliceVar(&f.statusInclude, "status-include-resources", nil, "resources whose status is restored, as Velero's (\"*\" every one; default none); an object's velero.io/restore-status annotation overrides")
+	sel.StringSliceVar(&f.statusExclude, "status-exclude-resources", nil, "resources whose status is not restored, as Velero's")
+	sel.StringVar(&f.existing, "existing", "adopt", "objects that already exist: adopt (Velero's none), update or fail")
+	sel.StringVar(&f.existingPolicy, "existing-resource-policy", "", "Velero's name for --existing: none or update")
 	sel.StringArrayVar(&f.disable, "disable-plugin", nil, "switch off a built-in action or plan rule by name (repeatable): "+
 		strings.Join(append(slices.Clone(builtin.Names), restore.ControllerManaged, restore.NamespaceDefaults, restore.StatefulSetClaims), ", "))
 	sel.VisitAll(func(fl *pflag.Flag) { _ = sel.SetAnnotation(fl.Name, selectionFlag, nil) })
@@ -191,6 +201,11 @@ func (f *restoreFlags) open(cmd *cobra.Command, t *target) (s *session, err erro
 			closeAll()
 		}
 	}()
+	if f.fromRestoreFile != "" {
+		if err := f.readVeleroRestore(cmd); err != nil {
+			return nil, err
+		}
+	}
 	var saved *restore.SavedPlan
 	if f.planFile != "" {
 		if saved, err = f.readPlan(cmd); err != nil {
@@ -363,19 +378,12 @@ func (f *restoreFlags) restoreOptions(ctx context.Context, cfg *rest.Config, war
 	if !selection {
 		return po, ro, nil
 	}
-	policy := restore.Existing(f.existing)
-	if policy != restore.Adopt && policy != restore.Update && policy != restore.Fail {
-		return po, ro, badInput("--existing must be adopt, update or fail, not %q", f.existing)
-	}
-	opts := restore.Selection{StrictVersions: f.strict, PreserveNodePorts: f.preserveNodePorts, Disable: f.disable, Existing: policy}
-	if opts.Filter, err = f.spec(); err != nil {
+	var opts restore.Selection
+	if f.fromRestore != nil {
+		opts = f.fromRestore.Selection
+	} else if opts, err = f.selection(); err != nil {
 		return po, ro, err
 	}
-	mappings, err := parseMappings(f.namespaceMappings)
-	if err != nil {
-		return po, ro, err
-	}
-	opts.NamespaceMappings = mappings
 	// Lenient, as Velero: a bad line is skipped with a warning naming it.
 	parse := versionselect.ParseOptions{Lenient: true}
 	var skipped []*versionselect.PriorityError
@@ -407,6 +415,80 @@ func (f *restoreFlags) restoreOptions(ctx context.Context, cfg *rest.Config, war
 	}
 	po.Selection = opts
 	return po, ro, nil
+}
+
+// selection is what the selection flags say, but for the version priorities and the
+// modifiers, which restoreOptions reads.
+func (f *restoreFlags) selection() (restore.Selection, error) {
+	policy := f.existing
+	if f.existingPolicy != "" {
+		if f.existing != "adopt" {
+			return restore.Selection{}, badInput("--existing and --existing-resource-policy say the same: give one")
+		}
+		if f.existingPolicy != "none" && f.existingPolicy != "update" {
+			return restore.Selection{}, badInput("--existing-resource-policy %q: none or update, as Velero's (--existing takes adopt, update or fail)", f.existingPolicy)
+		}
+		policy = f.existingPolicy
+	}
+	existing, err := restore.ParseExisting(policy)
+	if err != nil {
+		return restore.Selection{}, badInput("--existing: %w", err)
+	}
+	sel := restore.Selection{StrictVersions: f.strict, PreserveNodePorts: f.preserveNodePorts, Disable: f.disable, Existing: existing}
+	if sel.Filter, err = f.spec(); err != nil {
+		return sel, err
+	}
+	if f.orSelector != "" {
+		if f.selector != "" {
+			return sel, badInput("--selector and --or-selector each select by labels: give one, as Velero takes one")
+		}
+		if sel.Filter.OrSelectors, err = filter.ParseOr(f.orSelector); err != nil {
+			return sel, badInput("--or-selector: %w", err)
+		}
+	}
+	if len(f.statusInclude) > 0 || len(f.statusExclude) > 0 {
+		sel.RestoreStatus = &restore.StatusSelection{IncludedResources: f.statusInclude, ExcludedResources: f.statusExclude}
+	}
+	if sel.NamespaceMappings, err = parseMappings(f.namespaceMappings); err != nil {
+		return sel, err
+	}
+	return sel, nil
+}
+
+// readVeleroRestore reads --from-velero-restore: the Restore names its backup, its name,
+// Velero's namespace and what it restores, so the flags that say these cannot be given.
+func (f *restoreFlags) readVeleroRestore(cmd *cobra.Command) error {
+	var given []string
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		_, selection := fl.Annotations[selectionFlag]
+		switch {
+		case fl.Name == "version-priorities" || fl.Name == "version-priorities-configmap" || fl.Name == "strict-versions" || fl.Name == "disable-plugin":
+			// not in Velero's Restore: restoregraph's own, taken beside it
+		case selection || slices.Contains([]string{"backup", "from-backup", "from-schedule", "restore-name", "plan"}, fl.Name):
+			given = append(given, "--"+fl.Name)
+		}
+	})
+	if len(given) > 0 {
+		return badInput("--from-velero-restore names the backup and says what to restore: %s cannot be given with it", strings.Join(given, ", "))
+	}
+	data, err := os.ReadFile(f.fromRestoreFile)
+	if err != nil {
+		return badInput("--from-velero-restore: %w", err)
+	}
+	r, err := velerohost.ReadRestore(data)
+	if err != nil {
+		return badInput("--from-velero-restore %s: %w", f.fromRestoreFile, err)
+	}
+	if r.Namespace != "" && r.Namespace != f.velero.namespace {
+		if cmd.Flags().Changed("velero-namespace") {
+			return badInput("--from-velero-restore %s is in namespace %s, --velero-namespace says %s", f.fromRestoreFile, r.Namespace, f.velero.namespace)
+		}
+		f.velero.namespace = r.Namespace
+	}
+	f.velero.backup, f.velero.schedule, f.restoreName = r.Backup, r.Schedule, r.Name
+	f.modifiersConfigMap = r.ModifierConfigMap
+	f.fromRestore = r
+	return nil
 }
 
 // readModifiers reads --resource-modifiers or --resource-modifier-configmap; nil when
@@ -484,26 +566,6 @@ func (f *filterFlags) veleroSpec() map[string]any {
 				spec["labelSelector"] = u
 			}
 		}
-	}
-	return spec
-}
-
-// veleroSpec is what the flags ask of a restore, in the fields of Velero's Restore spec
-// that say the same, for the Restore that records it.
-func (f *restoreFlags) veleroSpec() map[string]any {
-	spec := f.filterFlags.veleroSpec()
-	if m, err := parseMappings(f.namespaceMappings); err == nil && len(m) > 0 {
-		mapping := map[string]any{}
-		for src, dst := range m {
-			mapping[src] = dst
-		}
-		spec["namespaceMapping"] = mapping
-	}
-	if f.preserveNodePorts {
-		spec["preserveNodePorts"] = true
-	}
-	if f.modifiersConfigMap != "" && !strings.Contains(f.modifiersConfigMap, "/") {
-		spec["resourceModifier"] = map[string]any{"kind": "configmap", "name": f.modifiersConfigMap}
 	}
 	return spec
 }

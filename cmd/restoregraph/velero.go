@@ -22,12 +22,14 @@ import (
 // then reached with no provider code here.
 type veleroFlags struct {
 	backup, schedule, namespace, sourceKubeconfig string
+	allowPartiallyFailed                          bool
 }
 
 func (v *veleroFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&v.backup, "from-backup", "", "the backup by its name in Velero: its Backup and BackupStorageLocation are read from the cluster where Velero runs "+
 		"(--source-kubeconfig, default the target) and the tarball through the location's object-store plugin, one of the executables of --plugins or --plugin, as Velero reads it")
 	fs.StringVar(&v.schedule, "from-schedule", "", "the newest Completed backup of this Velero Schedule, read as --from-backup reads one")
+	fs.BoolVar(&v.allowPartiallyFailed, "allow-partially-failed", false, "with --from-schedule: the newest Completed or PartiallyFailed backup, as Velero's")
 	fs.StringVar(&v.namespace, "velero-namespace", "velero", "the namespace Velero runs in, where its Backups, locations and their Secrets are")
 	fs.StringVar(&v.sourceKubeconfig, "source-kubeconfig", "", "the kubeconfig of the cluster where Velero runs, for --from-backup and --from-schedule (default the target's)")
 }
@@ -42,6 +44,8 @@ func (v *veleroFlags) check(backup, s3Endpoint string, plugins, embedded bool) (
 		}
 	}
 	switch {
+	case v.allowPartiallyFailed && v.schedule == "":
+		return false, badInput("--allow-partially-failed goes with --from-schedule (or a Restore's spec.scheduleName)")
 	case named == 0:
 		return false, badInput("name the backup: --backup FILE|URL, --from-backup NAME or --from-schedule NAME")
 	case named > 1:
@@ -93,7 +97,7 @@ func (v *veleroFlags) read(ctx context.Context, target *rest.Config, host *veler
 	velero := velerohost.Velero{Dynamic: dyn, Secrets: cs.CoreV1(), Namespace: v.namespace}
 	var vb *velerohost.Backup
 	if v.schedule != "" {
-		vb, err = velero.LatestOfSchedule(ctx, v.schedule)
+		vb, err = velero.LatestOfSchedule(ctx, v.schedule, v.allowPartiallyFailed)
 	} else {
 		vb, err = velero.Backup(ctx, v.backup)
 	}
