@@ -107,7 +107,7 @@ func unsupported(s velerov1.RestoreSpec) error {
 		return &SpecFieldError{"spec.itemOperationTimeout", "asynchronous plugin operations are not supported yet"}
 	case s.ResourcePolicy != nil:
 		return &SpecFieldError{"spec.resourcePolicy", "volume policies are not supported (volume data is not restored)"}
-	case s.UploaderConfig != nil:
+	case s.UploaderConfig != nil && *s.UploaderConfig != (velerov1.UploaderConfigForRestore{}): // velero restore create writes {}
 		return &SpecFieldError{"spec.uploaderConfig", "file-system restores are not supported (volume data is not restored)"}
 	}
 	return nil

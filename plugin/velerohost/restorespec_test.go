@@ -13,7 +13,7 @@ import (
 )
 
 // A Restore with every field restoregraph supports, as velero restore create -o yaml
-// writes it.
+// writes it (the empty hooks, timeout and uploader configuration included).
 const fullRestore = `apiVersion: velero.io/v1
 kind: Restore
 metadata:
@@ -39,8 +39,12 @@ spec:
   preserveNodePorts: true
   existingResourcePolicy: update
   resourceModifier:
-    kind: ConfigMap
+    apiGroup: ""
+    kind: configmap
     name: rules
+  hooks: {}
+  itemOperationTimeout: 0s
+  uploaderConfig: {}
 status:
   phase: Completed
 `
@@ -81,6 +85,7 @@ func TestReadRestoreRefusesWhatItDoesNotDo(t *testing.T) {
 		{"  itemOperationTimeout: 1h\n", "spec.itemOperationTimeout", "not supported"},
 		{"  resourcePolicy: {kind: configmap, name: p}\n", "spec.resourcePolicy", "not supported"},
 		{"  uploaderConfig: {writeSparseFiles: true}\n", "spec.uploaderConfig", "not supported"},
+		{"  uploaderConfig: {parallelFilesDownload: 4}\n", "spec.uploaderConfig", "not supported"},
 		{"  existingResourcePolicy: replace\n", "spec.existingResourcePolicy", `"replace"`},
 		{"  existingResourcePolicy: adopt\n", "spec.existingResourcePolicy", "Velero's policies are none and update"},
 		{"  resourceModifier: {kind: Secret, name: s}\n", "spec.resourceModifier", "from a ConfigMap"},
