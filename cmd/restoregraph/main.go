@@ -3,8 +3,10 @@
 //	restoregraph plan     --backup FILE [-o text|json|dot] [--embedded]
 //	restoregraph restore  --backup FILE [--workers N] [--item-timeout D] [--journal FILE]
 //	                      [--version-priorities FILE] [--strict-versions]
-//	                      [--existing adopt|update|fail] [-o text|json] [--embedded]
+//	                      [--existing adopt|update|fail | --existing-resource-policy none|update]
+//	                      [-o text|json] [--embedded]
 //	restoregraph restore  --plan FILE [--replan]   (a plan saved by plan -o json, restored as saved)
+//	restoregraph restore  --from-velero-restore FILE --plugins DIR   (a Velero Restore object, its spec in full)
 //	restoregraph manifest --backup FILE [-o FILE]
 //	restoregraph demo capi [--clusters N] [--workers N] [--kubeconfig ...] [--out DIR]
 //
