@@ -55,8 +55,14 @@
 //     the Existing policy (adopt, update or fail). Transient errors (429, 5xx, timeouts,
 //     connections refused or reset) are retried with jittered backoff for as long as
 //     the object's ItemTimeout allows.
-//  10. StepStatus: status is written for the group-resources in KeepStatus.
-//  11. StepReady: its dependents start only once it is ready (package readiness).
+//  10. StepStatus: status is written as Selection.RestoreStatus and the object's
+//     velero.io/restore-status annotation say.
+//  11. StepOperations: the asynchronous operations plugins' Execute started on it
+//     (riav2.AsyncAction) are polled until they complete, with backoff; one that fails
+//     or outlasts ItemOperationTimeout (it is then cancelled) fails the object, and
+//     cancelling the restore cancels those under way. So exactly its dependents wait
+//     for them. The journal records them: a resumed restore polls them again.
+//  12. StepReady: its dependents start only once it is ready (package readiness).
 //
 // Guarantees:
 //

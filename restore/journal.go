@@ -13,18 +13,23 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// journalRecord is one line of the journal: an object restored, by its UIDs, and how.
+// journalRecord is one line of the journal: an object restored, by its UIDs, how, and
+// the plugins' operations on it.
 type journalRecord struct {
-	Source types.UID `json:"source"`
-	New    types.UID `json:"new"`
-	Status Status    `json:"status,omitempty"` // Restored when empty
+	Source     types.UID   `json:"source"`
+	New        types.UID   `json:"new"`
+	Status     Status      `json:"status,omitempty"` // Restored when empty
+	Operations []Operation `json:"operations,omitempty"`
 }
 
-// Journaled is what the journal says of an object: its UID in the target, and whether
-// it was restored, adopted or updated.
+// Journaled is what the journal says of an object: its UID in the target, whether it
+// was restored, adopted or updated, and the asynchronous operations plugins started on
+// it, as they last stood. An object is recorded again when its operations end; the last
+// record of it holds.
 type Journaled struct {
-	New    types.UID
-	Status Status
+	New        types.UID
+	Status     Status
+	Operations []Operation
 }
 
 // Journal is where a restore records how each object ended, so that a restore that
@@ -33,9 +38,9 @@ type Journal interface {
 	// Journaled returns what earlier runs recorded, by source UID. Run reads it once,
 	// before it starts.
 	Journaled() map[types.UID]Journaled
-	// Record notes that the object of UID source is in the target as new. It is called
-	// from many goroutines; its error stops that object.
-	Record(source, new types.UID, status Status) error
+	// Record notes that the object of UID source is in the target as j says. It is
+	// called from many goroutines; its error stops that object.
+	Record(source types.UID, j Journaled) error
 }
 
 var _ Journal = (*FileJournal)(nil)
@@ -81,7 +86,7 @@ func OpenJournal(path string) (*FileJournal, error) {
 			if rec.Status == "" {
 				rec.Status = Restored
 			}
-			done[rec.Source] = Journaled{rec.New, rec.Status}
+			done[rec.Source] = Journaled{rec.New, rec.Status, rec.Operations}
 			good += int64(len(data))
 			continue
 		}
@@ -108,8 +113,8 @@ func OpenJournal(path string) (*FileJournal, error) {
 func (j *FileJournal) Journaled() map[types.UID]Journaled { return j.done }
 
 // Record appends a mapping. Its error is the journal's first write or sync error.
-func (j *FileJournal) Record(source, new types.UID, status Status) error {
-	data, _ := json.Marshal(journalRecord{source, new, status})
+func (j *FileJournal) Record(source types.UID, rec Journaled) error {
+	data, _ := json.Marshal(journalRecord{source, rec.New, rec.Status, rec.Operations})
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.err != nil {

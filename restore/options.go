@@ -130,6 +130,12 @@ type RunOptions struct {
 	// default 100ms doubling to 5s, each wait jittered by up to 20%. Retries go on at the
 	// Cap for as long as the object's ItemTimeout allows; without a Cap, Steps bounds them.
 	Retry wait.Backoff
+	// ItemOperationTimeout bounds each asynchronous operation a plugin starts, from when
+	// its Execute returned: one that outlasts it is cancelled and fails its object, as
+	// Velero's itemOperationTimeout; default 4 hours, Velero's. OperationPoll spaces
+	// the calls to the plugin's Progress; default 1s doubling to 10s, jittered.
+	ItemOperationTimeout time.Duration
+	OperationPoll        wait.Backoff
 	// AdditionalItems waits for plugins' additional items (timeout, strictness).
 	AdditionalItems readiness.AdditionalItemsWaiter
 	// Journal, when set, records how each object ended and says what an earlier run
@@ -181,6 +187,12 @@ func (o RunOptions) withDefaults(backup string) RunOptions {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.ItemOperationTimeout <= 0 {
+		o.ItemOperationTimeout = 4 * time.Hour
+	}
+	if o.OperationPoll.Duration == 0 {
+		o.OperationPoll = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Cap: 10 * time.Second, Steps: 1 << 30}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

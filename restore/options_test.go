@@ -36,18 +36,20 @@ type testOptions struct {
 	Rules     []graph.Rule
 	Steps     func([]Step) []Step
 	// RunOptions
-	Name            string
-	Workers         int
-	ItemTimeout     time.Duration
-	HealthTimeout   time.Duration
-	Retry           wait.Backoff
-	AdditionalItems readiness.AdditionalItemsWaiter
-	Journal         Journal
-	Admitter        admission.Admitter
-	OnAdmissionWait func([]admission.Conflict)
-	OnEvent         func(Event)
-	Logger          *slog.Logger
-	Clock           clock.Clock
+	Name             string
+	Workers          int
+	ItemTimeout      time.Duration
+	HealthTimeout    time.Duration
+	Retry            wait.Backoff
+	AdditionalItems  readiness.AdditionalItemsWaiter
+	OperationTimeout time.Duration
+	OperationPoll    wait.Backoff
+	Journal          Journal
+	Admitter         admission.Admitter
+	OnAdmissionWait  func([]admission.Conflict)
+	OnEvent          func(Event)
+	Logger           *slog.Logger
+	Clock            clock.Clock
 }
 
 func (o testOptions) split() (PlanOptions, RunOptions) {
@@ -56,7 +58,7 @@ func (o testOptions) split() (PlanOptions, RunOptions) {
 				RestoreStatus: o.RestoreStatus, NonRestorable: o.NonRestorable, PreserveNodePorts: o.PreserveNodePorts, Existing: o.Existing, Disable: o.Disable},
 			Extensions: Extensions{Plugins: o.Plugins, Readiness: o.Readiness, Rules: o.Rules, Steps: o.Steps}},
 		RunOptions{Name: o.Name, Workers: o.Workers, ItemTimeout: o.ItemTimeout, HealthTimeout: o.HealthTimeout, Retry: o.Retry,
-			AdditionalItems: o.AdditionalItems, Journal: o.Journal, Admitter: o.Admitter, OnAdmissionWait: o.OnAdmissionWait,
+			AdditionalItems: o.AdditionalItems, ItemOperationTimeout: o.OperationTimeout, OperationPoll: o.OperationPoll, Journal: o.Journal, Admitter: o.Admitter, OnAdmissionWait: o.OnAdmissionWait,
 			OnEvent: o.OnEvent, Logger: o.Logger, Clock: o.Clock}
 }
 

@@ -3,6 +3,7 @@ package restore
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/plugin"
@@ -30,7 +31,14 @@ func (r *run) stepJournal(ctx context.Context, o *Object) error {
 		res := o.Result
 		res.NewUID, res.Status, res.FromJournal, res.Created = j.New, j.Status, true, r.opts.Clock.Now()
 		o.Target = existing
-		o.SkipTo(StepReady) // the pipeline's own ready step, wrapped or replaced as the caller made it
+		// The pipeline's own next step, wrapped or replaced as the caller made it: the
+		// operations an earlier run started are followed, not started again.
+		o.ops = slices.Clone(j.Operations)
+		if slices.ContainsFunc(o.ops, func(op Operation) bool { return op.Phase == OperationInProgress }) {
+			o.SkipTo(StepOperations)
+		} else {
+			o.SkipTo(StepReady)
+		}
 		return nil
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -91,6 +99,11 @@ func (r *run) stepActions(ctx context.Context, o *Object) error {
 		}
 		if out.UpdatedItem != nil {
 			o.Body = out.UpdatedItem
+		}
+		if out.OperationID != "" {
+			if err := r.started(ctx, o, a, out.OperationID); err != nil {
+				return err
+			}
 		}
 		if err := r.additionalItems(ctx, o, a, out); err != nil {
 			return err

@@ -47,6 +47,9 @@ type ObjectResult struct {
 	// Modifiers are the resource modifier rules that changed the object, by their index
 	// in Selection.Modifiers.
 	Modifiers []int `json:"modifiers,omitempty"`
+	// Operations are the asynchronous operations plugins started on the object, as
+	// they ended.
+	Operations []Operation `json:"operations,omitempty"`
 
 	// Started is when the object's dependencies were done and its restore began;
 	// Created when it was created (or found); Ready when it became ready. Waited is the
@@ -150,6 +153,7 @@ type outcomeMore struct {
 	blockedBy         []types.UID
 	warnings          []string
 	modifiers         []int
+	operations        []Operation
 	newUID            types.UID
 	status            Status
 }
@@ -217,9 +221,10 @@ func (o *outcome) NewUID() types.UID {
 func outcomeOf(res *ObjectResult) outcome {
 	o := outcome{started: unixNano(res.Started), created: unixNano(res.Created), ready: unixNano(res.Ready), ended: unixNano(res.Ended),
 		waited: res.Waited, retries: int32(res.Retries), fromJournal: res.FromJournal}
-	if res.Reason != "" || res.Err != nil || res.SkippedBy != "" || len(res.BlockedBy) > 0 || len(res.Warnings) > 0 || len(res.Modifiers) > 0 {
+	if res.Reason != "" || res.Err != nil || res.SkippedBy != "" || len(res.BlockedBy) > 0 || len(res.Warnings) > 0 || len(res.Modifiers) > 0 ||
+		len(res.Operations) > 0 {
 		o.more = &outcomeMore{reason: res.Reason, err: res.Err, skippedBy: res.SkippedBy, blockedBy: res.BlockedBy, warnings: res.Warnings,
-			modifiers: res.Modifiers}
+			modifiers: res.Modifiers, operations: res.Operations}
 	}
 	o.setStatus(res.Status)
 	o.setNewUID(res.NewUID)
@@ -233,7 +238,7 @@ func (o *outcome) result(ref ObjectRef) ObjectResult {
 		Waited: o.waited}
 	if m := o.more; m != nil {
 		res.Reason, res.Err, res.SkippedBy, res.BlockedBy, res.Warnings = m.reason, m.err, m.skippedBy, m.blockedBy, m.warnings
-		res.Modifiers = m.modifiers
+		res.Modifiers, res.Operations = m.modifiers, m.operations
 		if res.Reason == "" && m.err != nil {
 			res.Reason = m.err.Error()
 		}

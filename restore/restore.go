@@ -203,7 +203,7 @@ func (r *run) newUID(source types.UID) (types.UID, bool) {
 // records it when o's steps end.
 func (r *run) restored(o *Object, uid types.UID) error {
 	if r.opts.Journal != nil {
-		return r.opts.Journal.Record(o.Item.UID, uid, o.Result.Status)
+		return r.opts.Journal.Record(o.Item.UID, Journaled{New: uid, Status: o.Result.Status, Operations: o.ops})
 	}
 	return nil
 }

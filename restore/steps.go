@@ -52,15 +52,20 @@ const (
 	// StepCreate creates the object, handling one that exists by the Existing policy,
 	// and records it in the journal.
 	StepCreate = "create"
-	// StepStatus restores status for the group-resources in Selection.KeepStatus.
+	// StepStatus restores status as Selection.RestoreStatus and the object's
+	// velero.io/restore-status annotation say.
 	StepStatus = "status"
+	// StepOperations waits until the asynchronous operations plugins started on the
+	// object (riav2.AsyncAction) have completed, cancelling one that outlasts
+	// RunOptions.ItemOperationTimeout.
+	StepOperations = "operations"
 	// StepReady waits until the object is ready, so that its dependents may start.
 	StepReady = "ready"
 )
 
 // DefaultStepNames lists the default pipeline's steps in order.
 var DefaultStepNames = []string{StepJournal, StepRead, StepSanitize, StepMapNamespaces, StepActions, StepModify, StepRemapOwners,
-	StepLabel, StepCreate, StepStatus, StepReady}
+	StepLabel, StepCreate, StepStatus, StepOperations, StepReady}
 
 // Object is one object on its way through the pipeline: what the steps read and change.
 type Object struct {
@@ -89,6 +94,7 @@ type Object struct {
 	node         *scheduler.Node
 	budget       *budget
 	modifiedMeta []metaChange // set by StepModify for Verify
+	ops          []Operation  // the plugins' asynchronous operations on it
 	finished     bool
 	skipTo       string
 }
@@ -115,6 +121,7 @@ func (r *run) defaultSteps() []Step {
 		{Name: StepLabel, Run: r.stepLabel},
 		{Name: StepCreate, Run: r.stepCreate},
 		{Name: StepStatus, Run: r.stepStatus},
+		{Name: StepOperations, Run: r.stepOperations, Unbounded: true},
 		{Name: StepReady, Run: r.stepReady},
 	}
 }

@@ -59,6 +59,11 @@ type ExecuteOutput struct {
 	WaitForAdditionalItems bool
 	// AdditionalItemsReadyTimeout bounds that wait; zero means the restore's default.
 	AdditionalItemsReadyTimeout time.Duration
+	// OperationID, from a v2 action that implements v2.AsyncAction, names an operation
+	// Execute started and that goes on after it returns (a volume's data being copied):
+	// the item is not ready, and its dependents do not start, until the operation
+	// completes.
+	OperationID string
 }
 
 // NewExecuteOutput returns an output that restores item unchanged.

@@ -1,10 +1,12 @@
 // Package v2 is version 2 of the RestoreItemAction plugin interface: version 1 plus
 // AreAdditionalItemsReady, which lets a plugin hold an item back until the additional
-// items it asked for are ready.
+// items it asked for are ready, and, for an action that implements AsyncAction, an
+// operation that goes on after Execute returns.
 package v2
 
 import (
 	"context"
+	"time"
 
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	v1 "github.com/restoregraph/restoregraph/plugin/restoreitemaction/v1"
@@ -65,4 +67,27 @@ func (a v1Adapter) ExecuteContext(ctx context.Context, in *ria.ExecuteInput) (*r
 // AreAdditionalItemsReadyContext: a v1 action's additional items are ready at once.
 func (a v1Adapter) AreAdditionalItemsReadyContext(context.Context, []ria.ResourceIdentifier, *ria.Restore) (bool, error) {
 	return true, nil
+}
+
+// AsyncAction is a version 2 action whose Execute may start an operation that goes on
+// after it returns, named by ExecuteOutput.OperationID, as Velero's v2 actions do. The
+// restore polls Progress until the operation completes; its item is ready, and its
+// dependents start, only then. It calls Cancel when the operation outlasts the restore's
+// item operation timeout, and when the restore is cancelled. A restore resumed from its
+// journal polls the operations recorded there: Execute is not called again.
+type AsyncAction interface {
+	Progress(ctx context.Context, operationID string, restore *ria.Restore) (OperationProgress, error)
+	Cancel(ctx context.Context, operationID string, restore *ria.Restore) error
+}
+
+// OperationProgress is what Progress says of an operation, as Velero's.
+type OperationProgress struct {
+	// Completed: the operation has ended, successfully unless Err says otherwise.
+	Completed bool
+	Err       string
+	// NCompleted of NTotal OperationUnits are done; Description says what is being done.
+	NCompleted, NTotal int64
+	OperationUnits     string
+	Description        string
+	Started, Updated   time.Time
 }
