@@ -37,6 +37,7 @@ import (
 
 	"github.com/restoregraph/restoregraph/plugin"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
+	riav2 "github.com/restoregraph/restoregraph/plugin/restoreitemaction/v2"
 	proto "github.com/vmware-tanzu/velero/pkg/plugin/generated"
 	protov2 "github.com/vmware-tanzu/velero/pkg/plugin/generated/restoreitemaction/v2"
 )
@@ -265,6 +266,7 @@ func (a *action) ExecuteContext(ctx context.Context, in *ria.ExecuteInput) (*ria
 		skip     bool
 		wait     bool
 		waitTime time.Duration
+		op       string
 	)
 	if a.pl.Kind == KindRestoreItemActionV2 {
 		resp, err := protov2.NewRestoreItemActionClient(call.conn).Execute(ctx, &protov2.RestoreItemActionExecuteRequest{
@@ -272,7 +274,7 @@ func (a *action) ExecuteContext(ctx context.Context, in *ria.ExecuteInput) (*ria
 		if err := call.end(ctx, err); err != nil {
 			return nil, err
 		}
-		updated, items, skip, wait = resp.Item, resp.AdditionalItems, resp.SkipRestore, resp.WaitForAdditionalItems
+		updated, items, skip, wait, op = resp.Item, resp.AdditionalItems, resp.SkipRestore, resp.WaitForAdditionalItems, resp.OperationID
 		if resp.AdditionalItemsReadyTimeout != nil {
 			waitTime = resp.AdditionalItemsReadyTimeout.AsDuration()
 		}
@@ -284,7 +286,7 @@ func (a *action) ExecuteContext(ctx context.Context, in *ria.ExecuteInput) (*ria
 		}
 		updated, items, skip = resp.Item, resp.AdditionalItems, resp.SkipRestore
 	}
-	out := &ria.ExecuteOutput{SkipRestore: skip, WaitForAdditionalItems: wait, AdditionalItemsReadyTimeout: waitTime}
+	out := &ria.ExecuteOutput{SkipRestore: skip, WaitForAdditionalItems: wait, AdditionalItemsReadyTimeout: waitTime, OperationID: op}
 	if len(updated) > 0 {
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(updated); err != nil {
@@ -315,6 +317,46 @@ func (a *action) AreAdditionalItemsReadyContext(ctx context.Context, items []ria
 	}
 	return resp.Ready, nil
 }
+
+// Progress calls a v2 plugin's Progress over gRPC: how the operation its Execute
+// started stands.
+func (a *action) Progress(ctx context.Context, id string, r *ria.Restore) (riav2.OperationProgress, error) {
+	call, err := a.p.begin(a.pl.Kind)
+	if err != nil {
+		return riav2.OperationProgress{}, err
+	}
+	resp, err := protov2.NewRestoreItemActionClient(call.conn).Progress(ctx, &protov2.RestoreItemActionProgressRequest{
+		Plugin: a.pl.Name, OperationID: id, Restore: restoreJSON(r)})
+	if err := call.end(ctx, err); err != nil {
+		return riav2.OperationProgress{}, err
+	}
+	p := resp.GetProgress()
+	if p == nil {
+		return riav2.OperationProgress{}, fmt.Errorf("plugin %s: Progress of %s: no progress in the answer", a.pl.Name, id)
+	}
+	out := riav2.OperationProgress{Completed: p.Completed, Err: p.Err, NCompleted: p.NCompleted, NTotal: p.NTotal,
+		OperationUnits: p.OperationUnits, Description: p.Description}
+	if p.Started != nil {
+		out.Started = p.Started.AsTime()
+	}
+	if p.Updated != nil {
+		out.Updated = p.Updated.AsTime()
+	}
+	return out, nil
+}
+
+// Cancel calls a v2 plugin's Cancel over gRPC.
+func (a *action) Cancel(ctx context.Context, id string, r *ria.Restore) error {
+	call, err := a.p.begin(a.pl.Kind)
+	if err != nil {
+		return err
+	}
+	_, err = protov2.NewRestoreItemActionClient(call.conn).Cancel(ctx, &protov2.RestoreItemActionCancelRequest{
+		Plugin: a.pl.Name, OperationID: id, Restore: restoreJSON(r)})
+	return call.end(ctx, err)
+}
+
+var _ riav2.AsyncAction = (*action)(nil)
 
 // restoreJSON is the Velero Restore a plugin is given: its name, the backup's, in
 // Velero's namespace.

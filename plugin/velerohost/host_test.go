@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/memcluster"
@@ -84,6 +86,7 @@ func TestDiscover(t *testing.T) {
 		"example.io/skip-secrets": KindRestoreItemAction, "example.io/fail-on-flags": KindRestoreItemAction,
 		"example.io/crash-once": KindRestoreItemAction, "example.io/annotate-all": KindRestoreItemAction,
 		"example.io/hang-on-hang": KindRestoreItemAction, "example.io/garbage": KindRestoreItemAction,
+		"example.io/copy-volume": KindRestoreItemActionV2,
 	}, kinds)
 	for _, p := range plugins {
 		if p.Name == "example.io/needs-settings" {
@@ -251,4 +254,93 @@ func TestCancelledRestoreEndsPluginProcesses(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	h.Close()
 	assert.Zero(t, running(t, bin))
+}
+
+// claim is a PersistentVolumeClaim of shop whose example.io/copy annotation tells the
+// copy-volume plugin what its operation does; pod mounts claim.
+func claim(name, copy string) map[string]any {
+	o := obj("PersistentVolumeClaim", name)
+	o["metadata"].(map[string]any)["annotations"] = map[string]any{"example.io/copy": copy}
+	o["spec"] = map[string]any{"accessModes": []any{"ReadWriteOnce"}, "resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}}}
+	return o
+}
+
+func pod(name, claim string) map[string]any {
+	o := obj("Pod", name)
+	o["spec"] = map[string]any{"containers": []any{map[string]any{"name": "app", "image": "app:1"}},
+		"volumes": []any{map[string]any{"name": "data", "persistentVolumeClaim": map[string]any{"claimName": claim}}}}
+	return o
+}
+
+// TestAsyncOperationsOutOfProcess: a v2 plugin built with Velero's framework starts an
+// operation for each claim; the restore follows each through the plugin's Progress over
+// gRPC. One completes, and the Pod that mounts its claim starts after it; one fails; one
+// outlasts the item operation timeout and is cancelled through the plugin's Cancel; one
+// is cancelled when the restore is. Execute is called once per claim.
+func TestAsyncOperationsOutOfProcess(t *testing.T) {
+	bin := pluginsBinary(t)
+	log := filepath.Join(t.TempDir(), "async.log")
+	h := &Host{Env: []string{"ASYNC_LOG=" + log}}
+	defer h.Close()
+	ctx := context.Background()
+	reg := registry(t, ctx, h, bin, "example.io/relabel", "example.io/needs-settings", "example.io/skip-secrets", "example.io/fail-on-flags",
+		"example.io/crash-once", "example.io/annotate-all", "example.io/hang-on-hang", "example.io/garbage")
+	b := backupOf(t, obj("Namespace", "shop"), claim("quick", "1s"), pod("uses-quick", "quick"), claim("broken", "fail"),
+		pod("uses-broken", "broken"), claim("stuck", "never"))
+	poll := wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Cap: 200 * time.Millisecond, Steps: 1 << 30}
+	rep, err := restore.Run(ctx, b, target(t), restore.PlanOptions{Extensions: restore.Extensions{Plugins: reg}},
+		restore.RunOptions{ItemOperationTimeout: 3 * time.Second, OperationPoll: poll})
+	require.NoError(t, err)
+	res := byName(rep)
+
+	quick := res["PersistentVolumeClaim/quick"]
+	require.Equal(t, restore.Restored, quick.Status, quick.Reason)
+	require.Len(t, quick.Operations, 1)
+	op := quick.Operations[0]
+	assert.Equal(t, "example.io/copy-volume", op.Plugin)
+	assert.True(t, strings.HasPrefix(op.ID, "copy/shop/quick/"), op.ID)
+	assert.Equal(t, restore.OperationCompleted, op.Phase)
+	assert.Equal(t, "10/10 GB: copying quick", op.Progress)
+	assert.GreaterOrEqual(t, op.Ended.Sub(op.Started), 900*time.Millisecond, "it took the second it said")
+	assert.False(t, res["Pod/uses-quick"].Created.Before(op.Ended), "the Pod that mounts the claim waits for the copy")
+
+	broken := res["PersistentVolumeClaim/broken"]
+	assert.Equal(t, restore.Failed, broken.Status)
+	var oe *restore.OperationError
+	require.ErrorAs(t, broken.Err, &oe)
+	assert.Contains(t, broken.Reason, "the source snapshot is gone")
+	// The built-in Pod action asks for the claim as an additional item, as Velero's does:
+	// its failure fails the Pod.
+	assert.Equal(t, restore.Failed, res["Pod/uses-broken"].Status)
+	assert.Contains(t, res["Pod/uses-broken"].Reason, "additional items: a dependency did not succeed")
+
+	stuck := res["PersistentVolumeClaim/stuck"]
+	assert.Equal(t, restore.Failed, stuck.Status)
+	assert.ErrorIs(t, stuck.Err, restore.ErrOperationTimeout)
+	require.Len(t, stuck.Operations, 1)
+	assert.Equal(t, restore.OperationCanceled, stuck.Operations[0].Phase)
+
+	lines := asyncLines(t, log)
+	assert.ElementsMatch(t, []string{"execute " + op.ID, "execute " + broken.Operations[0].ID, "execute " + stuck.Operations[0].ID,
+		"cancel " + stuck.Operations[0].ID}, lines, "Execute once per claim; Cancel for the one that timed out")
+
+	// Cancelling the restore cancels the operation under way.
+	require.NoError(t, os.Remove(log))
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	rep, err = restore.Run(cctx, backupOf(t, obj("Namespace", "shop"), claim("stuck", "never")), target(t),
+		restore.PlanOptions{Extensions: restore.Extensions{Plugins: reg}}, restore.RunOptions{OperationPoll: poll})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	stuck = byName(rep)["PersistentVolumeClaim/stuck"]
+	require.Len(t, stuck.Operations, 1)
+	assert.Equal(t, restore.OperationCanceled, stuck.Operations[0].Phase)
+	assert.Equal(t, []string{"execute " + stuck.Operations[0].ID, "cancel " + stuck.Operations[0].ID}, asyncLines(t, log))
+	h.Close()
+	assert.Zero(t, running(t, bin))
+}
+
+func asyncLines(t *testing.T, path string) []string {
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return slices.DeleteFunc(strings.Split(string(data), "\n"), func(l string) bool { return l == "" })
 }

@@ -2,8 +2,12 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -182,4 +186,98 @@ func (garbage) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.Restor
 		u = &unstructured.Unstructured{Object: map[string]any{"garbage": []any{"not", "an", "object"}}}
 	}
 	return velero.NewRestoreItemActionExecuteOutput(u), nil
+}
+
+// copyVolume (v2) starts an asynchronous operation for each PersistentVolumeClaim
+// annotated example.io/copy, as a plugin that copies a volume's data would: "DURATION"
+// completes that long after Execute, "fail" fails, "never" never completes. The
+// operation's ID carries its deadline, so its Progress survives a restart of the plugin
+// or of the restore. Execute and Cancel append a line to $ASYNC_LOG (execute ID,
+// cancel ID), so that a test counts them across processes; a cancelled operation
+// reports it.
+type copyVolume struct{}
+
+func newCopyVolume(logrus.FieldLogger) (any, error) { return copyVolume{}, nil }
+
+func (copyVolume) Name() string { return "example.io/copy-volume" }
+
+func (copyVolume) AppliesTo() (velero.ResourceSelector, error) {
+	return velero.ResourceSelector{IncludedResources: []string{"persistentvolumeclaims"}}, nil
+}
+
+func (copyVolume) Execute(in *velero.RestoreItemActionExecuteInput) (*velero.RestoreItemActionExecuteOutput, error) {
+	u := &unstructured.Unstructured{Object: in.Item.UnstructuredContent()}
+	out := velero.NewRestoreItemActionExecuteOutput(u)
+	how, ok := u.GetAnnotations()["example.io/copy"]
+	if !ok {
+		return out, nil
+	}
+	deadline := "never"
+	switch how {
+	case "never", "fail":
+		deadline = how
+	default:
+		d, err := time.ParseDuration(how)
+		if err != nil {
+			return nil, fmt.Errorf("example.io/copy: %w", err)
+		}
+		deadline = strconv.FormatInt(time.Now().Add(d).UnixNano(), 10)
+	}
+	out.OperationID = strings.Join([]string{"copy", u.GetNamespace(), u.GetName(), deadline}, "/")
+	asyncLog("execute " + out.OperationID)
+	return out, nil
+}
+
+func (copyVolume) Progress(id string, _ *api.Restore) (velero.OperationProgress, error) {
+	parts := strings.Split(id, "/")
+	if len(parts) != 4 || parts[0] != "copy" {
+		return velero.OperationProgress{}, fmt.Errorf("no such operation %q", id)
+	}
+	if cancelled(id) {
+		return velero.OperationProgress{Completed: true, Err: "cancelled"}, nil
+	}
+	p := velero.OperationProgress{OperationUnits: "GB", NTotal: 10, Description: "copying " + parts[2]}
+	switch parts[3] {
+	case "never":
+		return p, nil
+	case "fail":
+		return velero.OperationProgress{Completed: true, Err: "the source snapshot is gone"}, nil
+	}
+	ns, err := strconv.ParseInt(parts[3], 10, 64)
+	if err != nil {
+		return velero.OperationProgress{}, fmt.Errorf("no such operation %q", id)
+	}
+	if !time.Now().Before(time.Unix(0, ns)) {
+		p.Completed, p.NCompleted = true, p.NTotal
+	}
+	return p, nil
+}
+
+func (copyVolume) Cancel(id string, _ *api.Restore) error {
+	asyncLog("cancel " + id)
+	return nil
+}
+
+func (copyVolume) AreAdditionalItemsReady([]velero.ResourceIdentifier, *api.Restore) (bool, error) {
+	return true, nil
+}
+
+// asyncLog appends line to $ASYNC_LOG, when set.
+func asyncLog(line string) {
+	path := os.Getenv("ASYNC_LOG")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	f.WriteString(line + "\n")
+}
+
+// cancelled reports whether $ASYNC_LOG says id was cancelled.
+func cancelled(id string) bool {
+	data, err := os.ReadFile(os.Getenv("ASYNC_LOG"))
+	return err == nil && slices.Contains(strings.Split(string(data), "\n"), "cancel "+id)
 }

@@ -17,6 +17,7 @@ func main() {
 		RegisterRestoreItemAction("example.io/annotate-all", newAnnotateAll).
 		RegisterRestoreItemAction("example.io/hang-on-hang", newHangOnHang).
 		RegisterRestoreItemAction("example.io/garbage", newGarbage).
+		RegisterRestoreItemActionV2("example.io/copy-volume", newCopyVolume).
 		RegisterObjectStore("example.io/dir", newDirStore).
 		Serve()
 }
