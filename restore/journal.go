@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -47,7 +48,9 @@ var _ Journal = (*FileJournal)(nil)
 
 // FileJournal records, append-only, the new UID of every object restored. Records are
 // written at once and fsync'd in batches: at most every SyncEvery records or
-// SyncInterval, and on Close. Whoever opens it closes it, after Run.
+// SyncInterval, and on Close; a record of an operation under way is fsync'd at once,
+// so that a restore killed while it runs follows it again rather than starting another.
+// Whoever opens it closes it, after Run.
 type FileJournal struct {
 	mu      sync.Mutex
 	f       *os.File
@@ -123,7 +126,8 @@ func (j *FileJournal) Record(source types.UID, rec Journaled) error {
 	j.w.Write(data)
 	j.w.WriteByte('\n')
 	j.pending++
-	if j.pending >= j.SyncEvery || time.Since(j.last) >= j.SyncInterval {
+	underway := slices.ContainsFunc(rec.Operations, func(op Operation) bool { return op.Phase == OperationInProgress })
+	if underway || j.pending >= j.SyncEvery || time.Since(j.last) >= j.SyncInterval {
 		j.syncLocked()
 	}
 	return j.err

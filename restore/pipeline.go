@@ -34,6 +34,7 @@ func (r *run) stepJournal(ctx context.Context, o *Object) error {
 		// The pipeline's own next step, wrapped or replaced as the caller made it: the
 		// operations an earlier run started are followed, not started again.
 		o.ops = slices.Clone(j.Operations)
+		res.Operations = slices.Clone(j.Operations)
 		if slices.ContainsFunc(o.ops, func(op Operation) bool { return op.Phase == OperationInProgress }) {
 			o.SkipTo(StepOperations)
 		} else {
