@@ -168,6 +168,7 @@ func newRestoreCmd() *cobra.Command {
 		journal, output          string
 		workers                  int
 		itemTimeout, waitTimeout time.Duration
+		operationTimeout         time.Duration
 		waitHealthy, record      bool
 		rf                       restoreFlags
 	)
@@ -186,7 +187,13 @@ func newRestoreCmd() *cobra.Command {
 			}
 			defer s.close()
 			b, tgt, ctx, opts := s.backup, s.target, s.ctx, s.run
-			opts.Workers, opts.ItemTimeout = workers, itemTimeout
+			opts.Workers, opts.ItemTimeout, opts.ItemOperationTimeout = workers, itemTimeout, operationTimeout
+			if r := rf.fromRestore; r != nil && r.ItemOperationTimeout > 0 {
+				if cmd.Flags().Changed("item-operation-timeout") {
+					return badInput("--item-operation-timeout: the Restore of --from-velero-restore sets spec.itemOperationTimeout")
+				}
+				opts.ItemOperationTimeout = r.ItemOperationTimeout
+			}
 			record = record && s.velero != nil
 			if record {
 				// Named now, and checked against Velero's restores before anything is written.
@@ -238,7 +245,7 @@ func newRestoreCmd() *cobra.Command {
 				if !strings.Contains(rf.modifiersConfigMap, "/") {
 					cm = rf.modifiersConfigMap
 				}
-				spec, rerr := velerohost.SpecOf(p.Selection(), cm)
+				spec, rerr := velerohost.SpecOf(p.Selection(), cm, opts.ItemOperationTimeout)
 				if rerr == nil {
 					rec.Spec = spec
 					rerr = s.velero.velero.RecordRestore(ctx, s.velero.store, s.velero.location, rec)
@@ -265,6 +272,8 @@ func newRestoreCmd() *cobra.Command {
 	f := cmd.Flags()
 	rf.add(f)
 	f.IntVar(&workers, "workers", 16, "objects restored at once")
+	f.DurationVar(&operationTimeout, "item-operation-timeout", 4*time.Hour, "how long an asynchronous operation a plugin starts may take, as Velero's: "+
+		"one that outlasts it is cancelled and fails its object")
 	f.DurationVar(&itemTimeout, "item-timeout", 5*time.Minute, "how long one object's own work may take, readiness included (a plugin's wait for its additional items has the plugin's timeout)")
 	f.StringVar(&journal, "journal", "", "journal file that makes the restore resumable")
 	f.BoolVar(&waitHealthy, "wait", false, "after the restore, wait until everything restored is healthy (kstatus Current), and fail if it is not")
@@ -328,7 +337,7 @@ func restoreRecord(name, backup string, rep *restore.Report, log []byte) veleroh
 func printReport(w io.Writer, rep *restore.Report) {
 	leftOut := map[string]int{} // by the plan's rule: one line each, not one per object
 	for o := range rep.Objects() {
-		if o.Status == restore.Restored && len(o.Warnings) == 0 {
+		if o.Status == restore.Restored && len(o.Warnings) == 0 && len(o.Operations) == 0 {
 			continue
 		}
 		if o.Status == restore.Skipped && (o.SkippedBy == restore.NonRestorable || o.SkippedBy == restore.ControllerManaged) {
@@ -342,6 +351,13 @@ func printReport(w io.Writer, rep *restore.Report) {
 		fmt.Fprintln(w)
 		for _, x := range o.Warnings {
 			fmt.Fprintf(w, "          warning: %s\n", x)
+		}
+		for _, op := range o.Operations {
+			fmt.Fprintf(w, "          operation %s of %s: %s after %s", op.ID, op.Plugin, op.Phase, op.Ended.Sub(op.Started).Round(time.Millisecond))
+			if op.Progress != "" {
+				fmt.Fprintf(w, " (%s)", op.Progress)
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	for _, by := range slices.Sorted(maps.Keys(leftOut)) {

@@ -3,6 +3,7 @@ package velerohost
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,8 @@ type RestoreSpec struct {
 	Selection restore.Selection
 	// ModifierConfigMap is the name of spec.resourceModifier's ConfigMap, in Namespace.
 	ModifierConfigMap string
+	// ItemOperationTimeout is spec.itemOperationTimeout; zero when not set.
+	ItemOperationTimeout time.Duration
 }
 
 // SpecFieldError names a field of a Velero Restore that restoregraph refuses, and why.
@@ -51,7 +54,8 @@ func ReadRestore(data []byte) (*RestoreSpec, error) {
 		return nil, fmt.Errorf("velero restore: apiVersion %q, kind %q: want %s, Restore", r.APIVersion, r.Kind, velerov1.SchemeGroupVersion)
 	}
 	s := r.Spec
-	out := &RestoreSpec{Name: r.Name, Namespace: r.Namespace, Backup: s.BackupName, Schedule: s.ScheduleName}
+	out := &RestoreSpec{Name: r.Name, Namespace: r.Namespace, Backup: s.BackupName, Schedule: s.ScheduleName,
+		ItemOperationTimeout: s.ItemOperationTimeout.Duration}
 	if (s.BackupName == "") == (s.ScheduleName == "") {
 		return nil, &SpecFieldError{"spec.backupName", "name the backup by spec.backupName or spec.scheduleName, one of them"}
 	}
@@ -103,8 +107,8 @@ func unsupported(s velerov1.RestoreSpec) error {
 		return &SpecFieldError{"spec.restorePVs", "true: volume data is not restored (restoregraph restores API objects); set it false or leave it out"}
 	case len(s.Hooks.Resources) > 0:
 		return &SpecFieldError{"spec.hooks", "restore hooks are not supported yet"}
-	case s.ItemOperationTimeout.Duration != 0:
-		return &SpecFieldError{"spec.itemOperationTimeout", "asynchronous plugin operations are not supported yet"}
+	case s.ItemOperationTimeout.Duration < 0:
+		return &SpecFieldError{"spec.itemOperationTimeout", "negative"}
 	case s.ResourcePolicy != nil:
 		return &SpecFieldError{"spec.resourcePolicy", "volume policies are not supported (volume data is not restored)"}
 	case s.UploaderConfig != nil && *s.UploaderConfig != (velerov1.UploaderConfigForRestore{}): // velero restore create writes {}
@@ -115,13 +119,14 @@ func unsupported(s velerov1.RestoreSpec) error {
 
 // SpecOf is sel in the fields of Velero's Restore spec, for a Restore that records a
 // restore in Velero: ReadRestore's inverse. modifierConfigMap names the ConfigMap the
-// modifiers were read from, in Velero's namespace ("" for none). What Velero's spec
-// cannot say (the existing-object policy fail, version priorities) is left out.
-func SpecOf(sel restore.Selection, modifierConfigMap string) (map[string]any, error) {
+// modifiers were read from, in Velero's namespace ("" for none); operationTimeout is the
+// run's RunOptions.ItemOperationTimeout. What Velero's spec cannot say (the
+// existing-object policy fail, version priorities) is left out.
+func SpecOf(sel restore.Selection, modifierConfigMap string, operationTimeout time.Duration) (map[string]any, error) {
 	f := sel.Filter
 	s := velerov1.RestoreSpec{IncludedNamespaces: f.IncludeNamespaces, ExcludedNamespaces: f.ExcludeNamespaces,
 		IncludedResources: f.IncludeResources, ExcludedResources: f.ExcludeResources, IncludeClusterResources: f.IncludeClusterResources,
-		NamespaceMapping: sel.NamespaceMappings}
+		NamespaceMapping: sel.NamespaceMappings, ItemOperationTimeout: metav1.Duration{Duration: operationTimeout}}
 	var err error
 	if f.Selector != nil && !f.Selector.Empty() {
 		if s.LabelSelector, err = metav1.ParseToLabelSelector(f.Selector.String()); err != nil {

@@ -3,6 +3,7 @@ package velerohost
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -43,7 +44,7 @@ spec:
     kind: configmap
     name: rules
   hooks: {}
-  itemOperationTimeout: 0s
+  itemOperationTimeout: 2h
   uploaderConfig: {}
 status:
   phase: Completed
@@ -58,6 +59,7 @@ func TestReadRestoreTakesEverySupportedField(t *testing.T) {
 	assert.Equal(t, "shop-and-fleet", r.Backup)
 	assert.Empty(t, r.Schedule)
 	assert.Equal(t, "rules", r.ModifierConfigMap)
+	assert.Equal(t, 2*time.Hour, r.ItemOperationTimeout)
 	or := r.Selection.Filter.OrSelectors
 	r.Selection.Filter.OrSelectors = nil
 	assert.Equal(t, "app=web or tier in (cache,db)", filter.OrString(or))
@@ -82,7 +84,7 @@ func TestReadRestoreRefusesWhatItDoesNotDo(t *testing.T) {
 	for _, tc := range []struct{ spec, field, says string }{
 		{"  hooks:\n    resources:\n    - name: h\n", "spec.hooks", "not supported"},
 		{"  restorePVs: true\n", "spec.restorePVs", "volume data is not restored"},
-		{"  itemOperationTimeout: 1h\n", "spec.itemOperationTimeout", "not supported"},
+		{"  itemOperationTimeout: -1h\n", "spec.itemOperationTimeout", "negative"},
 		{"  resourcePolicy: {kind: configmap, name: p}\n", "spec.resourcePolicy", "not supported"},
 		{"  uploaderConfig: {writeSparseFiles: true}\n", "spec.uploaderConfig", "not supported"},
 		{"  uploaderConfig: {parallelFilesDownload: 4}\n", "spec.uploaderConfig", "not supported"},
@@ -108,7 +110,7 @@ func TestReadRestoreRefusesWhatItDoesNotDo(t *testing.T) {
 func TestSpecOfIsReadBack(t *testing.T) {
 	r, err := ReadRestore([]byte(fullRestore))
 	require.NoError(t, err)
-	spec, err := SpecOf(r.Selection, r.ModifierConfigMap)
+	spec, err := SpecOf(r.Selection, r.ModifierConfigMap, r.ItemOperationTimeout)
 	require.NoError(t, err)
 	spec["backupName"] = "shop-and-fleet"
 	data, err := json.Marshal(map[string]any{"apiVersion": "velero.io/v1", "kind": "Restore", "metadata": map[string]any{"name": "shop-copy", "namespace": "velero"}, "spec": spec})
