@@ -21,6 +21,7 @@ type journalRecord struct {
 	New        types.UID   `json:"new"`
 	Status     Status      `json:"status,omitempty"` // Restored when empty
 	Operations []Operation `json:"operations,omitempty"`
+	HooksRan   bool        `json:"hooksRan,omitempty"`
 }
 
 // Journaled is what the journal says of an object: its UID in the target, whether it
@@ -31,6 +32,8 @@ type Journaled struct {
 	New        types.UID
 	Status     Status
 	Operations []Operation
+	// HooksRan: a Pod's exec hooks ran (a resumed restore does not run them again).
+	HooksRan bool
 }
 
 // Journal is where a restore records how each object ended, so that a restore that
@@ -89,7 +92,7 @@ func OpenJournal(path string) (*FileJournal, error) {
 			if rec.Status == "" {
 				rec.Status = Restored
 			}
-			done[rec.Source] = Journaled{rec.New, rec.Status, rec.Operations}
+			done[rec.Source] = Journaled{rec.New, rec.Status, rec.Operations, rec.HooksRan}
 			good += int64(len(data))
 			continue
 		}
@@ -117,7 +120,7 @@ func (j *FileJournal) Journaled() map[types.UID]Journaled { return j.done }
 
 // Record appends a mapping. Its error is the journal's first write or sync error.
 func (j *FileJournal) Record(source types.UID, rec Journaled) error {
-	data, _ := json.Marshal(journalRecord{source, rec.New, rec.Status, rec.Operations})
+	data, _ := json.Marshal(journalRecord{source, rec.New, rec.Status, rec.Operations, rec.HooksRan})
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.err != nil {

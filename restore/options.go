@@ -8,6 +8,7 @@ import (
 	"github.com/restoregraph/restoregraph/admission"
 	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/graph"
+	"github.com/restoregraph/restoregraph/hook"
 	"github.com/restoregraph/restoregraph/modifier"
 	"github.com/restoregraph/restoregraph/plugin"
 	"github.com/restoregraph/restoregraph/readiness"
@@ -88,6 +89,10 @@ type Selection struct {
 	// modifiers, read with modifier.Parse or modifier.FromConfigMap. The plan shows the
 	// rules that apply to each object; a rule that fails on an object fails it.
 	Modifiers *modifier.Modifiers
+	// Hooks are Velero's restore hooks, as a Restore's spec.hooks gives them: init
+	// containers added to Pods, commands run in them once restored (run through
+	// Target.Exec). A Pod's own hook annotations apply without them.
+	Hooks *hook.Spec
 	// Disable switches off actions and plan rules by name: the built-in actions
 	// (builtin.Service, builtin.Pod, ...: builtin.Names), the plan's rules
 	// ControllerManaged, NamespaceDefaults and StatefulSetClaims, and plugins

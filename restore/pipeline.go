@@ -33,11 +33,14 @@ func (r *run) stepJournal(ctx context.Context, o *Object) error {
 		o.Target = existing
 		// The pipeline's own next step, wrapped or replaced as the caller made it: the
 		// operations an earlier run started are followed, not started again.
-		o.ops = slices.Clone(j.Operations)
+		o.ops, o.hooksRan = slices.Clone(j.Operations), j.HooksRan
 		res.Operations = slices.Clone(j.Operations)
-		if slices.ContainsFunc(o.ops, func(op Operation) bool { return op.Phase == OperationInProgress }) {
+		switch {
+		case slices.ContainsFunc(o.ops, func(op Operation) bool { return op.Phase == OperationInProgress }):
 			o.SkipTo(StepOperations)
-		} else {
+		case o.Item.GroupResource() == podsResource && !o.hooksRan:
+			o.SkipTo(StepExecHooks) // none when it has no hooks
+		default:
 			o.SkipTo(StepReady)
 		}
 		return nil

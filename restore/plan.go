@@ -243,6 +243,9 @@ func (p *Plan) Conflicts(ctx context.Context, opts RunOptions) ([]admission.Conf
 // warnings, and the plan covers everything they do not block.
 func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions) (*Plan, error) {
 	sel, ext := opts.Selection.withDefaults(), opts.Extensions.withDefaults()
+	if err := sel.Hooks.Check(); err != nil {
+		return nil, err
+	}
 	disc := &onceDiscovery{d: target.Discovery}
 	var f *filter.Filter
 	var status *statusFilter

@@ -50,6 +50,8 @@ type ObjectResult struct {
 	// Operations are the asynchronous operations plugins started on the object, as
 	// they ended.
 	Operations []Operation `json:"operations,omitempty"`
+	// Hooks are the exec hooks run in a Pod, and how each ended.
+	Hooks []HookResult `json:"hooks,omitempty"`
 
 	// Started is when the object's dependencies were done and its restore began;
 	// Created when it was created (or found); Ready when it became ready. Waited is the
@@ -154,6 +156,7 @@ type outcomeMore struct {
 	warnings          []string
 	modifiers         []int
 	operations        []Operation
+	hooks             []HookResult
 	newUID            types.UID
 	status            Status
 }
@@ -222,9 +225,9 @@ func outcomeOf(res *ObjectResult) outcome {
 	o := outcome{started: unixNano(res.Started), created: unixNano(res.Created), ready: unixNano(res.Ready), ended: unixNano(res.Ended),
 		waited: res.Waited, retries: int32(res.Retries), fromJournal: res.FromJournal}
 	if res.Reason != "" || res.Err != nil || res.SkippedBy != "" || len(res.BlockedBy) > 0 || len(res.Warnings) > 0 || len(res.Modifiers) > 0 ||
-		len(res.Operations) > 0 {
+		len(res.Operations) > 0 || len(res.Hooks) > 0 {
 		o.more = &outcomeMore{reason: res.Reason, err: res.Err, skippedBy: res.SkippedBy, blockedBy: res.BlockedBy, warnings: res.Warnings,
-			modifiers: res.Modifiers, operations: res.Operations}
+			modifiers: res.Modifiers, operations: res.Operations, hooks: res.Hooks}
 	}
 	o.setStatus(res.Status)
 	o.setNewUID(res.NewUID)
@@ -238,7 +241,7 @@ func (o *outcome) result(ref ObjectRef) ObjectResult {
 		Waited: o.waited}
 	if m := o.more; m != nil {
 		res.Reason, res.Err, res.SkippedBy, res.BlockedBy, res.Warnings = m.reason, m.err, m.skippedBy, m.blockedBy, m.warnings
-		res.Modifiers, res.Operations = m.modifiers, m.operations
+		res.Modifiers, res.Operations, res.Hooks = m.modifiers, m.operations, m.hooks
 		if res.Reason == "" && m.err != nil {
 			res.Reason = m.err.Error()
 		}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/restoregraph/restoregraph/filter"
+	"github.com/restoregraph/restoregraph/hook"
 	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/modifier"
 	"github.com/restoregraph/restoregraph/versionselect"
@@ -269,6 +270,7 @@ type selectionJSON struct {
 	Existing                Existing            `json:"existing,omitempty"`
 	Disable                 []string            `json:"disable,omitempty"`
 	Modifiers               *modifier.Modifiers `json:"resourceModifiers,omitempty"`
+	Hooks                   *hook.Spec          `json:"hooks,omitempty"`
 }
 
 // MarshalJSON writes s with group-resources as "resource.group" and the label selector
@@ -278,7 +280,7 @@ func (s Selection) MarshalJSON() ([]byte, error) {
 	j := selectionJSON{IncludeNamespaces: f.IncludeNamespaces, ExcludeNamespaces: f.ExcludeNamespaces, IncludeResources: f.IncludeResources,
 		ExcludeResources: f.ExcludeResources, IncludeClusterResources: f.IncludeClusterResources,
 		NamespaceMappings: s.NamespaceMappings, StrictVersions: s.StrictVersions, PreserveNodePorts: s.PreserveNodePorts,
-		Existing: s.Existing, Disable: s.Disable, NonRestorable: []string{}, Modifiers: s.Modifiers, RestoreStatus: s.RestoreStatus}
+		Existing: s.Existing, Disable: s.Disable, NonRestorable: []string{}, Modifiers: s.Modifiers, RestoreStatus: s.RestoreStatus, Hooks: s.Hooks}
 	if f.Selector != nil && !f.Selector.Empty() {
 		j.LabelSelector = f.Selector.String()
 	}
@@ -306,7 +308,7 @@ func (s *Selection) UnmarshalJSON(data []byte) error {
 	*s = Selection{Filter: filter.Spec{IncludeNamespaces: j.IncludeNamespaces, ExcludeNamespaces: j.ExcludeNamespaces,
 		IncludeResources: j.IncludeResources, ExcludeResources: j.ExcludeResources, IncludeClusterResources: j.IncludeClusterResources},
 		NamespaceMappings: j.NamespaceMappings, StrictVersions: j.StrictVersions, PreserveNodePorts: j.PreserveNodePorts,
-		Existing: j.Existing, Disable: j.Disable, NonRestorable: []schema.GroupResource{}, Modifiers: j.Modifiers, RestoreStatus: j.RestoreStatus}
+		Existing: j.Existing, Disable: j.Disable, NonRestorable: []schema.GroupResource{}, Modifiers: j.Modifiers, RestoreStatus: j.RestoreStatus, Hooks: j.Hooks}
 	if j.LabelSelector != "" {
 		sel, err := labels.Parse(j.LabelSelector)
 		if err != nil {

@@ -59,13 +59,20 @@ const (
 	// object (riav2.AsyncAction) have completed, cancelling one that outlasts
 	// RunOptions.ItemOperationTimeout.
 	StepOperations = "operations"
+	// StepInitHooks puts the init containers of a Pod's restore hooks (Selection.Hooks,
+	// or its init.hook.restore.velero.io annotations) before its own.
+	StepInitHooks = "init-hooks"
+	// StepExecHooks runs a restored Pod's exec hooks (Selection.Hooks, or its
+	// post.hook.restore.velero.io annotations) once their containers are up, through
+	// Target.Exec; its dependents wait for them.
+	StepExecHooks = "exec-hooks"
 	// StepReady waits until the object is ready, so that its dependents may start.
 	StepReady = "ready"
 )
 
 // DefaultStepNames lists the default pipeline's steps in order.
-var DefaultStepNames = []string{StepJournal, StepRead, StepSanitize, StepMapNamespaces, StepActions, StepModify, StepRemapOwners,
-	StepLabel, StepCreate, StepStatus, StepOperations, StepReady}
+var DefaultStepNames = []string{StepJournal, StepRead, StepSanitize, StepMapNamespaces, StepActions, StepModify, StepInitHooks,
+	StepRemapOwners, StepLabel, StepCreate, StepStatus, StepOperations, StepExecHooks, StepReady}
 
 // Object is one object on its way through the pipeline: what the steps read and change.
 type Object struct {
@@ -95,6 +102,7 @@ type Object struct {
 	budget       *budget
 	modifiedMeta []metaChange // set by StepModify for Verify
 	ops          []Operation  // the plugins' asynchronous operations on it
+	hooksRan     bool         // its exec hooks ran, in an earlier run
 	finished     bool
 	skipTo       string
 }
@@ -117,11 +125,13 @@ func (r *run) defaultSteps() []Step {
 		{Name: StepMapNamespaces, Run: r.stepMapNamespaces},
 		{Name: StepActions, Run: r.stepActions, Unbounded: true},
 		{Name: StepModify, Run: r.stepModify},
+		{Name: StepInitHooks, Run: r.stepInitHooks},
 		{Name: StepRemapOwners, Run: r.stepRemapOwners},
 		{Name: StepLabel, Run: r.stepLabel},
 		{Name: StepCreate, Run: r.stepCreate},
 		{Name: StepStatus, Run: r.stepStatus},
 		{Name: StepOperations, Run: r.stepOperations, Unbounded: true},
+		{Name: StepExecHooks, Run: r.stepExecHooks, Unbounded: true},
 		{Name: StepReady, Run: r.stepReady},
 	}
 }

@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"github.com/restoregraph/restoregraph/hook"
 	"github.com/restoregraph/restoregraph/versionselect"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
@@ -21,6 +22,8 @@ type Target struct {
 	// Mapper finds owners that are not in the backup, by kind; nil drops such owners
 	// with a warning.
 	Mapper meta.RESTMapper
+	// Exec runs Pods' exec hooks; nil fails each Pod that has one, saying so.
+	Exec hook.Executor
 }
 
 // NewTarget returns the target reached through cfg: a dynamic client, discovery, and a
@@ -39,5 +42,6 @@ func NewTarget(cfg *rest.Config) (Target, error) {
 		Dynamic:   dyn,
 		Discovery: disc,
 		Mapper:    restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
+		Exec:      hook.Remote{Config: rest.CopyConfig(cfg)},
 	}, nil
 }
