@@ -56,7 +56,8 @@ var capiResources = []schema.GroupVersionResource{
 // restoregraph's --from-velero-restore, each restoring the backup Velero wrote into a
 // cluster of its own; what each restored is compared object by object, and so are the
 // status and the modifiers' annotation the spec asks for. A Restore with a field
-// restoregraph does not do is refused, naming it, before anything is restored.
+// restoregraph does not do (restorePVs) is refused, naming it, before anything is
+// restored.
 func TestVeleroRestoreObjectSideBySide(t *testing.T) {
 	ctx := context.Background()
 	s, err := harness.StartS3(ctx, t.TempDir())
@@ -135,17 +136,17 @@ func TestVeleroRestoreObjectSideBySide(t *testing.T) {
 	assert.Empty(t, restored(rd, capiResources[7]), "Secrets are excluded")
 
 	// A field restoregraph does not do is named, and nothing is restored.
-	hooked := filepath.Join(t.TempDir(), "hooked.yaml")
-	var withHooks map[string]any
-	require.NoError(t, yaml.Unmarshal([]byte(object), &withHooks))
-	withHooks["spec"].(map[string]any)["hooks"] = map[string]any{"resources": []any{map[string]any{"name": "freeze"}}}
-	data, err := yaml.Marshal(withHooks)
+	volumes := filepath.Join(t.TempDir(), "volumes.yaml")
+	var withVolumes map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(object), &withVolumes))
+	withVolumes["spec"].(map[string]any)["restorePVs"] = true
+	data, err := yaml.Marshal(withVolumes)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(hooked, data, 0o644))
-	code, text = cli(t, "restore", "--from-velero-restore", hooked, "--plugins", v.PluginDir(), "--source-kubeconfig", vc.Kubeconfig,
+	require.NoError(t, os.WriteFile(volumes, data, 0o644))
+	code, text = cli(t, "restore", "--from-velero-restore", volumes, "--plugins", v.PluginDir(), "--source-kubeconfig", vc.Kubeconfig,
 		"--kubeconfig", rc.Kubeconfig, "--record-in-velero=false")
 	assert.Equal(t, 2, code, text)
-	assert.Contains(t, text, "spec.hooks")
+	assert.Contains(t, text, "spec.restorePVs")
 }
 
 func keys(m map[string]map[string]any) []string {

@@ -337,7 +337,7 @@ func restoreRecord(name, backup string, rep *restore.Report, log []byte) veleroh
 func printReport(w io.Writer, rep *restore.Report) {
 	leftOut := map[string]int{} // by the plan's rule: one line each, not one per object
 	for o := range rep.Objects() {
-		if o.Status == restore.Restored && len(o.Warnings) == 0 && len(o.Operations) == 0 {
+		if o.Status == restore.Restored && len(o.Warnings) == 0 && len(o.Operations) == 0 && len(o.Hooks) == 0 {
 			continue
 		}
 		if o.Status == restore.Skipped && (o.SkippedBy == restore.NonRestorable || o.SkippedBy == restore.ControllerManaged) {
@@ -351,6 +351,13 @@ func printReport(w io.Writer, rep *restore.Report) {
 		fmt.Fprintln(w)
 		for _, x := range o.Warnings {
 			fmt.Fprintf(w, "          warning: %s\n", x)
+		}
+		for _, h := range o.Hooks {
+			result := "ran"
+			if h.Err != "" {
+				result = "failed: " + h.Err
+			}
+			fmt.Fprintf(w, "          exec hook %s in container %s: %s\n", h.Source, h.Container, result)
 		}
 		for _, op := range o.Operations {
 			fmt.Fprintf(w, "          operation %s of %s: %s after %s", op.ID, op.Plugin, op.Phase, op.Ended.Sub(op.Started).Round(time.Millisecond))

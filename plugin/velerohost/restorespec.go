@@ -1,7 +1,9 @@
 package velerohost
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/restoregraph/restoregraph/filter"
+	"github.com/restoregraph/restoregraph/hook"
 	"github.com/restoregraph/restoregraph/restore"
 )
 
@@ -90,6 +93,9 @@ func ReadRestore(data []byte) (*RestoreSpec, error) {
 	if sel.Existing, err = restore.ParseExisting(string(s.ExistingResourcePolicy)); err != nil || s.ExistingResourcePolicy == "adopt" || s.ExistingResourcePolicy == "fail" {
 		return nil, &SpecFieldError{"spec.existingResourcePolicy", fmt.Sprintf("%q: Velero's policies are none and update", s.ExistingResourcePolicy)}
 	}
+	if sel.Hooks, err = hooks(s.Hooks); err != nil {
+		return nil, err
+	}
 	if m := s.ResourceModifier; m != nil {
 		if !strings.EqualFold(m.Kind, "configmap") || m.APIGroup != nil && *m.APIGroup != "" {
 			return nil, &SpecFieldError{"spec.resourceModifier", fmt.Sprintf("kind %q: resource modifiers are read from a ConfigMap", m.Kind)}
@@ -100,13 +106,64 @@ func ReadRestore(data []byte) (*RestoreSpec, error) {
 	return out, nil
 }
 
+// hooks reads spec.hooks. Velero applies them to Pods alone, whatever their resources
+// say: resources that name no Pods, and an init hook's timeout (which Velero does not
+// enforce either), are refused.
+func hooks(h velerov1.RestoreHooks) (*hook.Spec, error) {
+	if len(h.Resources) == 0 {
+		return nil, nil
+	}
+	out := &hook.Spec{}
+	for i, r := range h.Resources {
+		field := fmt.Sprintf("spec.hooks.resources[%d]", i)
+		pods := func(names []string) bool {
+			return slices.ContainsFunc(names, func(n string) bool { return n == "*" || n == "pods" || n == "pod" || n == "po" })
+		}
+		if len(r.IncludedResources) > 0 && !pods(r.IncludedResources) || pods(r.ExcludedResources) {
+			return nil, &SpecFieldError{field + ".includedResources", "restore hooks apply to Pods only"}
+		}
+		res := hook.Resource{Name: r.Name, IncludedNamespaces: r.IncludedNamespaces, ExcludedNamespaces: r.ExcludedNamespaces}
+		if r.LabelSelector != nil {
+			sel, err := metav1.LabelSelectorAsSelector(r.LabelSelector)
+			if err != nil {
+				return nil, &SpecFieldError{field + ".labelSelector", err.Error()}
+			}
+			res.LabelSelector = sel.String()
+		}
+		for j, ph := range r.PostHooks {
+			var h hook.Hook
+			if e := ph.Exec; e != nil {
+				h.Exec = &hook.Exec{Container: e.Container, Command: e.Command, OnError: hook.OnError(e.OnError),
+					ExecTimeout: e.ExecTimeout.Duration, WaitTimeout: e.WaitTimeout.Duration, WaitForReady: e.WaitForReady != nil && *e.WaitForReady}
+			}
+			if in := ph.Init; in != nil {
+				if in.Timeout.Duration != 0 {
+					return nil, &SpecFieldError{fmt.Sprintf("%s.postHooks[%d].init.timeout", field, j), "not supported (Velero does not enforce it either)"}
+				}
+				h.Init = &hook.Init{}
+				for k, raw := range in.InitContainers {
+					var c map[string]any
+					if err := json.Unmarshal(raw.Raw, &c); err != nil {
+						return nil, &SpecFieldError{fmt.Sprintf("%s.postHooks[%d].init.initContainers[%d]", field, j, k), err.Error()}
+					}
+					h.Init.InitContainers = append(h.Init.InitContainers, c)
+				}
+			}
+			res.PostHooks = append(res.PostHooks, h)
+		}
+		out.Resources = append(out.Resources, res)
+	}
+	if err := out.Check(); err != nil {
+		return nil, &SpecFieldError{"spec.hooks", err.Error()}
+	}
+	return out, nil
+}
+
 // unsupported refuses the fields of s restoregraph does not do.
 func unsupported(s velerov1.RestoreSpec) error {
 	switch {
 	case s.RestorePVs != nil && *s.RestorePVs:
 		return &SpecFieldError{"spec.restorePVs", "true: volume data is not restored (restoregraph restores API objects); set it false or leave it out"}
-	case len(s.Hooks.Resources) > 0:
-		return &SpecFieldError{"spec.hooks", "restore hooks are not supported yet"}
 	case s.ItemOperationTimeout.Duration < 0:
 		return &SpecFieldError{"spec.itemOperationTimeout", "negative"}
 	case s.ResourcePolicy != nil:
@@ -148,6 +205,38 @@ func SpecOf(sel restore.Selection, modifierConfigMap string, operationTimeout ti
 	}
 	if sel.Existing == restore.Update {
 		s.ExistingResourcePolicy = velerov1.PolicyTypeUpdate
+	}
+	if sel.Hooks != nil {
+		for _, r := range sel.Hooks.Resources {
+			vr := velerov1.RestoreResourceHookSpec{Name: r.Name, IncludedNamespaces: r.IncludedNamespaces, ExcludedNamespaces: r.ExcludedNamespaces}
+			if r.LabelSelector != "" {
+				if vr.LabelSelector, err = metav1.ParseToLabelSelector(r.LabelSelector); err != nil {
+					return nil, err
+				}
+			}
+			for _, h := range r.PostHooks {
+				var vh velerov1.RestoreResourceHook
+				if e := h.Exec; e != nil {
+					vh.Exec = &velerov1.ExecRestoreHook{Container: e.Container, Command: e.Command, OnError: velerov1.HookErrorMode(e.OnError),
+						ExecTimeout: metav1.Duration{Duration: e.ExecTimeout}, WaitTimeout: metav1.Duration{Duration: e.WaitTimeout}}
+					if e.WaitForReady {
+						vh.Exec.WaitForReady = &e.WaitForReady
+					}
+				}
+				if in := h.Init; in != nil {
+					vh.Init = &velerov1.InitRestoreHook{}
+					for _, c := range in.InitContainers {
+						raw, err := json.Marshal(c)
+						if err != nil {
+							return nil, err
+						}
+						vh.Init.InitContainers = append(vh.Init.InitContainers, runtime.RawExtension{Raw: raw})
+					}
+				}
+				vr.PostHooks = append(vr.PostHooks, vh)
+			}
+			s.Hooks.Resources = append(s.Hooks.Resources, vr)
+		}
 	}
 	if modifierConfigMap != "" {
 		s.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "configmap", Name: modifierConfigMap}

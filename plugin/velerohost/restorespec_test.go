@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/restoregraph/restoregraph/filter"
+	"github.com/restoregraph/restoregraph/hook"
 	"github.com/restoregraph/restoregraph/restore"
 )
 
@@ -43,7 +44,23 @@ spec:
     apiGroup: ""
     kind: configmap
     name: rules
-  hooks: {}
+  hooks:
+    resources:
+    - name: db
+      includedNamespaces: [shop]
+      includedResources: [pods]
+      labelSelector: {matchLabels: {app: db}}
+      postHooks:
+      - init:
+          initContainers:
+          - {name: fetch, image: busybox, command: [fetch.sh]}
+      - exec:
+          container: db
+          command: [psql, -c, select 1]
+          onError: Fail
+          execTimeout: 1m
+          waitTimeout: 5m
+          waitForReady: true
   itemOperationTimeout: 2h
   uploaderConfig: {}
 status:
@@ -69,6 +86,11 @@ func TestReadRestoreTakesEverySupportedField(t *testing.T) {
 		NamespaceMappings: map[string]string{"shop": "shop-copy"},
 		RestoreStatus:     &restore.StatusSelection{IncludedResources: []string{"deployments"}, ExcludedResources: []string{"pods"}},
 		PreserveNodePorts: true, Existing: restore.Update,
+		Hooks: &hook.Spec{Resources: []hook.Resource{{Name: "db", IncludedNamespaces: []string{"shop"}, LabelSelector: "app=db", PostHooks: []hook.Hook{
+			{Init: &hook.Init{InitContainers: []map[string]any{{"name": "fetch", "image": "busybox", "command": []any{"fetch.sh"}}}}},
+			{Exec: &hook.Exec{Container: "db", Command: []string{"psql", "-c", "select 1"}, OnError: hook.Fail, ExecTimeout: time.Minute,
+				WaitTimeout: 5 * time.Minute, WaitForReady: true}},
+		}}}},
 	}, r.Selection)
 
 	r, err = ReadRestore([]byte(`{"apiVersion":"velero.io/v1","kind":"Restore","metadata":{"name":"n"},
@@ -82,7 +104,9 @@ func TestReadRestoreTakesEverySupportedField(t *testing.T) {
 func TestReadRestoreRefusesWhatItDoesNotDo(t *testing.T) {
 	head := "apiVersion: velero.io/v1\nkind: Restore\nmetadata: {name: r}\nspec:\n  backupName: b\n"
 	for _, tc := range []struct{ spec, field, says string }{
-		{"  hooks:\n    resources:\n    - name: h\n", "spec.hooks", "not supported"},
+		{"  hooks:\n    resources:\n    - {name: h, includedResources: [deployments]}\n", "spec.hooks.resources[0].includedResources", "Pods only"},
+		{"  hooks:\n    resources:\n    - {name: h, postHooks: [{init: {initContainers: [{name: a}], timeout: 1m}}]}\n", "spec.hooks.resources[0].postHooks[0].init.timeout", "not supported"},
+		{"  hooks:\n    resources:\n    - {name: h, postHooks: [{exec: {command: []}}]}\n", "spec.hooks", "exec.command: empty"},
 		{"  restorePVs: true\n", "spec.restorePVs", "volume data is not restored"},
 		{"  itemOperationTimeout: -1h\n", "spec.itemOperationTimeout", "negative"},
 		{"  resourcePolicy: {kind: configmap, name: p}\n", "spec.resourcePolicy", "not supported"},
