@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/restoregraph/restoregraph/test/harness"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
@@ -135,12 +137,62 @@ func TestVeleroRestoreObjectSideBySide(t *testing.T) {
 	assert.Empty(t, restored(rd, capiResources[0]), "the Cluster matches no selector")
 	assert.Empty(t, restored(rd, capiResources[7]), "Secrets are excluded")
 
+	// Init hooks of the spec, by a Restore object both are given: Velero's server
+	// (created in its namespace) and restoregraph. Velero's exec hooks cannot run here
+	// (no kubelet answers pods/exec), and its CLI has no hook flags.
+	hooked := map[string]any{"apiVersion": "velero.io/v1", "kind": "Restore", "metadata": map[string]any{"name": "hooks", "namespace": "velero"},
+		"spec": map[string]any{"backupName": name, "includedNamespaces": []any{"shop"}, "includedResources": []any{"pods", "serviceaccounts"},
+			"namespaceMapping": map[string]any{"shop": "shop-hooks"},
+			"hooks": map[string]any{"resources": []any{map[string]any{"name": "seed", "includedNamespaces": []any{"shop-hooks"},
+				"labelSelector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+				"postHooks": []any{map[string]any{"init": map[string]any{"initContainers": []any{
+					map[string]any{"name": "seed", "image": "busybox:1.36", "command": []any{"sh", "-c", "seed-cache"}}}}}}}}}}}
+	_, err = vd.Resource(veleroRestores).Namespace("velero").Create(ctx, &unstructured.Unstructured{Object: hooked}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	phase = veleroPhase(t, vc, veleroRestores, "hooks", "Completed", "PartiallyFailed", "Failed", "FailedValidation")
+	if phase != "Completed" {
+		logs, _ := v.Run(ctx, "restore", "logs", "hooks")
+		t.Logf("velero restore logs:\n%s", logs)
+	}
+	require.Equal(t, "Completed", phase)
+	hookFile := filepath.Join(t.TempDir(), "hooks.yaml")
+	data, err := yaml.Marshal(hooked)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(hookFile, data, 0o644))
+	code, text = cli(t, "restore", "--from-velero-restore", hookFile, "--plugins", v.PluginDir(), "--source-kubeconfig", vc.Kubeconfig,
+		"--kubeconfig", rc.Kubeconfig, "--record-in-velero=false")
+	require.Equal(t, 0, code, text)
+	initContainers := func(d dynamic.Interface) map[string][]any {
+		list, err := d.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace("shop-hooks").List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		out := map[string][]any{}
+		for _, p := range list.Items {
+			cs, _, _ := unstructured.NestedSlice(p.Object, "spec", "initContainers")
+			var names []any
+			for _, c := range cs {
+				names = append(names, c.(map[string]any)["name"])
+			}
+			out[p.GetName()] = names
+		}
+		return out
+	}
+	veleroInits, rgInits := initContainers(vd), initContainers(rd)
+	t.Logf("init containers: Velero %v, restoregraph %v", veleroInits, rgInits)
+	assert.Equal(t, veleroInits, rgInits, "the same Pods with the same init containers")
+	for pod, names := range rgInits {
+		if strings.HasPrefix(pod, "web-") {
+			assert.Equal(t, []any{"seed"}, names, pod)
+		} else {
+			assert.Empty(t, names, pod)
+		}
+	}
+
 	// A field restoregraph does not do is named, and nothing is restored.
 	volumes := filepath.Join(t.TempDir(), "volumes.yaml")
 	var withVolumes map[string]any
 	require.NoError(t, yaml.Unmarshal([]byte(object), &withVolumes))
 	withVolumes["spec"].(map[string]any)["restorePVs"] = true
-	data, err := yaml.Marshal(withVolumes)
+	data, err = yaml.Marshal(withVolumes)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(volumes, data, 0o644))
 	code, text = cli(t, "restore", "--from-velero-restore", volumes, "--plugins", v.PluginDir(), "--source-kubeconfig", vc.Kubeconfig,
