@@ -154,6 +154,33 @@ func (r *run) follow(ctx context.Context, op *Operation) error {
 	}
 }
 
+// abandon cancels the operations under way on o, which failed before they were
+// followed to their end (its creation failed, or the restore stopped first): none is
+// left running for an object the restore gave up on.
+func (r *run) abandon(ctx context.Context, o *Object, why error) {
+	pending := false
+	for i := range o.ops {
+		op := &o.ops[i]
+		if op.Phase != OperationInProgress {
+			continue
+		}
+		pending = true
+		op.Phase, op.Ended, op.Err = OperationCanceled, r.opts.Clock.Now(), "its object failed: "+why.Error()
+		async, err := r.async(op.Plugin)
+		if err == nil {
+			cctx, stop := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			err = async.Cancel(cctx, op.ID, r.request)
+			stop()
+		}
+		if err != nil {
+			op.Err += " (and Cancel failed: " + err.Error() + ")"
+		}
+	}
+	if pending {
+		o.Result.Operations = slices.Clone(o.ops)
+	}
+}
+
 // async returns the plugin named, as the AsyncAction that started an operation.
 func (r *run) async(name string) (riav2.AsyncAction, error) {
 	for _, a := range r.actions {

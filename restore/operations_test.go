@@ -13,6 +13,8 @@ import (
 	riav2 "github.com/restoregraph/restoregraph/plugin/restoreitemaction/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -235,4 +237,21 @@ func (noProgress) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
 }
 func (noProgress) AreAdditionalItemsReady([]ria.ResourceIdentifier, *ria.Restore) (bool, error) {
 	return true, nil
+}
+
+// An operation started for an object that then fails before it is followed (here its
+// creation is refused) is cancelled, not left running.
+func TestOperationOfAFailedObjectIsCancelled(t *testing.T) {
+	c := &copier{}
+	tgt := widgetTarget(t)
+	tgt.Dynamic = refusing{tgt.Dynamic, map[string]error{"a": apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "a", errors.New("no"))}}
+	rep, err := restoreAll(context.Background(), tgt, widgetBackup(t), testOptions{Plugins: copierRegistry(t, c), OperationPoll: fastPoll, Retry: fastRetry})
+	require.NoError(t, err)
+	ns := byName(rep)["namespaces/a"]
+	require.Equal(t, Failed, ns.Status)
+	require.Len(t, ns.Operations, 1)
+	assert.Equal(t, OperationCanceled, ns.Operations[0].Phase)
+	assert.Contains(t, ns.Operations[0].Err, "its object failed")
+	assert.Equal(t, []string{"copy-into-a"}, c.cancelled)
+	assert.Zero(t, c.polls)
 }

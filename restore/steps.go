@@ -158,7 +158,11 @@ func (r *run) restoreNode(ctx context.Context, n *scheduler.Node) (err error) {
 		return err
 	}
 	o.node = n
-	return r.runSteps(ctx, o, r.steps)
+	if err := r.runSteps(ctx, o, r.steps); err != nil {
+		r.abandon(ctx, o, err)
+		return err
+	}
+	return nil
 }
 
 // object readies it for the pipeline, with res as its result; an error when its
