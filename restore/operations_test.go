@@ -255,3 +255,23 @@ func TestOperationOfAFailedObjectIsCancelled(t *testing.T) {
 	assert.Equal(t, []string{"copy-into-a"}, c.cancelled)
 	assert.Zero(t, c.polls)
 }
+
+// Verify writes nothing and waits for nothing: an operation a plugin starts in its dry
+// run is cancelled at once.
+func TestVerifyCancelsAnOperationAtOnce(t *testing.T) {
+	c := &copier{after: 1}
+	tgt, b := widgetTarget(t), widgetBackup(t)
+	o := testOptions{Plugins: copierRegistry(t, c), OperationPoll: fastPoll, Retry: fastRetry}
+	rep, err := restoreAll(context.Background(), tgt, b, o)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), firstFailure(rep))
+	c.cancelled = nil
+	v, err := verifyAll(context.Background(), tgt, b, o)
+	require.NoError(t, err)
+	for _, obj := range v.Objects {
+		assert.Equal(t, Verified, obj.Verdict, "%s %s: %v", obj.Resource, obj.Name, obj.Problems)
+	}
+	assert.Equal(t, 2, c.executed, "Execute ran in the dry run too")
+	assert.Equal(t, []string{"copy-into-a"}, c.cancelled, "and its operation was cancelled at once")
+	assert.Equal(t, 1, c.polls, "never followed")
+}
