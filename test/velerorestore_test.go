@@ -19,17 +19,17 @@ import (
 )
 
 // restoreCreateFlags are velero restore create's options restoregraph takes from a
-// Restore object: a namespace, mapped; cluster-scoped resources in; Secrets out; the
-// objects of three label selectors, one of them the CRDs' (Velero's orLabelSelectors);
-// the status of Machines and nothing else's (the backup holds none of theirs: the
-// restore's unit tests hold status); Velero's update policy; node ports kept; resource
-// modifiers from a ConfigMap.
+// Restore object: a namespace in, another out, mapped; cluster-scoped resources in;
+// Secrets out; the objects of three label selectors, one of them the CRDs' (Velero's
+// orLabelSelectors); the status of Machines and nothing else's (the backup holds none
+// of theirs: the restore's unit tests hold status); Velero's update policy; node ports
+// kept; an item operation timeout; resource modifiers from a ConfigMap.
 var restoreCreateFlags = []string{"--from-backup", "shop-and-fleet",
-	"--include-namespaces", "fleet-00", "--namespace-mappings", "fleet-00:dr-00", "--include-cluster-resources=true",
+	"--include-namespaces", "fleet-00", "--exclude-namespaces", "shop", "--namespace-mappings", "fleet-00:dr-00", "--include-cluster-resources=true",
 	"--exclude-resources", "secrets",
 	"--or-selector", "cluster.x-k8s.io/control-plane or cluster.x-k8s.io/deployment-name=workload-00-md-0 or cluster.x-k8s.io/provider in (cluster,bootstrap,infrastructure)",
 	"--status-include-resources", "machines.cluster.x-k8s.io",
-	"--existing-resource-policy", "update", "--preserve-nodeports",
+	"--existing-resource-policy", "update", "--preserve-nodeports", "--item-operation-timeout", "1h",
 	"--resource-modifier-configmap", "dr-modifiers"}
 
 const restoreObjectModifiers = `
