@@ -100,14 +100,7 @@ func TestAsyncOperationResumedAfterSIGKILL(t *testing.T) {
 	var stdout bytes.Buffer
 	second.Stdout, second.Stderr = &stdout, &stderr
 	require.NoError(t, second.Run(), "the second run: %s", &stderr)
-	var rep struct {
-		Objects []restore.ObjectResult `json:"objects"`
-	}
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
-	got := map[string]restore.ObjectResult{}
-	for _, o := range rep.Objects {
-		got[o.Kind+"/"+o.Name] = o
-	}
+	got := reportObjects(t, stdout.Bytes())
 	claim := got["PersistentVolumeClaim/data"]
 	assert.True(t, claim.FromJournal, "the claim comes from the journal")
 	require.Len(t, claim.Operations, 1)
@@ -150,14 +143,7 @@ func TestAsyncOperationsFromTheCommandLine(t *testing.T) {
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee, stderr.String())
 	assert.Equal(t, 1, ee.ExitCode())
-	var rep struct {
-		Objects []restore.ObjectResult `json:"objects"`
-	}
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
-	got := map[string]restore.ObjectResult{}
-	for _, o := range rep.Objects {
-		got[o.Kind+"/"+o.Name] = o
-	}
+	got := reportObjects(t, stdout.Bytes())
 	for claim, want := range map[string]struct {
 		status restore.Status
 		phase  restore.OperationPhase
@@ -191,4 +177,18 @@ func TestAsyncOperationsFromTheCommandLine(t *testing.T) {
 	_ = cmd.Wait()
 	data, _ = os.ReadFile(log)
 	assert.Contains(t, string(data), "cancel copy/async-interrupted/stuck/", "an interrupted restore cancels the operation under way: %s", &stderr)
+}
+
+// reportObjects reads restore -o json's objects, by kind and name.
+func reportObjects(t *testing.T, stdout []byte) map[string]restore.ObjectResult {
+	t.Helper()
+	var rep struct {
+		Objects []restore.ObjectResult `json:"objects"`
+	}
+	require.NoError(t, json.Unmarshal(stdout, &rep))
+	got := map[string]restore.ObjectResult{}
+	for _, o := range rep.Objects {
+		got[o.Kind+"/"+o.Name] = o
+	}
+	return got
 }
