@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/restoregraph/restoregraph/manifest"
 )
@@ -130,6 +131,70 @@ func (v Velero) CheckRestoreName(ctx context.Context, name string) error {
 // Restore object in Velero's namespace, finished (Velero's restore controller takes on
 // only New ones). `velero restore delete` removes both, as for Velero's own.
 func (v Velero) RecordRestore(ctx context.Context, store *ObjectStore, loc Location, rec RestoreRecord) error {
+	if err := putRestoreFiles(ctx, store, loc, rec); err != nil {
+		return err
+	}
+	spec := maps.Clone(rec.Spec)
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	spec["backupName"] = rec.Backup
+	o := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "velero.io/v1", "kind": "Restore",
+		"metadata": map[string]any{"name": rec.Name, "namespace": v.namespace()},
+		"spec":     spec,
+		"status":   rec.Status(),
+	}}
+	if _, err := v.Dynamic.Resource(restoresResource).Namespace(v.namespace()).Create(ctx, o, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("%w: %s/%s", ErrRestoreExists, v.namespace(), rec.Name)
+		}
+		return fmt.Errorf("recording restore %s: %w", rec.Name, err)
+	}
+	return nil
+}
+
+// FinishRestore records rec for a Restore object that exists (one a controller carried
+// out): the files beside the backups, as RecordRestore writes them, and the object's
+// status, which is all it sets of the object.
+func (v Velero) FinishRestore(ctx context.Context, store *ObjectStore, loc Location, rec RestoreRecord) error {
+	if err := putRestoreFiles(ctx, store, loc, rec); err != nil {
+		return err
+	}
+	return v.UpdateRestoreStatus(ctx, rec.Name, rec.Status())
+}
+
+// UpdateRestoreStatus sets the fields of status on Restore name, over what it has, again
+// on a conflict. Velero's Restores have no status subresource: the object is updated.
+func (v Velero) UpdateRestoreStatus(ctx context.Context, name string, status map[string]any) error {
+	client := v.Dynamic.Resource(restoresResource).Namespace(v.namespace())
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		o, err := client.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur, _, _ := unstructured.NestedMap(o.Object, "status")
+		if cur == nil {
+			cur = map[string]any{}
+		}
+		maps.Copy(cur, status)
+		o.Object["status"] = cur
+		_, err = client.Update(ctx, o, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// Status is the status Velero gives a Restore that ended as rec says.
+func (r RestoreRecord) Status() map[string]any {
+	ts := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	return map[string]any{"phase": r.Phase(), "startTimestamp": ts(r.Started), "completionTimestamp": ts(r.Completed),
+		"warnings": int64(r.Warnings.Len()), "errors": int64(r.Errors.Len()),
+		"progress": map[string]any{"totalItems": int64(r.Total), "itemsRestored": int64(r.Restored)}}
+}
+
+// putRestoreFiles writes rec's results, resource list and log under restores/NAME/ in
+// loc, where Velero keeps its own.
+func putRestoreFiles(ctx context.Context, store *ObjectStore, loc Location, rec RestoreRecord) error {
 	results, err := gzipJSON(map[string]Result{"warnings": rec.Warnings, "errors": rec.Errors})
 	if err != nil {
 		return err
@@ -150,26 +215,6 @@ func (v Velero) RecordRestore(ctx context.Context, store *ObjectStore, loc Locat
 		if err := store.Put(ctx, RestoreKey(loc.Prefix, rec.Name, file), bytes.NewReader(data)); err != nil {
 			return fmt.Errorf("recording restore %s: %w", rec.Name, err)
 		}
-	}
-	ts := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-	spec := maps.Clone(rec.Spec)
-	if spec == nil {
-		spec = map[string]any{}
-	}
-	spec["backupName"] = rec.Backup
-	o := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "velero.io/v1", "kind": "Restore",
-		"metadata": map[string]any{"name": rec.Name, "namespace": v.namespace()},
-		"spec":     spec,
-		"status": map[string]any{"phase": rec.Phase(), "startTimestamp": ts(rec.Started), "completionTimestamp": ts(rec.Completed),
-			"warnings": int64(rec.Warnings.Len()), "errors": int64(rec.Errors.Len()),
-			"progress": map[string]any{"totalItems": int64(rec.Total), "itemsRestored": int64(rec.Restored)}},
-	}}
-	if _, err := v.Dynamic.Resource(restoresResource).Namespace(v.namespace()).Create(ctx, o, metav1.CreateOptions{}); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("%w: %s/%s", ErrRestoreExists, v.namespace(), rec.Name)
-		}
-		return fmt.Errorf("recording restore %s: %w", rec.Name, err)
 	}
 	return nil
 }
