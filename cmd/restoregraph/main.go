@@ -182,7 +182,7 @@ version the target serves, with owner UIDs remapped.`,
 		}
 		return nil
 	}
-	root.AddCommand(newPlanCmd(), newRestoreCmd(), newBackupCmd(), newVerifyCmd(), newManifestCmd(), newDemoCmd())
+	root.AddCommand(newPlanCmd(), newRestoreCmd(), newBackupCmd(), newVerifyCmd(), newManifestCmd(), newDemoCmd(), newControllerCmd())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return badInput("%v\n%s", err, c.UsageString()) })
 	return root
 }

@@ -110,6 +110,9 @@ type VeleroOptions struct {
 	// ReadOnly makes the backup storage location read-only, as a cluster that restores
 	// another's backups has it.
 	ReadOnly bool
+	// DisableControllers are the server's controllers switched off
+	// (--disable-controllers): restore, for another restore controller.
+	DisableControllers []string
 }
 
 // veleroServer is the name of Velero's process in the cluster's logs.
@@ -154,6 +157,9 @@ func (c *Cluster) StartVelero(ctx context.Context, s *S3, opts VeleroOptions) (*
 	}
 	if len(opts.Features) > 0 {
 		args = append(args, "--features", joinComma(opts.Features))
+	}
+	if len(opts.DisableControllers) > 0 {
+		args = append(args, "--disable-controllers", joinComma(opts.DisableControllers))
 	}
 	if err := c.startEnv(veleroServer, v.env(), bin, args...); err != nil {
 		return nil, err

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/restoregraph/restoregraph/plugin/velerohost"
+)
+
+func veleroRestore(name string, spec map[string]any, phase string) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "velero.io/v1", "kind": "Restore",
+		"metadata": map[string]any{"name": name, "namespace": "velero"}, "spec": spec}}
+	if phase != "" {
+		o.Object["status"] = map[string]any{"phase": phase}
+	}
+	return o
+}
+
+// A Restore the controller cannot serve fails validation with the field named; one that
+// is not new is left alone.
+func TestControllerValidatesAndLeavesOthersAlone(t *testing.T) {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{veleroRestoresGVR: "RestoreList"},
+		veleroRestore("volumes", map[string]any{"backupName": "b", "restorePVs": true}, ""),
+		veleroRestore("done", map[string]any{"backupName": "b"}, "Completed"))
+	c := &controller{velero: velerohost.Velero{Dynamic: dyn, Namespace: "velero"}, log: slog.New(slog.DiscardHandler)}
+	ctx := context.Background()
+	require.NoError(t, c.carryOut(ctx, "volumes"))
+	require.NoError(t, c.carryOut(ctx, "done"))
+	require.NoError(t, c.carryOut(ctx, "gone"), "a Restore deleted meanwhile is no error")
+
+	get := func(name string) *unstructured.Unstructured {
+		o, err := dyn.Resource(veleroRestoresGVR).Namespace("velero").Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		return o
+	}
+	v := get("volumes")
+	phase, _, _ := unstructured.NestedString(v.Object, "status", "phase")
+	assert.Equal(t, "FailedValidation", phase)
+	errs, _, _ := unstructured.NestedStringSlice(v.Object, "status", "validationErrors")
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs[0], "spec.restorePVs: true: volume data is not restored")
+	for _, field := range []string{"startTimestamp", "completionTimestamp"} {
+		ts, _, _ := unstructured.NestedString(v.Object, "status", field)
+		assert.NotEmpty(t, ts, field)
+	}
+	done := get("done")
+	phase, _, _ = unstructured.NestedString(done.Object, "status", "phase")
+	assert.Equal(t, "Completed", phase)
+}
