@@ -29,6 +29,9 @@ type HookError struct {
 }
 
 func (e *HookError) Error() string {
+	if e.Container == "" { // its annotations could not be read
+		return fmt.Sprintf("exec hook %s: %v", e.Source, e.Err)
+	}
 	return fmt.Sprintf("exec hook %s in container %s: %v", e.Source, e.Container, e.Err)
 }
 

@@ -80,6 +80,7 @@ func hooksBackup(t *testing.T) *archive.Backup {
 		hookedPod("broken", nil, map[string]any{hook.ExecCommandAnnotation: "migrate", hook.ExecOnErrorAnnotation: "Fail"}),
 		after("after-broken", "broken"),
 		hookedPod("never", nil, map[string]any{hook.ExecCommandAnnotation: "true", hook.ExecOnErrorAnnotation: "Fail", hook.ExecWaitTimeoutAnnotation: "200ms"}),
+		hookedPod("malformed", nil, map[string]any{hook.ExecCommandAnnotation: "true", hook.ExecTimeoutAnnotation: "soon"}),
 	} {
 		u := &unstructured.Unstructured{Object: o}
 		resource := map[string]string{"Namespace": "namespaces", "Pod": "pods", "ConfigMap": "configmaps"}[u.GetKind()]
@@ -183,6 +184,10 @@ func TestRestoreHooks(t *testing.T) {
 	assert.ErrorIs(t, never.Err, ErrContainerNotUp)
 	_, ran := exec.call("never")
 	assert.False(t, ran, "nothing runs in a container that is not up")
+
+	malformed := res["pods/malformed"]
+	assert.Equal(t, Failed, malformed.Status)
+	assert.Contains(t, malformed.Reason, `exec hook <annotations>: post.hook.restore.velero.io/exec-timeout: time: invalid duration "soon"`)
 
 	// Verify expects the init containers the hooks add.
 	v, err := Verify(context.Background(), p, tgt, ro)
