@@ -45,24 +45,32 @@
 //  6. StepModify: the resource modifiers of Selection.Modifiers (Velero's format, package
 //     modifier) that match it change it, judged by its namespace and name in the
 //     backup, as Velero judges them; a rule that fails fails the object, naming it.
-//  7. StepRemapOwners: an owner restored in this run gets its new UID; an owner outside
+//  7. StepInitHooks: a Pod gets the init containers of its restore hooks (its
+//     init.hook.restore.velero.io annotations, or else Selection.Hooks; package hook)
+//     before its own.
+//  8. StepRemapOwners: an owner restored in this run gets its new UID; an owner outside
 //     the backup is looked up in the target by kind, namespace and name; an owner found
 //     nowhere is dropped with a warning. No restored object points at a UID that does
 //     not exist, so the garbage collector deletes nothing restored.
-//  8. StepLabel: velero.io/backup-name and velero.io/restore-name, as Velero labels
+//  9. StepLabel: velero.io/backup-name and velero.io/restore-name, as Velero labels
 //     what it restores.
-//  9. StepCreate: it is created through the dynamic client; AlreadyExists is handled by
+//  10. StepCreate: it is created through the dynamic client; AlreadyExists is handled by
 //     the Existing policy (adopt, update or fail). Transient errors (429, 5xx, timeouts,
 //     connections refused or reset) are retried with jittered backoff for as long as
 //     the object's ItemTimeout allows.
-//  10. StepStatus: status is written as Selection.RestoreStatus and the object's
+//  11. StepStatus: status is written as Selection.RestoreStatus and the object's
 //     velero.io/restore-status annotation say.
-//  11. StepOperations: the asynchronous operations plugins' Execute started on it
+//  12. StepOperations: the asynchronous operations plugins' Execute started on it
 //     (riav2.AsyncAction) are polled until they complete, with backoff; one that fails
 //     or outlasts ItemOperationTimeout (it is then cancelled) fails the object, and
 //     cancelling the restore cancels those under way. So exactly its dependents wait
-//     for them. The journal records them: a resumed restore polls them again.
-//  12. StepReady: its dependents start only once it is ready (package readiness).
+//     for them. The journal records them: a resumed restore polls them again. An
+//     operation of an object that fails before it is followed is cancelled.
+//  13. StepExecHooks: a restored Pod's exec hooks run once each one's container is
+//     running (or ready), through Target.Exec (pods/exec); onError Fail fails the Pod,
+//     Continue is a warning. Its dependents wait for them; the journal records that
+//     they ran.
+//  14. StepReady: its dependents start only once it is ready (package readiness).
 //
 // Guarantees:
 //
