@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/restoregraph/restoregraph/test/harness"
 	"github.com/stretchr/testify/assert"
@@ -107,4 +108,87 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestControllerTakesOverADeadReplica: two controller processes stand for each Restore;
+// the one holding its Lease carries it out. SIGKILLed mid-restore, its Lease expires and
+// the other takes the Restore over, runs it again, and completes it: every object
+// restored once, Velero's record whole.
+func TestControllerTakesOverADeadReplica(t *testing.T) {
+	ctx := context.Background()
+	s, err := harness.StartS3(ctx, t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(s.Stop)
+	const name = "shop-and-fleet"
+	uploadFixture(t, s, name)
+	vc := veleroCluster(t)
+	v, err := vc.StartVelero(ctx, s, harness.VeleroOptions{DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+	require.NoError(t, err)
+	veleroPhase(t, vc, veleroBackups, name, "Completed")
+	bin, err := cliBinary()
+	require.NoError(t, err)
+	start := func(identity string, extra ...string) (*exec.Cmd, *syncBuffer) {
+		cmd := exec.Command(bin, append([]string{"controller", "--plugins", v.PluginDir(), "--kubeconfig", vc.Kubeconfig, "-v",
+			"--identity", identity, "--lease-duration", "6s"}, extra...)...)
+		var logs syncBuffer
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd, &logs
+	}
+	// The first is slowed by its client's rate limit, so that it is killed mid-restore.
+	a, aLogs := start("replica-a", "--client-qps", "8", "--client-burst", "1")
+	out, err := v.Run(ctx, "restore", "create", "taken-over", "--from-backup", name, "--include-namespaces", "shop",
+		"--namespace-mappings", "shop:shop-taken-over")
+	require.NoError(t, err, out)
+	dyn, err := dynamic.NewForConfig(vc.Config)
+	require.NoError(t, err)
+	restoreObj := func() *unstructured.Unstructured {
+		r, err := dyn.Resource(veleroRestores).Namespace("velero").Get(ctx, "taken-over", metav1.GetOptions{})
+		require.NoError(t, err)
+		return r
+	}
+	require.Eventually(t, func() bool {
+		r := restoreObj()
+		done, _, _ := unstructured.NestedInt64(r.Object, "status", "progress", "itemsRestored")
+		return r.GetAnnotations()["restoregraph.dev/taken-by"] == "replica-a" && done > 0
+	}, 2*time.Minute, 100*time.Millisecond, "replica-a takes the restore and makes progress:\n%s", aLogs)
+	_, bLogs := start("replica-b")
+	time.Sleep(time.Second) // b stands for the Restore
+	require.NoError(t, a.Process.Signal(syscall.SIGKILL))
+	r := restoreObj()
+	killedAt, _, _ := unstructured.NestedInt64(r.Object, "status", "progress", "itemsRestored")
+	total, _, _ := unstructured.NestedInt64(r.Object, "status", "progress", "totalItems")
+	require.Less(t, killedAt, total, "killed mid-restore")
+
+	phase := veleroPhase(t, vc, veleroRestores, "taken-over", "Completed", "PartiallyFailed", "Failed", "FailedValidation")
+	require.Equal(t, "Completed", phase, "replica-b:\n%s", bLogs)
+	r = restoreObj()
+	assert.Equal(t, "replica-b", r.GetAnnotations()["restoregraph.dev/taken-by"])
+	restored, _, _ := unstructured.NestedInt64(r.Object, "status", "progress", "itemsRestored")
+	assert.Equal(t, total, restored)
+	errs, _, _ := unstructured.NestedInt64(r.Object, "status", "errors")
+	assert.Zero(t, errs)
+	assert.Contains(t, bLogs.String(), "restore taken over")
+	t.Logf("killed after %d of %d objects; taken over and completed by replica-b", killedAt, total)
+
+	// Every object once: each carries the restore's label and its source UID, and no
+	// source UID is there twice.
+	seen := map[string]string{}
+	for _, gvr := range []schema.GroupVersionResource{{Version: "v1", Resource: "pods"}, {Version: "v1", Resource: "configmaps"},
+		{Version: "v1", Resource: "services"}, {Group: "apps", Version: "v1", Resource: "deployments"}} {
+		list, err := dyn.Resource(gvr).Namespace("shop-taken-over").List(ctx, metav1.ListOptions{LabelSelector: "velero.io/restore-name=taken-over"})
+		require.NoError(t, err)
+		for _, o := range list.Items {
+			src := o.GetAnnotations()["restoregraph.dev/source-uid"]
+			require.NotEmpty(t, src, "%s %s", gvr.Resource, o.GetName())
+			require.NotContains(t, seen, src, "%s %s and %s", gvr.Resource, o.GetName(), seen[src])
+			seen[src] = o.GetName()
+		}
+	}
+	assert.NotEmpty(t, seen)
+	describe, err := v.Run(ctx, "restore", "describe", "taken-over", "--details")
+	require.NoError(t, err, describe)
+	assert.Contains(t, describe, "shop-taken-over/web(created)")
 }

@@ -6,21 +6,26 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/restoregraph/restoregraph/admission"
@@ -39,9 +44,9 @@ var veleroRestoresGVR = schema.GroupVersionResource{Group: "velero.io", Version:
 // --disable-controllers restore).
 func newControllerCmd() *cobra.Command {
 	var (
-		namespace, pluginDir, admissionNS string
-		workers                           int
-		itemTimeout                       time.Duration
+		namespace, pluginDir, admissionNS, identity string
+		workers                                     int
+		itemTimeout, leaseDuration                  time.Duration
 	)
 	t := &target{flags: genericclioptions.NewConfigFlags(true)}
 	cmd := &cobra.Command{
@@ -55,7 +60,9 @@ it as a graph into the cluster it runs in, and moves the Restore through Velero'
 progress, writing its results and log where Velero writes them, so that velero restore
 describe --details and velero restore logs show it. Run Velero's server with
 --disable-controllers restore. Restores that touch the same objects wait for each other
-through Leases (--admission-namespace), across processes.`,
+through Leases (--admission-namespace), across processes. Several processes may run (the
+replicas of a Deployment): each Restore is carried out by the one holding its Lease, and
+taken over by another when that one dies.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if pluginDir == "" {
@@ -94,8 +101,10 @@ through Leases (--admission-namespace), across processes.`,
 				admitter: &admission.Cluster{Client: cs, Namespace: admissionNS},
 				run:      restore.RunOptions{ItemTimeout: itemTimeout},
 				log:      logger(cmd),
+				identity: identity, leaseDuration: leaseDuration,
+				slots: make(chan struct{}, workers), electing: map[string]*election{},
 			}
-			return c.runLoop(ctx, dyn, workers)
+			return c.runLoop(ctx, dyn)
 		},
 	}
 	f := cmd.Flags()
@@ -104,6 +113,9 @@ through Leases (--admission-namespace), across processes.`,
 	f.IntVar(&workers, "restores", 4, "Restores carried out at once by this process (those that touch the same objects wait for each other)")
 	f.DurationVar(&itemTimeout, "item-timeout", 5*time.Minute, "how long one object's own work may take")
 	f.StringVar(&admissionNS, "admission-namespace", "restoregraph-admission", "the namespace of the admission Leases")
+	host, _ := os.Hostname()
+	f.StringVar(&identity, "identity", fmt.Sprintf("%s-%d", host, os.Getpid()), "this process's name in the Restores' Leases (a Pod's name)")
+	f.DurationVar(&leaseDuration, "lease-duration", 15*time.Second, "how long a Restore's Lease holds without renewal: how soon another process takes over the Restore of one that died")
 	t.addFlags(cmd)
 	return cmd
 }
@@ -118,48 +130,71 @@ type controller struct {
 	admitter admission.Admitter
 	run      restore.RunOptions
 	log      *slog.Logger
+	identity string
+	// leaseDuration is how long a Restore's Lease holds without renewal: how soon a
+	// dead process's Restore is taken over.
+	leaseDuration time.Duration
+	slots         chan struct{} // a place per Restore carried out at once
+
+	queue     workqueue.TypedRateLimitingInterface[string]
+	mu        sync.Mutex
+	electing  map[string]*election
+	elections sync.WaitGroup
 }
 
-// runLoop watches Restores through an informer and carries out the new ones from a
-// rate-limited work queue, workers at a time, until ctx is done.
-func (c *controller) runLoop(ctx context.Context, dyn dynamic.Interface, workers int) error {
-	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 10*time.Minute, c.velero.Namespace, nil)
+// runLoop watches Restores through an informer and hands each that is not finished to
+// an election of its own (elect), from a rate-limited work queue, until ctx is done.
+func (c *controller) runLoop(ctx context.Context, dyn dynamic.Interface) error {
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, time.Minute, c.velero.Namespace, nil)
 	informer := factory.ForResource(veleroRestoresGVR).Informer()
-	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	c.queue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	enqueue := func(obj any) {
-		if u, ok := obj.(*unstructured.Unstructured); ok && isNew(u) {
-			queue.Add(u.GetName())
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			c.queue.Add(u.GetName())
 		}
 	}
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }}); err != nil {
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			enqueue(obj)
+		}}); err != nil {
 		return err
 	}
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 		return fmt.Errorf("the Restores of %s were not listed: %w", c.velero.Namespace, context.Cause(ctx))
 	}
-	c.log.Info("controller started", "namespace", c.velero.Namespace, "restores", workers)
+	c.log.Info("controller started", "namespace", c.velero.Namespace, "identity", c.identity, "restores", cap(c.slots))
 	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				name, shutdown := queue.Get()
-				if shutdown {
-					return
-				}
-				if err := c.carryOut(ctx, name); err != nil && ctx.Err() == nil {
-					c.log.Warn("restore not carried out; again later", "restore", name, "error", err)
-					queue.AddRateLimited(name)
-				} else {
-					queue.Forget(name)
-				}
-				queue.Done(name)
+	wg.Go(func() {
+		for {
+			name, shutdown := c.queue.Get()
+			if shutdown {
+				return
 			}
-		})
-	}
+			obj, exists, err := informer.GetStore().GetByKey(c.velero.Namespace + "/" + name)
+			u, _ := obj.(*unstructured.Unstructured)
+			switch {
+			case err != nil || !exists || u == nil || finished(u):
+				c.stopElecting(name)
+			default:
+				c.elect(ctx, u)
+			}
+			c.queue.Forget(name)
+			c.queue.Done(name)
+		}
+	})
 	<-ctx.Done()
-	queue.ShutDown()
+	c.queue.ShutDown()
 	wg.Wait()
+	c.mu.Lock()
+	for _, e := range c.electing {
+		e.cancel()
+	}
+	c.mu.Unlock()
+	c.elections.Wait() // each releases its Lease
 	factory.Shutdown()
 	return nil
 }
@@ -169,37 +204,143 @@ func isNew(u *unstructured.Unstructured) bool {
 	return phase == "" || phase == "New"
 }
 
-// carryOut takes Restore name, when it is new, and carries it out. It takes it by
-// moving it to InProgress under its resourceVersion: of several processes, one does.
-// Its error is for a failure to take or record it, which is tried again; how the
-// restore went is in the Restore.
-func (c *controller) carryOut(ctx context.Context, name string) error {
+// finished reports whether a Restore has ended, or is none of this controller's to carry
+// out (only New and InProgress ones are).
+func finished(u *unstructured.Unstructured) bool {
+	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+	return phase != "" && phase != "New" && phase != "InProgress"
+}
+
+// TakenByAnnotation names the controller process carrying out a Restore.
+const TakenByAnnotation = "restoregraph.dev/taken-by"
+
+// election is this process's candidacy to carry out one Restore.
+type election struct {
+	cancel context.CancelFunc
+}
+
+// elect stands this process for carrying out Restore o: one Lease per Restore
+// (restoregraph-restore-NAME, owned by the Restore, so that deleting it deletes the
+// Lease), through client-go's leader election. The process that holds it carries the
+// Restore out; if it dies, its Lease expires and another one that stands takes the
+// Restore over and runs it again: what was made is found by its source UID and taken
+// as restored, nothing is made twice.
+func (c *controller) elect(ctx context.Context, o *unstructured.Unstructured) {
+	name := o.GetName()
+	c.mu.Lock()
+	if _, ok := c.electing[name]; ok {
+		c.mu.Unlock()
+		return
+	}
+	ectx, cancel := context.WithCancel(ctx)
+	e := &election{cancel: cancel}
+	c.electing[name] = e
+	c.mu.Unlock()
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "restoregraph-restore-" + name, Namespace: c.velero.Namespace,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "velero.io/v1", Kind: "Restore", Name: name, UID: o.GetUID()}}}}
+	if _, err := c.clients.CoordinationV1().Leases(c.velero.Namespace).Create(ctx, lease, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		c.log.Warn("the restore's Lease is not made; again later", "restore", name, "error", err)
+		c.forget(name, e)
+		c.queue.AddRateLimited(name)
+		return
+	}
+	var leadErr error
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: &resourcelock.LeaseLock{LeaseMeta: lease.ObjectMeta, Client: c.clients.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: c.identity}},
+		LeaseDuration: c.leaseDuration, RenewDeadline: c.leaseDuration * 2 / 3, RetryPeriod: c.leaseDuration / 7,
+		ReleaseOnCancel: true, Name: "restore " + name,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				leadErr = c.lead(ctx, name)
+				cancel()
+			},
+			OnStoppedLeading: func() {},
+		},
+	})
+	if err != nil {
+		c.log.Warn("no election for the restore", "restore", name, "error", err)
+		c.forget(name, e)
+		return
+	}
+	c.elections.Go(func() {
+		le.Run(ectx)
+		c.forget(name, e)
+		if leadErr != nil && ctx.Err() == nil {
+			c.log.Warn("restore not carried out; again later", "restore", name, "error", leadErr)
+			c.queue.AddRateLimited(name)
+		}
+	})
+}
+
+// stopElecting ends this process's candidacy for Restore name.
+func (c *controller) stopElecting(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.electing[name]; ok {
+		e.cancel()
+	}
+}
+
+func (c *controller) forget(name string, e *election) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.electing[name] == e {
+		delete(c.electing, name)
+	}
+}
+
+// lead carries out Restore name, this process holding its Lease: a new one is moved to
+// InProgress, one InProgress (its process died) is taken over, each under its
+// resourceVersion. When ctx ends first (the Lease lost, the process stopping), no end is
+// recorded: whoever holds the Lease next carries the Restore on. Its error is for a
+// failure to take or record it, which is tried again.
+func (c *controller) lead(ctx context.Context, name string) error {
+	select {
+	case c.slots <- struct{}{}:
+		defer func() { <-c.slots }()
+	case <-ctx.Done():
+		return nil
+	}
 	client := c.velero.Dynamic.Resource(veleroRestoresGVR).Namespace(c.velero.Namespace)
 	o, err := client.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	if err != nil || !isNew(o) {
-		return err
-	}
-	started := time.Now()
-	_ = unstructured.SetNestedField(o.Object, "InProgress", "status", "phase")
-	_ = unstructured.SetNestedField(o.Object, started.UTC().Format(time.RFC3339), "status", "startTimestamp")
-	claimed, err := client.Update(ctx, o, metav1.UpdateOptions{})
-	if apierrors.IsConflict(err) {
-		return nil // changed since it was read: another process took it, or it is seen again
-	}
-	if err != nil {
+	if err != nil || finished(o) {
 		return err
 	}
 	log := c.log.With("restore", name)
+	started := time.Now()
+	if isNew(o) {
+		_ = unstructured.SetNestedField(o.Object, "InProgress", "status", "phase")
+		_ = unstructured.SetNestedField(o.Object, started.UTC().Format(time.RFC3339), "status", "startTimestamp")
+	} else {
+		if ts, _, _ := unstructured.NestedString(o.Object, "status", "startTimestamp"); ts != "" {
+			if t, err := time.Parse(time.RFC3339, ts); err == nil {
+				started = t
+			}
+		}
+		log.Info("restore taken over", "from", o.GetAnnotations()[TakenByAnnotation])
+	}
+	ann := o.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[TakenByAnnotation] = c.identity
+	o.SetAnnotations(ann)
+	taken, err := client.Update(ctx, o, metav1.UpdateOptions{})
+	if err != nil {
+		return err // a conflict: it changed since it was read; read it again
+	}
 	log.Info("restore taken")
-	status := c.restoreOne(ctx, claimed, started, log)
+	status := c.restoreOne(ctx, taken, started, log)
+	if ctx.Err() != nil {
+		log.Info("restore left to whoever holds its Lease next", "cause", context.Cause(ctx))
+		return nil
+	}
 	log.Info("restore ended", "phase", status["phase"])
-	// The restore's context may be done: what it came to is recorded all the same.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	return c.velero.UpdateRestoreStatus(rctx, name, status)
+	return c.velero.UpdateRestoreStatus(ctx, name, status)
 }
 
 // restoreOne carries out the Restore o, taken at started, and returns its final status;
@@ -269,13 +410,21 @@ func (c *controller) restoreOne(ctx context.Context, o *unstructured.Unstructure
 	opts := c.run
 	opts.Name, opts.Admitter, opts.Logger = o.GetName(), c.admitter, log
 	opts.ItemOperationTimeout = spec.ItemOperationTimeout
+	// Progress counts what Velero's record counts: the objects the plan takes on, not
+	// those it leaves to the target or filters out.
+	takenOn := map[types.UID]bool{}
+	for po := range p.Objects() {
+		if po.Excluded == "" {
+			takenOn[po.UID] = true
+		}
+	}
 	var done atomic.Int64
 	opts.OnEvent = func(ev restore.Event) {
-		if ev.Item != nil && (ev.Type == restore.EventSucceeded || ev.Type == restore.EventFailed || ev.Type == restore.EventSkipped) {
+		if ev.Item != nil && takenOn[ev.Item.UID] && (ev.Type == restore.EventSucceeded || ev.Type == restore.EventFailed || ev.Type == restore.EventSkipped) {
 			done.Add(1)
 		}
 	}
-	stopProgress := c.progress(ctx, o.GetName(), p.Len(), &done)
+	stopProgress := c.progress(ctx, o.GetName(), len(takenOn), &done)
 	rep, err := restore.Apply(ctx, p, c.target, opts)
 	stopProgress()
 	if rep == nil {

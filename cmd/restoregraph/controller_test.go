@@ -25,17 +25,18 @@ func veleroRestore(name string, spec map[string]any, phase string) *unstructured
 	return o
 }
 
-// A Restore the controller cannot serve fails validation with the field named; one that
-// is not new is left alone.
+// A Restore the controller cannot serve fails validation with the field named, saying
+// which process took it; one that has ended is left alone.
 func TestControllerValidatesAndLeavesOthersAlone(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{veleroRestoresGVR: "RestoreList"},
 		veleroRestore("volumes", map[string]any{"backupName": "b", "restorePVs": true}, ""),
 		veleroRestore("done", map[string]any{"backupName": "b"}, "Completed"))
-	c := &controller{velero: velerohost.Velero{Dynamic: dyn, Namespace: "velero"}, log: slog.New(slog.DiscardHandler)}
+	c := &controller{velero: velerohost.Velero{Dynamic: dyn, Namespace: "velero"}, log: slog.New(slog.DiscardHandler),
+		identity: "replica-1", slots: make(chan struct{}, 1)}
 	ctx := context.Background()
-	require.NoError(t, c.carryOut(ctx, "volumes"))
-	require.NoError(t, c.carryOut(ctx, "done"))
-	require.NoError(t, c.carryOut(ctx, "gone"), "a Restore deleted meanwhile is no error")
+	require.NoError(t, c.lead(ctx, "volumes"))
+	require.NoError(t, c.lead(ctx, "done"))
+	require.NoError(t, c.lead(ctx, "gone"), "a Restore deleted meanwhile is no error")
 
 	get := func(name string) *unstructured.Unstructured {
 		o, err := dyn.Resource(veleroRestoresGVR).Namespace("velero").Get(ctx, name, metav1.GetOptions{})
@@ -48,6 +49,7 @@ func TestControllerValidatesAndLeavesOthersAlone(t *testing.T) {
 	errs, _, _ := unstructured.NestedStringSlice(v.Object, "status", "validationErrors")
 	require.Len(t, errs, 1)
 	assert.Contains(t, errs[0], "spec.restorePVs: true: volume data is not restored")
+	assert.Equal(t, "replica-1", v.GetAnnotations()[TakenByAnnotation])
 	for _, field := range []string{"startTimestamp", "completionTimestamp"} {
 		ts, _, _ := unstructured.NestedString(v.Object, "status", field)
 		assert.NotEmpty(t, ts, field)
@@ -55,4 +57,5 @@ func TestControllerValidatesAndLeavesOthersAlone(t *testing.T) {
 	done := get("done")
 	phase, _, _ = unstructured.NestedString(done.Object, "status", "phase")
 	assert.Equal(t, "Completed", phase)
+	assert.Empty(t, done.GetAnnotations()[TakenByAnnotation], "a finished Restore is not taken")
 }
