@@ -340,7 +340,11 @@ func (c *controller) lead(ctx context.Context, name string) error {
 		return nil
 	}
 	log.Info("restore ended", "phase", status["phase"])
-	return c.velero.UpdateRestoreStatus(ctx, name, status)
+	// Once it is recorded ended, this process stops standing for it: the write must not
+	// be cut short by that.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	return c.velero.UpdateRestoreStatus(rctx, name, status)
 }
 
 // restoreOne carries out the Restore o, taken at started, and returns its final status;
@@ -410,6 +414,11 @@ func (c *controller) restoreOne(ctx context.Context, o *unstructured.Unstructure
 	opts := c.run
 	opts.Name, opts.Admitter, opts.Logger = o.GetName(), c.admitter, log
 	opts.ItemOperationTimeout = spec.ItemOperationTimeout
+	opts.OnAdmissionWait = func(cs []admission.Conflict) {
+		for _, c := range cs {
+			log.Info("waiting for an operation that touches the same objects", "operation", c.String())
+		}
+	}
 	// Progress counts what Velero's record counts: the objects the plan takes on, not
 	// those it leaves to the target or filters out.
 	takenOn := map[types.UID]bool{}
@@ -434,7 +443,7 @@ func (c *controller) restoreOne(ctx context.Context, o *unstructured.Unstructure
 	printReport(&text, rep)
 	rec := restoreRecord(o.GetName(), vb.Name, rep, text.Bytes())
 	rec.Started = started
-	if rerr := c.velero.FinishRestore(context.WithoutCancel(ctx), store, vb.Location, rec); rerr != nil {
+	if rerr := velerohost.PutRestoreFiles(context.WithoutCancel(ctx), store, vb.Location, rec); rerr != nil {
 		log.Warn("the restore's results are not recorded in its location", "error", rerr)
 	}
 	status := rec.Status()

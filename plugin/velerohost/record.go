@@ -131,7 +131,7 @@ func (v Velero) CheckRestoreName(ctx context.Context, name string) error {
 // Restore object in Velero's namespace, finished (Velero's restore controller takes on
 // only New ones). `velero restore delete` removes both, as for Velero's own.
 func (v Velero) RecordRestore(ctx context.Context, store *ObjectStore, loc Location, rec RestoreRecord) error {
-	if err := putRestoreFiles(ctx, store, loc, rec); err != nil {
+	if err := PutRestoreFiles(ctx, store, loc, rec); err != nil {
 		return err
 	}
 	spec := maps.Clone(rec.Spec)
@@ -152,16 +152,6 @@ func (v Velero) RecordRestore(ctx context.Context, store *ObjectStore, loc Locat
 		return fmt.Errorf("recording restore %s: %w", rec.Name, err)
 	}
 	return nil
-}
-
-// FinishRestore records rec for a Restore object that exists (one a controller carried
-// out): the files beside the backups, as RecordRestore writes them, and the object's
-// status, which is all it sets of the object.
-func (v Velero) FinishRestore(ctx context.Context, store *ObjectStore, loc Location, rec RestoreRecord) error {
-	if err := putRestoreFiles(ctx, store, loc, rec); err != nil {
-		return err
-	}
-	return v.UpdateRestoreStatus(ctx, rec.Name, rec.Status())
 }
 
 // UpdateRestoreStatus sets the fields of status on Restore name, over what it has, again
@@ -192,9 +182,10 @@ func (r RestoreRecord) Status() map[string]any {
 		"progress": map[string]any{"totalItems": int64(r.Total), "itemsRestored": int64(r.Restored)}}
 }
 
-// putRestoreFiles writes rec's results, resource list and log under restores/NAME/ in
-// loc, where Velero keeps its own.
-func putRestoreFiles(ctx context.Context, store *ObjectStore, loc Location, rec RestoreRecord) error {
+// PutRestoreFiles writes rec's results, resource list and log under restores/NAME/ in
+// loc, where Velero keeps its own: with the Restore's status (RestoreRecord.Status),
+// what velero restore describe --details and logs read.
+func PutRestoreFiles(ctx context.Context, store *ObjectStore, loc Location, rec RestoreRecord) error {
 	results, err := gzipJSON(map[string]Result{"warnings": rec.Warnings, "errors": rec.Errors})
 	if err != nil {
 		return err
