@@ -172,19 +172,22 @@ func TestBadInput(t *testing.T) {
 	badPrio := filepath.Join(t.TempDir(), "prio")
 	os.WriteFile(badPrio, []byte("pods=v1\nnonsense\n"), 0o644)
 	for name, args := range map[string][]string{
-		"unknown flag":          {"restore", "--bogus"},
-		"no backup":             {"restore", "--embedded"},
-		"missing file":          {"plan", "--backup", "/nonexistent", "--embedded"},
-		"not a tarball":         {"restore", "--backup", notATarball, "--embedded"},
-		"bad policy":            {"restore", "--backup", backup, "--embedded", "--existing", "maybe"},
-		"bad output":            {"plan", "--backup", backup, "--embedded", "-o", "yaml"},
-		"no priorities file":    {"restore", "--backup", backup, "--embedded", "--version-priorities", "/nonexistent"},
-		"no cluster configured": {"plan", "--backup", backup},
-		"unknown resource":      {"restore", "--backup", backup, "--embedded", "--include-resources", "gizmos"},
-		"bad mapping":           {"plan", "--backup", backup, "--embedded", "--namespace-mappings", "a=b"},
-		"bad selector":          {"plan", "--backup", backup, "--embedded", "--selector", "a in (b"},
-		"bad configmap":         {"plan", "--backup", backup, "--embedded", "--version-priorities-configmap", "nonamespace"},
-		"bad cluster resources": {"plan", "--backup", backup, "--embedded", "--include-cluster-resources=maybe"},
+		"unknown flag":            {"restore", "--bogus"},
+		"no backup":               {"restore", "--embedded"},
+		"missing file":            {"plan", "--backup", "/nonexistent", "--embedded"},
+		"not a tarball":           {"restore", "--backup", notATarball, "--embedded"},
+		"bad policy":              {"restore", "--backup", backup, "--embedded", "--existing", "maybe"},
+		"bad output":              {"plan", "--backup", backup, "--embedded", "-o", "yaml"},
+		"no priorities file":      {"restore", "--backup", backup, "--embedded", "--version-priorities", "/nonexistent"},
+		"no cluster configured":   {"plan", "--backup", backup},
+		"unknown resource":        {"restore", "--backup", backup, "--embedded", "--include-resources", "gizmos"},
+		"bad mapping":             {"plan", "--backup", backup, "--embedded", "--namespace-mappings", "a=b"},
+		"bad selector":            {"plan", "--backup", backup, "--embedded", "--selector", "a in (b"},
+		"bad configmap":           {"plan", "--backup", backup, "--embedded", "--version-priorities-configmap", "nonamespace"},
+		"bad cluster resources":   {"plan", "--backup", backup, "--embedded", "--include-cluster-resources=maybe"},
+		"controller, no plugins":  {"controller", "--embedded"},
+		"controller, no restores": {"controller", "--embedded", "--plugins", "/p", "--restores", "0"},
+		"controller, short lease": {"controller", "--embedded", "--plugins", "/p", "--lease-duration", "1s"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := rg(t, args...)

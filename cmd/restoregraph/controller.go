@@ -65,8 +65,13 @@ replicas of a Deployment): each Restore is carried out by the one holding its Le
 taken over by another when that one dies.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if pluginDir == "" {
+			switch {
+			case pluginDir == "":
 				return badInput("--plugins: the directory of Velero's plugins, among them the object store of the backups' locations")
+			case workers < 1:
+				return badInput("--restores must be at least 1")
+			case leaseDuration < 3*time.Second:
+				return badInput("--lease-duration must be at least 3s: the Lease is renewed within two thirds of it")
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
