@@ -138,7 +138,8 @@ type RunOptions struct {
 	// ItemOperationTimeout bounds each asynchronous operation a plugin starts, from when
 	// its Execute returned: one that outlasts it is cancelled and fails its object, as
 	// Velero's itemOperationTimeout; default 4 hours, Velero's. OperationPoll spaces
-	// the calls to the plugin's Progress; default 1s doubling to 10s, jittered.
+	// the calls to the plugin's Progress, and the looks at a Pod whose exec hooks wait
+	// for its containers; default 1s doubling to 10s, jittered.
 	ItemOperationTimeout time.Duration
 	OperationPoll        wait.Backoff
 	// AdditionalItems waits for plugins' additional items (timeout, strictness).
