@@ -9,6 +9,7 @@
 //	restoregraph restore  --from-velero-restore FILE --plugins DIR   (a Velero Restore object, its spec in full)
 //	restoregraph manifest --backup FILE [-o FILE]
 //	restoregraph demo capi [--clusters N] [--workers N] [--kubeconfig ...] [--out DIR]
+//	restoregraph controller --plugins DIR   (carries out Velero's Restore objects, in place of Velero's restore controller)
 //
 // The target cluster comes from the kubeconfig (--kubeconfig, --context, as kubectl
 // reads them), or is the embedded in-process API server with --embedded.
