@@ -27,16 +27,9 @@ import (
 // validation, naming it.
 func TestControllerCarriesOutVeleroRestores(t *testing.T) {
 	ctx := context.Background()
-	s, err := harness.StartS3(ctx, t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(s.Stop)
-	const name = "shop-and-fleet"
-	uploadFixture(t, s, name)
-	vc := veleroCluster(t)
-	v, err := vc.StartVelero(ctx, s, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"},
+	const name = fixtureBackup
+	_, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"},
 		DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
-	require.NoError(t, err)
-	veleroPhase(t, vc, veleroBackups, name, "Completed")
 
 	bin, err := cliBinary()
 	require.NoError(t, err)
@@ -116,15 +109,8 @@ func (b *syncBuffer) String() string {
 // restored once, Velero's record whole.
 func TestControllerTakesOverADeadReplica(t *testing.T) {
 	ctx := context.Background()
-	s, err := harness.StartS3(ctx, t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(s.Stop)
-	const name = "shop-and-fleet"
-	uploadFixture(t, s, name)
-	vc := veleroCluster(t)
-	v, err := vc.StartVelero(ctx, s, harness.VeleroOptions{DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
-	require.NoError(t, err)
-	veleroPhase(t, vc, veleroBackups, name, "Completed")
+	const name = fixtureBackup
+	_, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
 	bin, err := cliBinary()
 	require.NoError(t, err)
 	start := func(identity string, extra ...string) (*exec.Cmd, *syncBuffer) {

@@ -100,6 +100,27 @@ func uploadFixture(t *testing.T, s *harness.S3, name string) string {
 	return filepath.Join(dir, name+".tar.gz")
 }
 
+// fixtureBackup is the backup the real Velero server wrote of the shop and a fleet
+// (testdata/velero).
+const fixtureBackup = "shop-and-fleet"
+
+// veleroWithFixture starts an S3 server holding fixtureBackup where Velero keeps it, a
+// cluster, and Velero's server on it with opts, and returns once Velero has synced the
+// backup in: the bucket, the cluster, the server and the tarball's path.
+func veleroWithFixture(t *testing.T, opts harness.VeleroOptions) (*harness.S3, *harness.Cluster, *harness.Velero, string) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := harness.StartS3(ctx, t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(s.Stop)
+	tarball := uploadFixture(t, s, fixtureBackup)
+	vc := veleroCluster(t)
+	v, err := vc.StartVelero(ctx, s, opts)
+	require.NoError(t, err)
+	veleroPhase(t, vc, veleroBackups, fixtureBackup, "Completed")
+	return s, vc, v, tarball
+}
+
 // modifiersConfigMap writes the modifiers into velero/name of the cluster, as a Velero
 // user keeps them.
 func modifiersConfigMap(t *testing.T, c *harness.Cluster, name, rules string) {
@@ -123,17 +144,9 @@ func modifiersConfigMap(t *testing.T, c *harness.Cluster, name, rules string) {
 // compares every field the modifiers set: the same in both, and what the rules say.
 func TestVeleroResourceModifiersSideBySide(t *testing.T) {
 	ctx := context.Background()
-	s, err := harness.StartS3(ctx, t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(s.Stop)
-	const name = "shop-and-fleet"
-	tarball := uploadFixture(t, s, name)
-
-	vc := veleroCluster(t)
-	v, err := vc.StartVelero(ctx, s, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"}, ReadOnly: true})
-	require.NoError(t, err)
+	const name = fixtureBackup
+	_, vc, v, tarball := veleroWithFixture(t, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"}, ReadOnly: true})
 	modifiersConfigMap(t, vc, "dr-modifiers", fixtureModifiers)
-	veleroPhase(t, vc, veleroBackups, name, "Completed")
 	out, err := v.Run(ctx, "restore", "create", "dr", "--from-backup", name, "--resource-modifier-configmap", "dr-modifiers", "--wait")
 	require.NoError(t, err, out)
 	phase := veleroPhase(t, vc, veleroRestores, "dr", "Completed", "PartiallyFailed", "Failed", "FailedValidation")

@@ -62,17 +62,9 @@ var capiResources = []schema.GroupVersionResource{
 // restored.
 func TestVeleroRestoreObjectSideBySide(t *testing.T) {
 	ctx := context.Background()
-	s, err := harness.StartS3(ctx, t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(s.Stop)
-	const name = "shop-and-fleet"
-	uploadFixture(t, s, name)
-
-	vc := veleroCluster(t)
-	v, err := vc.StartVelero(ctx, s, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"}, ReadOnly: true})
-	require.NoError(t, err)
+	const name = fixtureBackup
+	_, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"}, ReadOnly: true})
 	modifiersConfigMap(t, vc, "dr-modifiers", restoreObjectModifiers)
-	veleroPhase(t, vc, veleroBackups, name, "Completed")
 	object, err := v.Run(ctx, append([]string{"restore", "create", "dr"}, append(restoreCreateFlags, "-o", "yaml")...)...)
 	require.NoError(t, err, object)
 	file := filepath.Join(t.TempDir(), "dr.yaml")
