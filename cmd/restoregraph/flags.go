@@ -380,7 +380,9 @@ func (f *restoreFlags) restoreOptions(ctx context.Context, cfg *rest.Config, war
 	}
 	var opts restore.Selection
 	if f.fromRestore != nil {
+		// The Restore's, with restoregraph's own that Velero's Restore has no field for.
 		opts = f.fromRestore.Selection
+		opts.StrictVersions, opts.Disable = f.strict, f.disable
 	} else if opts, err = f.selection(); err != nil {
 		return po, ro, err
 	}
