@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -17,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 )
 
 // TestControllerCarriesOutVeleroRestores: Velero's server runs with its restore
@@ -33,7 +37,11 @@ func TestControllerCarriesOutVeleroRestores(t *testing.T) {
 
 	bin, err := cliBinary()
 	require.NoError(t, err)
-	controller := exec.Command(bin, "controller", "--plugins", v.PluginDir(), "--kubeconfig", vc.Kubeconfig, "-v")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	metrics := l.Addr().String()
+	l.Close()
+	controller := exec.Command(bin, "controller", "--plugins", v.PluginDir(), "--kubeconfig", vc.Kubeconfig, "-v", "--metrics-address", metrics)
 	var logs syncBuffer
 	controller.Stdout, controller.Stderr = &logs, &logs
 	controller.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -70,6 +78,32 @@ func TestControllerCarriesOutVeleroRestores(t *testing.T) {
 	vlogs, err := v.Run(ctx, "restore", "logs", "shop-copy")
 	require.NoError(t, err, vlogs)
 	assert.Contains(t, vlogs, "objects in")
+
+	// Operable: health, readiness, metrics, Events on the Restore.
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Get("http://" + metrics + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode, path)
+	}
+	resp, err := http.Get("http://" + metrics + "/metrics")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(body), `restoregraph_restores_total{phase="Completed"} 1`)
+	assert.Contains(t, string(body), `restoregraph_restore_objects_total{resource="deployments.apps",status="Restored"} 1`)
+	assert.Contains(t, string(body), "restoregraph_restore_duration_seconds_count 1")
+	require.Eventually(t, func() bool {
+		evs, err := kubernetes.NewForConfigOrDie(vc.Config).CoreV1().Events("velero").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=shop-copy"})
+		if err != nil {
+			return false
+		}
+		reasons := map[string]bool{}
+		for _, e := range evs.Items {
+			reasons[e.Reason] = true
+		}
+		return reasons["Taken"] && reasons["Completed"]
+	}, 30*time.Second, 200*time.Millisecond, "Events on the Restore: Taken, Completed")
 
 	// A field restoregraph does not do: FailedValidation, naming it.
 	_, err = dyn.Resource(veleroRestores).Namespace("velero").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
@@ -115,7 +149,7 @@ func TestControllerTakesOverADeadReplica(t *testing.T) {
 	require.NoError(t, err)
 	start := func(identity string, extra ...string) (*exec.Cmd, *syncBuffer) {
 		cmd := exec.Command(bin, append([]string{"controller", "--plugins", v.PluginDir(), "--kubeconfig", vc.Kubeconfig, "-v",
-			"--identity", identity, "--lease-duration", "6s"}, extra...)...)
+			"--identity", identity, "--lease-duration", "6s", "--metrics-address", "127.0.0.1:0"}, extra...)...)
 		var logs syncBuffer
 		cmd.Stdout, cmd.Stderr = &logs, &logs
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,9 +24,12 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/restoregraph/restoregraph/admission"
@@ -45,6 +49,7 @@ var veleroRestoresGVR = schema.GroupVersionResource{Group: "velero.io", Version:
 func newControllerCmd() *cobra.Command {
 	var (
 		namespace, pluginDir, admissionNS, identity string
+		metricsAddress                              string
 		workers                                     int
 		itemTimeout, leaseDuration                  time.Duration
 	)
@@ -109,6 +114,20 @@ taken over by another when that one dies.`,
 				identity: identity, leaseDuration: leaseDuration,
 				slots: make(chan struct{}, workers), electing: map[string]*election{},
 			}
+			c.metrics = newControllerMetrics(func() float64 {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				return float64(len(c.electing))
+			})
+			stopServing, err := serveOperations(ctx, metricsAddress, c.metrics, &c.ready, c.log)
+			if err != nil {
+				return badInput("--metrics-address: %w", err)
+			}
+			defer stopServing()
+			events := record.NewBroadcaster(record.WithContext(ctx))
+			events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events(namespace)})
+			defer events.Shutdown()
+			c.events = events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "restoregraph", Host: identity})
 			return c.runLoop(ctx, dyn)
 		},
 	}
@@ -120,6 +139,7 @@ taken over by another when that one dies.`,
 	f.StringVar(&admissionNS, "admission-namespace", "restoregraph-admission", "the namespace of the admission Leases")
 	host, _ := os.Hostname()
 	f.StringVar(&identity, "identity", fmt.Sprintf("%s-%d", host, os.Getpid()), "this process's name in the Restores' Leases (a Pod's name)")
+	f.StringVar(&metricsAddress, "metrics-address", ":8090", "where /metrics (Prometheus), /healthz and /readyz are served")
 	f.DurationVar(&leaseDuration, "lease-duration", 15*time.Second, "how long a Restore's Lease holds without renewal: how soon another process takes over the Restore of one that died")
 	t.addFlags(cmd)
 	return cmd
@@ -140,6 +160,10 @@ type controller struct {
 	// dead process's Restore is taken over.
 	leaseDuration time.Duration
 	slots         chan struct{} // a place per Restore carried out at once
+
+	metrics *controllerMetrics
+	events  record.EventRecorder // Events on the Restores
+	ready   atomic.Bool          // the informer has listed the Restores
 
 	queue     workqueue.TypedRateLimitingInterface[string]
 	mu        sync.Mutex
@@ -171,6 +195,7 @@ func (c *controller) runLoop(ctx context.Context, dyn dynamic.Interface) error {
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 		return fmt.Errorf("the Restores of %s were not listed: %w", c.velero.Namespace, context.Cause(ctx))
 	}
+	c.ready.Store(true)
 	c.log.Info("controller started", "namespace", c.velero.Namespace, "identity", c.identity, "restores", cap(c.slots))
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -326,7 +351,10 @@ func (c *controller) lead(ctx context.Context, name string) error {
 				started = t
 			}
 		}
-		log.Info("restore taken over", "from", o.GetAnnotations()[TakenByAnnotation])
+		from := o.GetAnnotations()[TakenByAnnotation]
+		log.Info("restore taken over", "from", from)
+		c.metrics.takenOver.Inc()
+		c.events.Eventf(o, corev1.EventTypeNormal, "TakenOver", "taken over by %s from %s, which stopped holding its Lease", c.identity, from)
 	}
 	ann := o.GetAnnotations()
 	if ann == nil {
@@ -339,12 +367,23 @@ func (c *controller) lead(ctx context.Context, name string) error {
 		return err // a conflict: it changed since it was read; read it again
 	}
 	log.Info("restore taken")
+	c.events.Eventf(taken, corev1.EventTypeNormal, "Taken", "taken by %s", c.identity)
+	c.metrics.inProgress.Inc()
 	status := c.restoreOne(ctx, taken, started, log)
+	c.metrics.inProgress.Dec()
 	if ctx.Err() != nil {
 		log.Info("restore left to whoever holds its Lease next", "cause", context.Cause(ctx))
 		return nil
 	}
 	log.Info("restore ended", "phase", status["phase"])
+	phase, _ := status["phase"].(string)
+	c.metrics.restores.WithLabelValues(phase).Inc()
+	c.metrics.duration.Observe(time.Since(started).Seconds())
+	kind := corev1.EventTypeNormal
+	if phase != "Completed" {
+		kind = corev1.EventTypeWarning
+	}
+	c.events.Eventf(taken, kind, phase, "%s", endMessage(status))
 	// Once it is recorded ended, this process stops standing for it: the write must not
 	// be cut short by that.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -420,8 +459,9 @@ func (c *controller) restoreOne(ctx context.Context, o *unstructured.Unstructure
 	opts.Name, opts.Admitter, opts.Logger = o.GetName(), c.admitter, log
 	opts.ItemOperationTimeout = spec.ItemOperationTimeout
 	opts.OnAdmissionWait = func(cs []admission.Conflict) {
-		for _, c := range cs {
-			log.Info("waiting for an operation that touches the same objects", "operation", c.String())
+		c.metrics.waits.Inc()
+		for _, cf := range cs {
+			log.Info("waiting for an operation that touches the same objects", "operation", cf.String())
 		}
 	}
 	// Progress counts what Velero's record counts: the objects the plan takes on, not
@@ -443,6 +483,9 @@ func (c *controller) restoreOne(ctx context.Context, o *unstructured.Unstructure
 	stopProgress()
 	if rep == nil {
 		return failed(err)
+	}
+	for ob := range rep.Objects() {
+		c.metrics.objects.WithLabelValues(schema.GroupResource{Group: ob.Group, Resource: ob.Resource}.String(), string(ob.Status)).Inc()
 	}
 	var text bytes.Buffer
 	printReport(&text, rep)
@@ -474,4 +517,16 @@ func (c *controller) progress(ctx context.Context, name string, total int, done 
 		}, 2*time.Second)
 	}()
 	return func() { cancel(); <-finished }
+}
+
+// endMessage says how a Restore ended, for its Event.
+func endMessage(status map[string]any) string {
+	if v, ok := status["validationErrors"].([]any); ok && len(v) > 0 {
+		return fmt.Sprint(v[0])
+	}
+	if r, ok := status["failureReason"].(string); ok {
+		return r
+	}
+	p, _ := status["progress"].(map[string]any)
+	return fmt.Sprintf("%v of %v objects restored, %v errors, %v warnings", p["itemsRestored"], p["totalItems"], status["errors"], status["warnings"])
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/restoregraph/restoregraph/plugin/velerohost"
 )
@@ -31,8 +33,9 @@ func TestControllerValidatesAndLeavesOthersAlone(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{veleroRestoresGVR: "RestoreList"},
 		veleroRestore("volumes", map[string]any{"backupName": "b", "restorePVs": true}, ""),
 		veleroRestore("done", map[string]any{"backupName": "b"}, "Completed"))
+	events := record.NewFakeRecorder(10)
 	c := &controller{velero: velerohost.Velero{Dynamic: dyn, Namespace: "velero"}, log: slog.New(slog.DiscardHandler),
-		identity: "replica-1", slots: make(chan struct{}, 1)}
+		identity: "replica-1", slots: make(chan struct{}, 1), events: events, metrics: newControllerMetrics(func() float64 { return 0 })}
 	ctx := context.Background()
 	require.NoError(t, c.lead(ctx, "volumes"))
 	require.NoError(t, c.lead(ctx, "done"))
@@ -54,6 +57,9 @@ func TestControllerValidatesAndLeavesOthersAlone(t *testing.T) {
 		ts, _, _ := unstructured.NestedString(v.Object, "status", field)
 		assert.NotEmpty(t, ts, field)
 	}
+	assert.Equal(t, "Normal Taken taken by replica-1", <-events.Events)
+	assert.Contains(t, <-events.Events, "Warning FailedValidation spec.restorePVs: true")
+	assert.Equal(t, 1.0, testutil.ToFloat64(c.metrics.restores.WithLabelValues("FailedValidation")))
 	done := get("done")
 	phase, _, _ = unstructured.NestedString(done.Object, "status", "phase")
 	assert.Equal(t, "Completed", phase)

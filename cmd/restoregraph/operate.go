@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// controllerMetrics are what the controller tells Prometheus: Restores by how they
+// ended, objects by resource and outcome, how long restores take, how many run and
+// how many wait for admission.
+type controllerMetrics struct {
+	registry   *prometheus.Registry
+	restores   *prometheus.CounterVec // by phase
+	objects    *prometheus.CounterVec // by resource and status
+	duration   prometheus.Histogram   // seconds, from taken to ended
+	inProgress prometheus.Gauge       // carried out now by this process
+	waits      prometheus.Counter     // restores that waited for admission
+	elections  prometheus.GaugeFunc   // Restores this process stands for
+	takenOver  prometheus.Counter     // Restores taken over from a process that died
+}
+
+func newControllerMetrics(electing func() float64) *controllerMetrics {
+	m := &controllerMetrics{
+		registry: prometheus.NewRegistry(),
+		restores: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "restoregraph_restores_total",
+			Help: "Restores carried out by this process, by the phase they ended in."}, []string{"phase"}),
+		objects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "restoregraph_restore_objects_total",
+			Help: "Objects of the Restores carried out by this process, by group-resource and how they ended."}, []string{"resource", "status"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "restoregraph_restore_duration_seconds",
+			Help: "How long a Restore took, from taken to ended.", Buckets: prometheus.ExponentialBuckets(0.5, 2, 14)}),
+		inProgress: prometheus.NewGauge(prometheus.GaugeOpts{Name: "restoregraph_restores_in_progress",
+			Help: "Restores this process is carrying out now."}),
+		waits: prometheus.NewCounter(prometheus.CounterOpts{Name: "restoregraph_admission_waits_total",
+			Help: "Restores that waited for an operation touching the same objects."}),
+		takenOver: prometheus.NewCounter(prometheus.CounterOpts{Name: "restoregraph_restores_taken_over_total",
+			Help: "Restores taken over from a process that stopped holding their Lease."}),
+	}
+	m.elections = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "restoregraph_restore_elections",
+		Help: "Unfinished Restores this process stands for (queue depth, across the replicas)."}, electing)
+	m.registry.MustRegister(m.restores, m.objects, m.duration, m.inProgress, m.waits, m.takenOver, m.elections,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// serveOperations serves /metrics, /healthz (the process answers) and /readyz (its
+// informer has listed the Restores) on address until ctx is done.
+func serveOperations(ctx context.Context, address string, m *controllerMetrics, ready *atomic.Bool, log *slog.Logger) (stop func(), err error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "the Restores are not listed yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	l, err := net.Listen("tcp", address)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("the metrics and health endpoints stopped", "error", err)
+		}
+	}()
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		<-done
+	}, nil
+}
