@@ -89,10 +89,8 @@ func (r *run) stepExecHooks(ctx context.Context, o *Object) error {
 			o.Result.Warnings = append(o.Result.Warnings, fmt.Sprintf("exec hook %s in container %s: %v (onError Continue)", e.Source, e.Hook.Container, err))
 		}
 	}
-	if r.opts.Journal != nil {
-		return r.opts.Journal.Record(o.Item.UID, Journaled{New: o.Result.NewUID, Status: o.Result.Status, Operations: o.ops, HooksRan: true})
-	}
-	return nil
+	o.hooksRan = true
+	return r.journal(o, o.Result.NewUID)
 }
 
 // runHook waits for the hook's container and runs its command.
@@ -145,7 +143,11 @@ func (r *run) waitContainer(ctx context.Context, o *Object, e hook.Exec) error {
 		case <-ctx.Done():
 			t.Stop()
 			if cause := context.Cause(ctx); errors.Is(cause, ErrContainerNotUp) || errors.Is(cause, ErrItemTimeout) {
-				return fmt.Errorf("%w: container %s not %s", ErrContainerNotUp, e.Container, map[bool]string{true: "ready", false: "running"}[e.WaitForReady])
+				state := "running"
+				if e.WaitForReady {
+					state = "ready"
+				}
+				return fmt.Errorf("%w: container %s not %s", ErrContainerNotUp, e.Container, state)
 			}
 			return context.Cause(ctx)
 		case <-t.C():

@@ -93,10 +93,7 @@ func (r *run) stepOperations(ctx context.Context, o *Object) error {
 	if failed != nil {
 		return failed
 	}
-	if r.opts.Journal != nil {
-		return r.opts.Journal.Record(o.Item.UID, Journaled{New: o.Result.NewUID, Status: o.Result.Status, Operations: o.ops})
-	}
-	return nil
+	return r.journal(o, o.Result.NewUID)
 }
 
 // follow polls op until it ends, and cancels it when it times out or ctx is done.
@@ -118,10 +115,7 @@ func (r *run) follow(ctx context.Context, op *Operation) error {
 		return nil
 	}
 	cancel := func(why error) error {
-		// The restore's context may be done: the cancellation gets a minute of its own.
-		cctx, stop := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer stop()
-		if err := async.Cancel(cctx, op.ID, r.request); err != nil {
+		if err := r.cancelOperation(ctx, async, op.ID); err != nil {
 			why = fmt.Errorf("%w (and Cancel failed: %v)", why, err)
 		}
 		return end(OperationCanceled, why)
@@ -168,9 +162,7 @@ func (r *run) abandon(ctx context.Context, o *Object, why error) {
 		op.Phase, op.Ended, op.Err = OperationCanceled, r.opts.Clock.Now(), "its object failed: "+why.Error()
 		async, err := r.async(op.Plugin)
 		if err == nil {
-			cctx, stop := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			err = async.Cancel(cctx, op.ID, r.request)
-			stop()
+			err = r.cancelOperation(ctx, async, op.ID)
 		}
 		if err != nil {
 			op.Err += " (and Cancel failed: " + err.Error() + ")"
@@ -179,6 +171,14 @@ func (r *run) abandon(ctx context.Context, o *Object, why error) {
 	if pending {
 		o.Result.Operations = slices.Clone(o.ops)
 	}
+}
+
+// cancelOperation calls the plugin's Cancel. The restore's context may be done: the
+// call gets a minute of its own.
+func (r *run) cancelOperation(ctx context.Context, async riav2.AsyncAction, id string) error {
+	cctx, stop := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer stop()
+	return async.Cancel(cctx, id, r.request)
 }
 
 // async returns the plugin named, as the AsyncAction that started an operation.

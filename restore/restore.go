@@ -201,11 +201,16 @@ func (r *run) newUID(source types.UID) (types.UID, bool) {
 
 // restored journals that o was made (or found) in the target as uid; its outcome
 // records it when o's steps end.
-func (r *run) restored(o *Object, uid types.UID) error {
-	if r.opts.Journal != nil {
-		return r.opts.Journal.Record(o.Item.UID, Journaled{New: uid, Status: o.Result.Status, Operations: o.ops})
+func (r *run) restored(o *Object, uid types.UID) error { return r.journal(o, uid) }
+
+// journal records o as it stands, in the target as uid: how it was restored, its
+// plugins' operations, whether its exec hooks ran. An object is recorded again as these
+// change; the last record holds.
+func (r *run) journal(o *Object, uid types.UID) error {
+	if r.opts.Journal == nil {
+		return nil
 	}
-	return nil
+	return r.opts.Journal.Record(o.Item.UID, Journaled{New: uid, Status: o.Result.Status, Operations: o.ops, HooksRan: o.hooksRan})
 }
 
 // failed logs that it failed with err, and returns err.

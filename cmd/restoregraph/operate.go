@@ -24,7 +24,6 @@ type controllerMetrics struct {
 	duration   prometheus.Histogram   // seconds, from taken to ended
 	inProgress prometheus.Gauge       // carried out now by this process
 	waits      prometheus.Counter     // restores that waited for admission
-	elections  prometheus.GaugeFunc   // Restores this process stands for
 	takenOver  prometheus.Counter     // Restores taken over from a process that died
 }
 
@@ -44,9 +43,9 @@ func newControllerMetrics(electing func() float64) *controllerMetrics {
 		takenOver: prometheus.NewCounter(prometheus.CounterOpts{Name: "restoregraph_restores_taken_over_total",
 			Help: "Restores taken over from a process that stopped holding their Lease."}),
 	}
-	m.elections = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "restoregraph_restore_elections",
+	elections := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "restoregraph_restore_elections",
 		Help: "Unfinished Restores this process stands for (queue depth, across the replicas)."}, electing)
-	m.registry.MustRegister(m.restores, m.objects, m.duration, m.inProgress, m.waits, m.takenOver, m.elections,
+	m.registry.MustRegister(m.restores, m.objects, m.duration, m.inProgress, m.waits, m.takenOver, elections,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
