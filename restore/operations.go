@@ -9,6 +9,7 @@ import (
 
 	"github.com/restoregraph/restoregraph/plugin"
 	riav2 "github.com/restoregraph/restoregraph/plugin/restoreitemaction/v2"
+	"github.com/restoregraph/restoregraph/scheduler"
 )
 
 // OperationPhase is where an asynchronous operation stands, in Velero's words.
@@ -63,7 +64,7 @@ func (r *run) started(ctx context.Context, o *Object, a *plugin.Action, id strin
 		return &PluginError{Plugin: a.Name, Err: fmt.Errorf("Execute returned operation %q, but the plugin has no Progress to follow it with", id)}
 	}
 	if o.DryRun {
-		if err := async.Cancel(ctx, id, r.request); err != nil {
+		if err := contained(func() error { return async.Cancel(ctx, id, r.request) }); err != nil {
 			return &OperationError{Plugin: a.Name, ID: id, Err: fmt.Errorf("cancelling it after a dry run: %w", err)}
 		}
 		return nil
@@ -121,7 +122,11 @@ func (r *run) follow(ctx context.Context, op *Operation) error {
 		return end(OperationCanceled, why)
 	}
 	for {
-		p, err := async.Progress(ctx, op.ID, r.request)
+		var p riav2.OperationProgress
+		err := contained(func() (err error) {
+			p, err = async.Progress(ctx, op.ID, r.request)
+			return err
+		})
 		switch {
 		case ctx.Err() != nil:
 			return cancel(fmt.Errorf("the restore stopped: %w", context.Cause(ctx)))
@@ -178,7 +183,19 @@ func (r *run) abandon(ctx context.Context, o *Object, why error) {
 func (r *run) cancelOperation(ctx context.Context, async riav2.AsyncAction, id string) error {
 	cctx, stop := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer stop()
-	return async.Cancel(cctx, id, r.request)
+	return contained(func() error { return async.Cancel(cctx, id, r.request) })
+}
+
+// contained makes a call into a plugin, and returns a panic in it as the call's error (a
+// *scheduler.PanicError): a plugin's fault fails its object alone, as the crash of one of
+// Velero's plugin processes does. A panic anywhere else in a step stops the restore.
+func contained(call func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = scheduler.Recovered(v)
+		}
+	}()
+	return call()
 }
 
 // async returns the plugin named, as the AsyncAction that started an operation.

@@ -88,9 +88,11 @@ func (r *run) stepActions(ctx context.Context, o *Object) error {
 		// The call is charged to the object's time (a plugin that hangs fails its object),
 		// what the plugin then asks to wait for is bounded by the plugin's own timeout.
 		var out *ria.ExecuteOutput
-		err := o.budget.run(ctx, func(ctx context.Context) (err error) {
-			out, err = riav2.Execute(ctx, a.RestoreItemAction, &ria.ExecuteInput{Item: o.Body, ItemFromBackup: o.Backup, Restore: r.request})
-			return err
+		err := o.budget.run(ctx, func(ctx context.Context) error {
+			return contained(func() (err error) {
+				out, err = riav2.Execute(ctx, a.RestoreItemAction, &ria.ExecuteInput{Item: o.Body, ItemFromBackup: o.Backup, Restore: r.request})
+				return err
+			})
 		})
 		if err != nil {
 			return &PluginError{Plugin: a.Name, Err: err}

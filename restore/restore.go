@@ -102,6 +102,9 @@ func apply(ctx context.Context, p *Plan, target Target, opts RunOptions) (*Repor
 		attrs = append(attrs, "error", runErr)
 	}
 	log.Info("restore ended", attrs...)
+	if pe := (*scheduler.PanicError)(nil); errors.As(runErr, &pe) {
+		log.Error("a step panicked: the restore stopped", "where", pe.Where, "stack", string(pe.Stack))
+	}
 	return rep, runErr
 }
 

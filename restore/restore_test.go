@@ -18,6 +18,7 @@ import (
 	"github.com/restoregraph/restoregraph/memcluster"
 	"github.com/restoregraph/restoregraph/plugin"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
+	"github.com/restoregraph/restoregraph/scheduler"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -567,24 +568,67 @@ func TestOutcomeKeepsWhatItIsGiven(t *testing.T) {
 	assert.LessOrEqual(t, unsafe.Sizeof(o), uintptr(72), "a run keeps one per object: a million of them")
 }
 
-// A panic in a step (or a plugin run in process) fails that object alone, with what
-// panicked and where; its dependents are skipped and the rest of the restore goes on.
-func TestPanicInAStepFailsItsObject(t *testing.T) {
-	b := shop(t)
+// A panic in a step stops the restore: the code that panicked may have left what the
+// other objects share half written. The object fails with what panicked and where,
+// nothing new starts, and Apply returns the panic.
+func TestPanicInAStepStopsTheRestore(t *testing.T) {
+	var calls atomic.Int32
 	panicky := Step{Name: "panicky", Run: func(_ context.Context, o *Object) error {
-		if o.Item.Kind == "ConfigMap" && o.Item.Name == "settings" {
+		if calls.Add(1) == 1 {
 			var m map[string]int
 			m["boom"]++ // a nil map write: the runtime panics, in this function
 		}
 		return nil
 	}}
-	rep, err := restoreAll(context.Background(), shopTarget(t), b, testOptions{Retry: fastRetry,
+	rep, err := restoreAll(context.Background(), shopTarget(t), shop(t), testOptions{Retry: fastRetry, Workers: 1,
 		Steps: func(steps []Step) []Step { return append([]Step{panicky}, steps...) }})
-	require.NoError(t, err, "a panic is the object's failure, not the restore's")
+	var pe *scheduler.PanicError
+	require.ErrorAs(t, err, &pe, "a panic is the restore's fault")
+	assert.Regexp(t, `panic: assignment to entry in nil map \(in github.com/restoregraph/restoregraph/restore.TestPanicInAStepStopsTheRestore.func1 \(restore_test.go:\d+\)\)$`, err.Error())
+	require.NotNil(t, rep)
+	assert.Equal(t, 1, rep.Count(Failed))
+	var failed ObjectResult
+	for o := range rep.Objects() {
+		if o.Status == Failed {
+			failed = o
+		}
+	}
+	assert.ErrorAs(t, failed.Err, &pe, "the object that panicked says so")
+	assert.Zero(t, rep.Count(Restored), "nothing starts after the panic")
+	assert.Equal(t, rep.Len()-1, rep.Count(Cancelled)+rep.Count(Skipped), "the rest is skipped behind it or cancelled")
+}
+
+// panics panics on the ConfigMap settings, as an in-process plugin with a bug would.
+type panics struct{}
+
+func (panics) AppliesTo() (ria.ResourceSelector, error) {
+	return ria.ResourceSelector{IncludedResources: []string{"configmaps"}}, nil
+}
+func (panics) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	if in.Item.GetName() == "settings" {
+		var m map[string]int
+		m["boom"]++
+	}
+	return &ria.ExecuteOutput{UpdatedItem: in.Item}, nil
+}
+
+// A plugin's panic is contained at the plugin's call, as a crash of one of Velero's
+// plugin processes is: its object fails with the plugin named and where it panicked, and
+// the rest of the restore goes on.
+func TestPanicInAPluginFailsItsObject(t *testing.T) {
+	var reg plugin.Registry
+	require.NoError(t, reg.Register("example.io/panics", plugin.V1, panics{}))
+	rep, err := restoreAll(context.Background(), shopTarget(t), shop(t), testOptions{Plugins: &reg, Retry: fastRetry})
+	require.NoError(t, err, "a plugin's panic is its object's failure, not the restore's")
 	objects := byName(rep)
 	settings := objects["configmaps/settings"]
 	assert.Equal(t, Failed, settings.Status)
-	assert.Regexp(t, `^panic: assignment to entry in nil map \(in github.com/restoregraph/restoregraph/restore.TestPanicInAStepFailsItsObject.func1 \(restore_test.go:\d+\)\)`, settings.Reason)
+	var plug *PluginError
+	require.ErrorAs(t, settings.Err, &plug)
+	assert.Equal(t, "example.io/panics", plug.Plugin)
+	var pe *scheduler.PanicError
+	require.ErrorAs(t, settings.Err, &pe)
+	assert.Regexp(t, `^plugin example.io/panics: panic: assignment to entry in nil map \(in github.com/restoregraph/restoregraph/restore.panics.Execute \(restore_test.go:\d+\)\)`, settings.Reason)
 	assert.Equal(t, 1, rep.Count(Failed))
 	assert.Equal(t, Restored, objects["deployments/web"].Status, "the rest goes on")
 }

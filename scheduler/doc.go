@@ -16,9 +16,12 @@
 //     running node awaits, and their unfinished ancestors, are raised above all others.
 //   - Failure isolation. A failure skips the failed node's descendants only; independent
 //     branches go on. Options.FailFast instead cancels everything not yet started, and
-//     Run returns that failure. A panic in a node function is a failure of that node
-//     (*PanicError: what panicked and where, on one line, and its stack), not of the run:
-//     one bad plugin call does not end a million-object restore.
+//     Run returns that failure.
+//   - Panics. A panic in a node function is recovered: that node Fails with a
+//     *PanicError (what panicked and where, on one line, and its stack) and the run
+//     stops as if cancelled, returning it, since the code that panicked may have left
+//     shared state half written. A caller that can contain a panic (a plugin's call, say)
+//     recovers it itself and returns an ordinary error.
 //   - Cancellation. When ctx is cancelled nothing new starts; running nodes see the
 //     cancellation through their ctx; nodes not started are Cancelled, and Run returns
 //     the context's cause. The workers are an errgroup: Run returns only after every

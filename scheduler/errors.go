@@ -36,7 +36,14 @@ type PanicError struct {
 	Value any
 	Where string // "package.Function (file.go:123)"
 	Stack []byte
+
+	recovered bool // by the scheduler, from a node function: not a caller's own
 }
+
+// Recovered is the *PanicError of v, which the calling deferred function has just
+// recovered. A node function that contains a panic itself (a plugin's call, say) returns
+// it as an ordinary failure of its node; the run goes on.
+func Recovered(v any) *PanicError { return newPanicError(v) }
 
 // newPanicError is called by the deferred function that recovered v.
 func newPanicError(v any) *PanicError {

@@ -123,7 +123,8 @@ type Options struct {
 
 // Run executes fn for every node of dag and reports how each ended. Its error is a
 // fault of the run itself, whatever stopped it before every node ran: the context's
-// cause when it was cancelled, or with FailFast the first failure. Otherwise it is nil,
+// cause when it was cancelled, a node function's panic (a *PanicError), or with
+// FailFast the first failure. Otherwise it is nil,
 // and each node's own failure is in the report.
 //
 // The workers are an errgroup. Its limit is not errgroup's SetLimit but the run's own

@@ -366,21 +366,48 @@ func TestPriorityOrder(t *testing.T) {
 	assert.Equal(t, []int64{4, 0, 1, 2, 3}, order)
 }
 
-func TestPanicIsAFailure(t *testing.T) {
-	d := newDAG(3, [2]int{0, 1})
+func TestPanicStopsTheRun(t *testing.T) {
+	// 0 → 1; 2 and 3 are independent and start only after 0 (priority, one worker).
+	d := newDAG(4, [2]int{0, 1})
 	rep, err := Run(context.Background(), d, func(ctx context.Context, n *Node) error {
 		if n.ID() == 0 {
 			panic("boom")
+		}
+		return nil
+	}, Options{Workers: 1, Priority: func(id int64) float64 { return float64(-id) }})
+	var pe *PanicError
+	require.ErrorAs(t, err, &pe, "a panic is a fault of the run")
+	assert.Equal(t, "boom", pe.Value)
+	assert.Contains(t, string(pe.Stack), "scheduler_test.go")
+	assert.Regexp(t, `^panic: boom \(in github.com/restoregraph/restoregraph/scheduler.TestPanicStopsTheRun.func1 \(scheduler_test.go:\d+\)\)$`, pe.Error(),
+		"what panicked and where, on one line")
+	require.ErrorAs(t, rep.Result(0).Err, &pe)
+	assert.Equal(t, Failed, rep.Result(0).Status)
+	assert.Equal(t, Skipped, rep.Result(1).Status)
+	assert.Equal(t, Cancelled, rep.Result(2).Status, "nothing new starts")
+	assert.Equal(t, Cancelled, rep.Result(3).Status)
+}
+
+// A node function that recovers a panic itself fails its node alone.
+func TestRecoveredPanicIsTheNodesFailure(t *testing.T) {
+	d := newDAG(3, [2]int{0, 1})
+	rep, err := Run(context.Background(), d, func(ctx context.Context, n *Node) (err error) {
+		if n.ID() == 0 {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("contained: %w", Recovered(p))
+				}
+			}()
+			var m map[string]int
+			m["boom"]++
 		}
 		return nil
 	}, Options{Workers: 2})
 	require.NoError(t, err)
 	var pe *PanicError
 	require.ErrorAs(t, rep.Result(0).Err, &pe)
-	assert.Equal(t, "boom", pe.Value)
-	assert.Contains(t, string(pe.Stack), "scheduler_test.go")
-	assert.Regexp(t, `^panic: boom \(in github.com/restoregraph/restoregraph/scheduler.TestPanicIsAFailure.func1 \(scheduler_test.go:\d+\)\)$`, pe.Error(),
-		"what panicked and where, on one line")
+	assert.Regexp(t, `^contained: panic: assignment to entry in nil map \(in github.com/restoregraph/restoregraph/scheduler.TestRecoveredPanicIsTheNodesFailure.func1 \(scheduler_test.go:\d+\)\)$`,
+		rep.Result(0).Err.Error())
 	assert.Equal(t, Skipped, rep.Result(1).Status)
 	assert.Equal(t, Succeeded, rep.Result(2).Status, "an independent branch goes on")
 }

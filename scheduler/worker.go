@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -78,7 +79,9 @@ func (r *run) worker(id int) error {
 func (r *run) execute(n *Node) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = newPanicError(p)
+			pe := newPanicError(p)
+			pe.recovered = true
+			err = pe
 		}
 	}()
 	return r.fn(r.ctx, n)
@@ -109,7 +112,13 @@ func (r *run) finish(u int32, err error, now time.Time) {
 	}
 	r.report(u, Failed, err, Event{Type: FailedEvent, Err: err, Time: now})
 	r.skipDescendants(u)
-	if r.opts.FailFast {
+	var pe *PanicError
+	switch {
+	case errors.As(err, &pe) && pe.recovered:
+		// A panic is a fault of the run: the code that panicked may have left state
+		// the other nodes share half written.
+		r.stopLocked(fmt.Errorf("scheduler: stopped: node %d: %w", u, pe))
+	case r.opts.FailFast:
 		r.stopLocked(fmt.Errorf("scheduler: stopped at the first failure: node %d: %w", u, err))
 	}
 	r.cond.Broadcast()
