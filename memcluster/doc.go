@@ -13,6 +13,11 @@
 //     watch, for namespaced and cluster-scoped resources, with Kubernetes status errors:
 //     NotFound, AlreadyExists, Conflict on a stale resourceVersion, Invalid, and NotFound
 //     for a resource that is not served.
+//   - Lists in pages (limit and continue), and watches that resume from a
+//     resourceVersion, while the changes since it are kept (Options.History); past that,
+//     a continue token or a watch gets 410 Gone, as from a compacted etcd. A continued
+//     list shows objects as they are now, not as they were at the token's version.
+//   - Services get a cluster IP from Options.ServiceCIDR; one outside it is refused.
 //   - Server-set metadata: uid, resourceVersion (one monotonic counter), creationTimestamp,
 //     generation (bumped when anything but metadata and status changes).
 //   - A namespaced object can be created only in an existing Namespace that is not

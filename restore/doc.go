@@ -82,5 +82,7 @@
 //     tolerated). Run again with the same journal and the restore continues where it
 //     stopped.
 //   - Failure isolation. A failed object skips only its descendants, reported with the
-//     chain that blocked them.
+//     chain that blocked them. A panic in a plugin's call is that object's failure (a
+//     *PluginError wrapping a *scheduler.PanicError). A panic anywhere else in a step is
+//     a fault of the restore: nothing new starts, and Apply returns it with the report.
 package restore

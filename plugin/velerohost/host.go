@@ -14,6 +14,16 @@
 // Close ends every process; each is also started with a parent-death signal, so none
 // outlives the host.
 //
+// A v2 action's asynchronous operations are followed through the same process
+// (Progress, Cancel), by the ID its Execute returned.
+//
+// Beside the plugins, it reads and writes what Velero keeps of a restore, so that the
+// velero command shows restoregraph's restores as its own: a Restore object read
+// strictly with Velero's types (ReadRestore; what restoregraph does not do is a
+// *SpecFieldError naming the field) and written back from a selection (SpecOf), the
+// latest backup of a schedule, and a restore's record (RestoreRecord: the Restore with
+// its status, and its results, resource list and log in the backup's location).
+//
 // It speaks the protocol through Velero's generated gRPC packages, and keeps the
 // library's Kubernetes version: Velero's plugin framework itself is not imported.
 package velerohost
