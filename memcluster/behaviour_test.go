@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -203,4 +204,46 @@ func BenchmarkCreate(b *testing.B) {
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "creates/s")
 		})
 	}
+}
+
+// Cluster IPs come from the range until it is full; a deleted Service's address and
+// node port are free again, and the search for the next address goes on after the last
+// one given.
+func TestServiceAllocations(t *testing.T) {
+	_, c := start(t, Options{ServiceCIDR: "10.1.0.0/29"}) // .1 to .6: .0 is the network, .7 broadcast
+	svcs := c.Resource(schema.GroupVersionResource{Version: "v1", Resource: "services"}).Namespace("ns")
+	ctx := context.Background()
+	create := func(name string, spec map[string]any) (string, error) {
+		o, err := svcs.Create(ctx, u("v1", "Service", "ns", name, map[string]any{"spec": spec}), metav1.CreateOptions{})
+		if err != nil {
+			return "", err
+		}
+		ip, _, _ := unstructured.NestedString(o.Object, "spec", "clusterIP")
+		return ip, nil
+	}
+	port := map[string]any{"port": int64(80)}
+	var ips []string
+	for i := range 5 {
+		ip, err := create(fmt.Sprint("s", i), map[string]any{"ports": []any{port}})
+		require.NoError(t, err)
+		ips = append(ips, ip)
+	}
+	assert.Equal(t, []string{"10.1.0.1", "10.1.0.2", "10.1.0.3", "10.1.0.4", "10.1.0.5"}, ips)
+	np, err := create("np", map[string]any{"type": "NodePort", "ports": []any{map[string]any{"port": int64(80), "nodePort": int64(30080)}}})
+	require.NoError(t, err)
+	assert.Equal(t, "10.1.0.6", np)
+	_, err = create("full", map[string]any{"ports": []any{port}})
+	require.True(t, apierrors.IsInvalid(err), "%v", err)
+	assert.ErrorContains(t, err, "range is full")
+
+	require.NoError(t, svcs.Delete(ctx, "s2", metav1.DeleteOptions{}))
+	require.NoError(t, svcs.Delete(ctx, "np", metav1.DeleteOptions{}))
+	ip, err := create("again", map[string]any{"ports": []any{port}})
+	require.NoError(t, err)
+	assert.Equal(t, "10.1.0.3", ip, "the search goes on after the last address given (.6), wraps, and finds the freed one")
+	ip, err = create("reused", map[string]any{"type": "NodePort", "ports": []any{map[string]any{"port": int64(80), "nodePort": int64(30080)}}})
+	require.NoError(t, err, "a deleted Service's node port is free again")
+	assert.Equal(t, "10.1.0.6", ip, "and its address")
+	_, err = create("taken", map[string]any{"clusterIP": "10.1.0.1", "ports": []any{port}})
+	assert.ErrorContains(t, err, "provided IP is already allocated")
 }

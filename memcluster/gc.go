@@ -8,7 +8,9 @@ import (
 
 // collectGarbage deletes objects whose ownerReferences all name UIDs that do not exist,
 // once they have been orphaned for GCDelay, as kube-controller-manager's garbage
-// collector does.
+// collector does. Like it, it works from changes, not by scanning the store: an object
+// becomes a candidate when it is stored with no owner alive, or when an owner of it is
+// deleted (gcWatch), and a pass looks at the candidates alone.
 func (s *Server) collectGarbage() {
 	defer s.tasks.Done()
 	t := time.NewTicker(max(s.opts.GCDelay/2, 10*time.Millisecond))
@@ -23,30 +25,52 @@ func (s *Server) collectGarbage() {
 	}
 }
 
+// gcWatch keeps the garbage collector's index as the object k is stored (obj) or
+// deleted (obj nil, old the object deleted). The caller holds s.mu.
+func (s *Server) gcWatch(k key, obj, old object) {
+	if !s.opts.GC {
+		return
+	}
+	if obj == nil {
+		uid := types.UID(metaString(old, "uid"))
+		for _, dep := range s.dependents[uid] {
+			if dk, ok := s.byUID[dep]; ok {
+				if _, seen := s.orphanSince[dk]; !seen {
+					s.orphanSince[dk] = time.Now()
+				}
+			}
+		}
+		delete(s.dependents, uid)
+		return
+	}
+	owners := ownerUIDs(obj)
+	if len(owners) == 0 {
+		return
+	}
+	uid := types.UID(metaString(obj, "uid"))
+	alive := false
+	for _, o := range owners {
+		if _, ok := s.byUID[o]; ok {
+			alive = true
+		}
+		if old == nil || !containsUID(ownerUIDs(old), o) {
+			s.dependents[o] = append(s.dependents[o], uid)
+		}
+	}
+	if _, seen := s.orphanSince[k]; !alive && !seen {
+		s.orphanSince[k] = time.Now()
+	}
+}
+
+// gcPass deletes the candidates orphaned for GCDelay, and forgets those that have an
+// owner again or are gone.
 func (s *Server) gcPass(now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k, obj := range s.objects {
-		refs, _ := meta(obj)["ownerReferences"].([]any)
-		if len(refs) == 0 {
-			continue
-		}
-		alive := false
-		for _, r := range refs {
-			ref, _ := r.(map[string]any)
-			uid, _ := ref["uid"].(string)
-			if _, ok := s.byUID[types.UID(uid)]; ok {
-				alive = true
-				break
-			}
-		}
-		if alive {
+	for k, since := range s.orphanSince {
+		obj, ok := s.objects[k]
+		if !ok || s.ownerAlive(obj) {
 			delete(s.orphanSince, k)
-			continue
-		}
-		since, seen := s.orphanSince[k]
-		if !seen {
-			s.orphanSince[k] = now
 			continue
 		}
 		if now.Sub(since) < s.opts.GCDelay {
@@ -54,11 +78,45 @@ func (s *Server) gcPass(now time.Time) {
 		}
 		rt, ok := s.types[k.gr]
 		if !ok {
+			delete(s.orphanSince, k)
 			continue
 		}
 		s.collected++
 		s.remove(&request{rt: rt, version: rt.versions[0], namespace: k.namespace, name: k.name}, k, obj)
 	}
+}
+
+// ownerAlive says whether obj has no ownerReferences or one of them names an object
+// that exists.
+func (s *Server) ownerAlive(obj object) bool {
+	owners := ownerUIDs(obj)
+	for _, o := range owners {
+		if _, ok := s.byUID[o]; ok {
+			return true
+		}
+	}
+	return len(owners) == 0
+}
+
+func ownerUIDs(obj object) []types.UID {
+	refs, _ := meta(obj)["ownerReferences"].([]any)
+	out := make([]types.UID, 0, len(refs))
+	for _, r := range refs {
+		ref, _ := r.(map[string]any)
+		if uid, _ := ref["uid"].(string); uid != "" {
+			out = append(out, types.UID(uid))
+		}
+	}
+	return out
+}
+
+func containsUID(uids []types.UID, u types.UID) bool {
+	for _, x := range uids {
+		if x == u {
+			return true
+		}
+	}
+	return false
 }
 
 // Collected returns how many objects the garbage collector has deleted.

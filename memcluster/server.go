@@ -52,7 +52,8 @@ type Server struct {
 	rv          uint64
 	history     ring
 	watchers    map[*watcher]struct{}
-	orphanSince map[key]time.Time
+	orphanSince map[key]time.Time         // the garbage collector's candidates
+	dependents  map[types.UID][]types.UID // by owner UID, the objects that named it (some may since have stopped)
 	timers      map[*time.Timer]struct{}
 	closed      bool
 	collected   int
@@ -100,7 +101,7 @@ func StartServer(opts Options) (*Server, error) {
 		opts: opts, listener: ln, alloc: alloc,
 		types: map[schema.GroupResource]*resourceType{}, objects: map[key]object{}, byUID: map[types.UID]key{},
 		history: newRing(opts.History), watchers: map[*watcher]struct{}{},
-		orphanSince: map[key]time.Time{}, timers: map[*time.Timer]struct{}{}, done: make(chan struct{}),
+		orphanSince: map[key]time.Time{}, dependents: map[types.UID][]types.UID{}, timers: map[*time.Timer]struct{}{}, done: make(chan struct{}),
 	}
 	for _, rt := range builtins() {
 		s.types[rt.gr] = rt

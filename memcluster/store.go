@@ -100,9 +100,13 @@ func (s *Server) record(typ watch.EventType, k key, obj object) {
 		}
 		delete(s.objects, k)
 		delete(s.orphanSince, k)
+		if prev != nil {
+			s.gcWatch(k, nil, prev)
+		}
 	} else {
 		s.objects[k] = obj
 		s.byUID[types.UID(metaString(obj, "uid"))] = k
+		s.gcWatch(k, obj, prev)
 	}
 	e := event{typ: typ, key: k, obj: obj, rv: s.rv}
 	if typ == watch.Modified {

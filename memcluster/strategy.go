@@ -30,6 +30,14 @@ type allocations struct {
 	cidr      netip.Prefix
 	ips       map[netip.Addr]key
 	nodePorts map[int64]key
+	held      map[key]holding // by Service
+	last      netip.Addr      // the address allocated last: the next search starts after it
+}
+
+// holding is what one Service holds.
+type holding struct {
+	ip    netip.Addr
+	ports []int64
 }
 
 func newAllocations(cidr string) (*allocations, error) {
@@ -37,7 +45,7 @@ func newAllocations(cidr string) (*allocations, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memcluster: ServiceCIDR %q: %w", cidr, err)
 	}
-	return &allocations{cidr: p.Masked(), ips: map[netip.Addr]key{}, nodePorts: map[int64]key{}}, nil
+	return &allocations{cidr: p.Masked(), ips: map[netip.Addr]key{}, nodePorts: map[int64]key{}, held: map[key]holding{}}, nil
 }
 
 // admit applies the create-time strategy of req's kind to obj. The caller holds s.mu.
@@ -123,6 +131,9 @@ func (a *allocations) service(k key, obj object) error {
 	for _, n := range ports {
 		a.nodePorts[n] = k
 	}
+	if ip.IsValid() || len(ports) > 0 {
+		a.held[k] = holding{ip: ip, ports: ports}
+	}
 	return nil
 }
 
@@ -137,15 +148,29 @@ func (a *allocations) takenIP(ip netip.Addr) string {
 	return ""
 }
 
-// nextIP returns the lowest free address of the range, the network address excluded;
-// the zero Addr when none is left.
+// nextIP returns the first free address of the range after the one allocated last,
+// wrapping around, the network and broadcast addresses excluded, as kube-apiserver's
+// allocator walks its bitmap; the zero Addr when none is left. A restore of a hundred
+// thousand Services thus takes each in constant time, not after all those before it.
 func (a *allocations) nextIP() netip.Addr {
-	for ip := a.cidr.Addr().Next(); a.cidr.Contains(ip); ip = ip.Next() {
-		if a.ips[ip] == (key{}) && a.cidr.Contains(ip.Next()) { // the last is broadcast
+	first := a.cidr.Addr().Next()
+	usable := func(ip netip.Addr) bool { return a.cidr.Contains(ip) && a.cidr.Contains(ip.Next()) }
+	start := first
+	if a.last.IsValid() && usable(a.last.Next()) {
+		start = a.last.Next()
+	}
+	for ip := start; ; {
+		if a.ips[ip] == (key{}) {
+			a.last = ip
 			return ip
 		}
+		if ip = ip.Next(); !usable(ip) {
+			ip = first
+		}
+		if ip == start {
+			return netip.Addr{}
+		}
 	}
-	return netip.Addr{}
 }
 
 func (a *allocations) nextNodePort(taken map[int64]bool) int64 {
@@ -159,16 +184,14 @@ func (a *allocations) nextNodePort(taken map[int64]bool) int64 {
 
 // release frees what the deleted Service obj held.
 func (a *allocations) release(k key) {
-	for ip, holder := range a.ips {
-		if holder == k {
-			delete(a.ips, ip)
-		}
+	h := a.held[k]
+	if h.ip.IsValid() {
+		delete(a.ips, h.ip)
 	}
-	for n, holder := range a.nodePorts {
-		if holder == k {
-			delete(a.nodePorts, n)
-		}
+	for _, n := range h.ports {
+		delete(a.nodePorts, n)
 	}
+	delete(a.held, k)
 }
 
 func toInt64(v any) (int64, bool) {

@@ -72,9 +72,12 @@ func main() {
 }
 
 func run(args []string) int {
-	root := newRoot()
+	root, stopProfiles := newRoot()
 	root.SetArgs(args)
 	err := root.Execute()
+	if perr := stopProfiles(); perr != nil && err == nil {
+		err = perr
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -126,7 +129,9 @@ func (t *target) addFlags(cmd *cobra.Command) {
 // config returns the target's client configuration and a function that releases it.
 func (t *target) config() (*rest.Config, func(), error) {
 	if t.embedded {
-		return memcluster.Start(memcluster.Options{GC: true})
+		// A /12, as large clusters' Service ranges: a backup of a large cluster holds more
+		// Services than the /24 a kube-apiserver has by default.
+		return memcluster.Start(memcluster.Options{GC: true, ServiceCIDR: "10.96.0.0/12"})
 	}
 	cfg, err := t.flags.ToRESTConfig()
 	if err != nil {
@@ -164,7 +169,8 @@ func (t *target) restoreTarget() (restore.Target, *rest.Config, func(), error) {
 	return tgt, cfg, stop, nil
 }
 
-func newRoot() *cobra.Command {
+// newRoot returns the command, and what ends the profiles its run started.
+func newRoot() (*cobra.Command, func() error) {
 	root := &cobra.Command{
 		Use:   "restoregraph",
 		Short: "Restore a Kubernetes backup as a dependency graph",
@@ -177,15 +183,21 @@ version the target serves, with owner UIDs remapped.`,
 	}
 	root.PersistentFlags().CountP("verbose", "v", "log the run's structured records to standard error: -v its start and end and every failure, -vv every object")
 	root.PersistentFlags().String("log-format", "text", "the log's format: text or json (json logs the run even without -v)")
+	addProfileFlags(root)
+	stopProfiles := func() error { return nil }
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if f, _ := cmd.Flags().GetString("log-format"); f != "text" && f != "json" {
 			return badInput("--log-format must be text or json, not %q", f)
 		}
-		return nil
+		stop, err := startProfiles(cmd)
+		if err == nil {
+			stopProfiles = stop
+		}
+		return err
 	}
 	root.AddCommand(newPlanCmd(), newRestoreCmd(), newBackupCmd(), newVerifyCmd(), newManifestCmd(), newDemoCmd(), newControllerCmd())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return badInput("%v\n%s", err, c.UsageString()) })
-	return root
+	return root, func() error { return stopProfiles() }
 }
 
 // logger is the run's logger as the root's flags ask: none without -v or --log-format

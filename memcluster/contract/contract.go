@@ -472,7 +472,17 @@ func (s *suite) garbageCollection(t *testing.T) {
 		o.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "gc-owner", UID: uid}})
 		return o
 	}
-	_, err = cms.Create(ctx, owned("gc-child", owner.GetUID()), metav1.CreateOptions{})
+	child, err := cms.Create(ctx, owned("gc-child", owner.GetUID()), metav1.CreateOptions{})
+	require.NoError(t, err)
+	grandchild := owned("gc-grandchild", child.GetUID())
+	grandchild.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "gc-child", UID: child.GetUID()}})
+	_, err = cms.Create(ctx, grandchild, metav1.CreateOptions{})
+	require.NoError(t, err)
+	other, err := cms.Create(ctx, obj("v1", "ConfigMap", s.ns, "gc-other", nil), metav1.CreateOptions{})
+	require.NoError(t, err)
+	two := owned("gc-two-owners", owner.GetUID())
+	two.SetOwnerReferences(append(two.GetOwnerReferences(), metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "gc-other", UID: other.GetUID()}))
+	_, err = cms.Create(ctx, two, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = cms.Create(ctx, owned("gc-stale", "11111111-2222-3333-4444-555555555555"), metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -488,4 +498,9 @@ func (s *suite) garbageCollection(t *testing.T) {
 	require.NoError(t, err, "an object whose owner exists stays")
 	require.NoError(t, cms.Delete(ctx, "gc-owner", metav1.DeleteOptions{}))
 	s.eventually(t, "the dependent of a deleted owner to be collected", gone("gc-child"))
+	s.eventually(t, "the dependent of a collected owner to be collected in turn", gone("gc-grandchild"))
+	_, err = cms.Get(ctx, "gc-two-owners", metav1.GetOptions{})
+	require.NoError(t, err, "an object with an owner left stays")
+	require.NoError(t, cms.Delete(ctx, "gc-other", metav1.DeleteOptions{}))
+	s.eventually(t, "an object whose last owner is deleted to be collected", gone("gc-two-owners"))
 }
