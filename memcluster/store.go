@@ -137,6 +137,14 @@ func (s *Server) nextRV() string {
 // list returns the objects of gr in namespace ns ("" for all) that match, ordered by
 // namespace and name.
 func (s *Server) list(gr schema.GroupResource, ns, name string, sel labels.Selector) []object {
+	if rt := s.types[gr]; name != "" && rt != nil && (ns != "" || !rt.namespaced) {
+		// One object by its name (a readiness watch's field selector): looked up, not
+		// found by scanning the store.
+		if o, ok := s.objects[key{gr: gr, namespace: ns, name: name}]; ok && sel.Matches(labels.Set(labelsOf(o))) {
+			return []object{o}
+		}
+		return nil
+	}
 	var keys []key
 	for k := range s.objects {
 		if k.gr == gr && (ns == "" || k.namespace == ns) && (name == "" || k.name == name) {

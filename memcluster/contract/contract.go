@@ -204,6 +204,23 @@ func (s *suite) crud(t *testing.T) {
 	require.Len(t, list.Items, 1)
 	assert.Equal(t, "crud", list.Items[0].GetName())
 	assert.NotEmpty(t, list.GetResourceVersion())
+	// A readiness wait lists and watches one object by its name.
+	for _, c := range []struct {
+		label string
+		want  []string
+	}{{"", []string{"crud-other"}}, {"app=contract", nil}} {
+		list, err = cms.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=crud-other", LabelSelector: c.label})
+		require.NoError(t, err)
+		var names []string
+		for _, it := range list.Items {
+			names = append(names, it.GetName())
+		}
+		assert.Equal(t, c.want, names, "by name, with label selector %q", c.label)
+	}
+	list, err = s.client.Resource(namespaces).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + s.ns})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 1, "a cluster-scoped object by its name")
+	assert.Equal(t, s.ns, list.Items[0].GetName())
 
 	got.Object["data"] = map[string]any{"k": "v2"}
 	updated, err := cms.Update(ctx, got, metav1.UpdateOptions{})
