@@ -7,6 +7,7 @@ require (
 	github.com/go-json-experiment/json v0.0.0-20260820222146-c27c302e5fc3
 	github.com/gobwas/glob v0.2.3
 	github.com/google/uuid v1.6.0
+	github.com/klauspost/compress v1.19.2
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/sync v0.24.0
 	gonum.org/v1/gonum v0.17.0

@@ -4,12 +4,13 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/restoregraph/restoregraph/internal/readahead"
 	"github.com/restoregraph/restoregraph/manifest"

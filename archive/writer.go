@@ -3,11 +3,12 @@ package archive
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/restoregraph/restoregraph/manifest"
 

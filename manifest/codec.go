@@ -2,13 +2,14 @@ package manifest
 
 import (
 	"bufio"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/go-json-experiment/json/jsontext"
 )

@@ -3,13 +3,14 @@ package manifest
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/restoregraph/restoregraph/internal/readahead"
