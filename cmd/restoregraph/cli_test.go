@@ -661,3 +661,22 @@ func TestVeleroRestoreFlags(t *testing.T) {
 		})
 	}
 }
+
+// --cpu-profile and --heap-profile write pprof's files (gzipped protobuf) at the run's
+// end; a path that cannot be written is bad input naming the flag.
+func TestProfiles(t *testing.T) {
+	backup := capiTarball(t, 1)
+	dir := t.TempDir()
+	cpu, heap := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "heap.prof")
+	r := rg(t, "restore", "--backup", backup, "--embedded", "--admission", "local", "--cpu-profile", cpu, "--heap-profile", heap)
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, p := range []string{cpu, heap} {
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.Greater(t, len(data), 2, p)
+		assert.Equal(t, []byte{0x1f, 0x8b}, data[:2], "%s is a gzipped profile", p)
+	}
+	r = rg(t, "plan", "--backup", backup, "--embedded", "--cpu-profile", filepath.Join(dir, "missing", "cpu.prof"))
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "--cpu-profile: open "+filepath.Join(dir, "missing", "cpu.prof"))
+}
