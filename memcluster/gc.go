@@ -1,6 +1,7 @@
 package memcluster
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -25,36 +26,34 @@ func (s *Server) collectGarbage() {
 	}
 }
 
-// gcWatch keeps the garbage collector's index as the object k is stored (obj) or
-// deleted (obj nil, old the object deleted). The caller holds s.mu.
-func (s *Server) gcWatch(k key, obj, old object) {
+// gcWatch keeps the garbage collector's index as the object k is stored (st, over old
+// when it replaces one) or deleted (st nil, old the object deleted). The caller holds
+// s.mu.
+func (s *Server) gcWatch(k key, st, old *stored) {
 	if !s.opts.GC {
 		return
 	}
-	if obj == nil {
-		uid := types.UID(metaString(old, "uid"))
-		for _, dep := range s.dependents[uid] {
+	if st == nil {
+		for _, dep := range s.dependents[old.uid] {
 			if dk, ok := s.byUID[dep]; ok {
 				if _, seen := s.orphanSince[dk]; !seen {
 					s.orphanSince[dk] = time.Now()
 				}
 			}
 		}
-		delete(s.dependents, uid)
+		delete(s.dependents, old.uid)
 		return
 	}
-	owners := ownerUIDs(obj)
-	if len(owners) == 0 {
+	if len(st.owners) == 0 {
 		return
 	}
-	uid := types.UID(metaString(obj, "uid"))
 	alive := false
-	for _, o := range owners {
+	for _, o := range st.owners {
 		if _, ok := s.byUID[o]; ok {
 			alive = true
 		}
-		if old == nil || !containsUID(ownerUIDs(old), o) {
-			s.dependents[o] = append(s.dependents[o], uid)
+		if old == nil || !slices.Contains(old.owners, o) {
+			s.dependents[o] = append(s.dependents[o], st.uid)
 		}
 	}
 	if _, seen := s.orphanSince[k]; !alive && !seen {
@@ -68,8 +67,8 @@ func (s *Server) gcPass(now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, since := range s.orphanSince {
-		obj, ok := s.objects[k]
-		if !ok || s.ownerAlive(obj) {
+		st, ok := s.objects[k]
+		if !ok || s.ownerAlive(st) {
 			delete(s.orphanSince, k)
 			continue
 		}
@@ -82,24 +81,26 @@ func (s *Server) gcPass(now time.Time) {
 			continue
 		}
 		s.collected++
-		s.remove(&request{rt: rt, version: rt.versions[0], namespace: k.namespace, name: k.name}, k, obj)
+		s.remove(&request{rt: rt, version: rt.versions[0], namespace: k.namespace, name: k.name}, k, st)
 	}
 }
 
-// ownerAlive says whether obj has no ownerReferences or one of them names an object
+// ownerAlive says whether st has no ownerReferences or one of them names an object
 // that exists.
-func (s *Server) ownerAlive(obj object) bool {
-	owners := ownerUIDs(obj)
-	for _, o := range owners {
+func (s *Server) ownerAlive(st *stored) bool {
+	for _, o := range st.owners {
 		if _, ok := s.byUID[o]; ok {
 			return true
 		}
 	}
-	return len(owners) == 0
+	return len(st.owners) == 0
 }
 
 func ownerUIDs(obj object) []types.UID {
 	refs, _ := meta(obj)["ownerReferences"].([]any)
+	if len(refs) == 0 {
+		return nil
+	}
 	out := make([]types.UID, 0, len(refs))
 	for _, r := range refs {
 		ref, _ := r.(map[string]any)
@@ -108,15 +109,6 @@ func ownerUIDs(obj object) []types.UID {
 		}
 	}
 	return out
-}
-
-func containsUID(uids []types.UID, u types.UID) bool {
-	for _, x := range uids {
-		if x == u {
-			return true
-		}
-	}
-	return false
 }
 
 // Collected returns how many objects the garbage collector has deleted.

@@ -109,13 +109,13 @@ func (req *request) validateName(name string) error {
 
 func (s *Server) get(w http.ResponseWriter, req *request) {
 	s.mu.Lock()
-	obj, ok := s.objects[req.key(req.name)]
+	st, ok := s.objects[req.key(req.name)]
 	s.mu.Unlock()
 	if !ok {
 		writeStatus(w, apierrors.NewNotFound(req.rt.gr, req.name))
 		return
 	}
-	writeJSON(w, http.StatusOK, req.at(obj))
+	writeJSON(w, http.StatusOK, req.served(st))
 }
 
 func selectors(r *http.Request) (labels.Selector, string, error) {
@@ -168,8 +168,8 @@ func (s *Server) listHandler(w http.ResponseWriter, r *http.Request, req *reques
 	}
 	objs, next := page.cut(objs, listRV)
 	items := make([]any, len(objs))
-	for i, o := range objs {
-		items[i] = req.at(o)
+	for i, st := range objs {
+		items[i] = req.served(st)
 	}
 	md := map[string]any{"resourceVersion": strconv.FormatUint(listRV, 10)}
 	if next != "" {
@@ -212,7 +212,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request) {
 			writeStatus(w, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, req.namespace))
 			return
 		}
-		if metaString(nsObj, "deletionTimestamp") != "" {
+		if nsObj.deleting {
 			writeStatus(w, apierrors.NewForbidden(req.rt.gr, name, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", req.namespace)))
 			return
 		}
@@ -244,9 +244,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request) {
 		obj["status"] = map[string]any{"phase": "Active"}
 	}
 	obj["apiVersion"], obj["kind"] = req.gvk().GroupVersion().String(), req.rt.kind
-	s.record(watch.Added, k, obj)
+	st := s.record(watch.Added, k, obj)
 	s.afterWrite(req, obj)
-	writeJSON(w, http.StatusCreated, req.at(obj))
+	writeRaw(w, http.StatusCreated, st.raw)
 }
 
 // validateKind applies the few rules memcluster checks beyond metadata.
@@ -279,17 +279,18 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request) {
 		writeStatus(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, req.at(out))
+	writeRaw(w, http.StatusOK, out.raw)
 }
 
 // replace stores obj over the existing object, as an update of the resource or of its
-// status subresource. The caller holds s.mu.
-func (s *Server) replace(req *request, obj object) (object, error) {
+// status subresource, and returns it (at req's version). The caller holds s.mu.
+func (s *Server) replace(req *request, obj object) (*stored, error) {
 	k := req.key(req.name)
-	old, ok := s.objects[k]
+	oldSt, ok := s.objects[k]
 	if !ok {
 		return nil, apierrors.NewNotFound(req.rt.gr, req.name)
 	}
+	old := oldSt.object()
 	md, oldMD := meta(obj), meta(old)
 	if rv := metaString(obj, "resourceVersion"); rv != "" && rv != metaString(old, "resourceVersion") {
 		return nil, apierrors.NewConflict(req.rt.gr, req.name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
@@ -299,9 +300,8 @@ func (s *Server) replace(req *request, obj object) (object, error) {
 	}
 	if req.subresource == "status" {
 		// Only status changes: everything else is the stored object's.
-		merged, mergedMD := cloneWithMeta(old)
-		merged["status"] = obj["status"]
-		obj, md = merged, mergedMD
+		old["status"] = obj["status"] // old is this request's own copy
+		obj, md = old, oldMD
 	} else {
 		for _, f := range []string{"uid", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"} {
 			if v, ok := oldMD[f]; ok {
@@ -327,11 +327,11 @@ func (s *Server) replace(req *request, obj object) (object, error) {
 	if metaString(obj, "deletionTimestamp") != "" && len(finalizers(obj)) == 0 {
 		s.record(watch.Deleted, k, obj)
 		s.afterDelete(req, obj)
-		return obj, nil
+		return newStored(obj), nil
 	}
-	s.record(watch.Modified, k, obj)
+	st := s.record(watch.Modified, k, obj)
 	s.afterWrite(req, obj)
-	return obj, nil
+	return st, nil
 }
 
 // specChanged reports whether anything but metadata and status differs.
@@ -371,7 +371,10 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request) {
 		writeStatus(w, apierrors.NewNotFound(req.rt.gr, req.name))
 		return
 	}
-	current, _ := json.Marshal(req.at(old))
+	current := old.raw
+	if old.apiVersion != req.gvk().GroupVersion().String() {
+		current, _ = json.Marshal(req.at(old.object()))
+	}
 	var patched []byte
 	switch types.PatchType(ct) {
 	case types.MergePatchType:
@@ -409,7 +412,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request) {
 		writeStatus(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, req.at(out))
+	writeRaw(w, http.StatusOK, out.raw)
 }
 
 func (s *Server) deleteHandler(w http.ResponseWriter, r *http.Request, req *request) {
@@ -423,35 +426,40 @@ func (s *Server) deleteHandler(w http.ResponseWriter, r *http.Request, req *requ
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := req.key(req.name)
-	obj, ok := s.objects[k]
+	st, ok := s.objects[k]
 	if !ok {
 		writeStatus(w, apierrors.NewNotFound(req.rt.gr, req.name))
 		return
 	}
 	if p := opts.Preconditions; p != nil {
-		if p.UID != nil && string(*p.UID) != metaString(obj, "uid") || p.ResourceVersion != nil && *p.ResourceVersion != metaString(obj, "resourceVersion") {
+		if p.UID != nil && *p.UID != st.uid || p.ResourceVersion != nil && *p.ResourceVersion != st.rv {
 			writeStatus(w, apierrors.NewConflict(req.rt.gr, req.name, fmt.Errorf("precondition failed")))
 			return
 		}
 	}
-	s.remove(req, k, obj)
+	s.remove(req, k, st)
 	writeJSON(w, http.StatusOK, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
-		Details: &metav1.StatusDetails{Name: req.name, Group: req.rt.gr.Group, Kind: req.rt.gr.Resource, UID: types.UID(metaString(obj, "uid"))}})
+		Details: &metav1.StatusDetails{Name: req.name, Group: req.rt.gr.Group, Kind: req.rt.gr.Resource, UID: st.uid}})
 }
 
 // remove deletes an object, or marks it deleting when finalizers or a namespace's
 // contents hold it. The caller holds s.mu.
-func (s *Server) remove(req *request, k key, obj object) {
+func (s *Server) remove(req *request, k key, st *stored) {
 	isNamespace := k.gr == schema.GroupResource{Resource: "namespaces"}
-	if len(finalizers(obj)) == 0 && !isNamespace {
+	if !st.finalizers && !isNamespace {
+		obj := st.object()
 		s.record(watch.Deleted, k, obj)
 		s.afterDelete(req, obj)
 		return
 	}
-	if metaString(obj, "deletionTimestamp") != "" {
+	if st.deleting {
 		return
 	}
-	marked, md := cloneWithMeta(obj)
+	marked, md := st.object(), map[string]any(nil)
+	if md, _ = marked["metadata"].(map[string]any); md == nil {
+		md = map[string]any{}
+		marked["metadata"] = md
+	}
 	md["deletionTimestamp"] = time.Now().UTC().Format(time.RFC3339)
 	md["deletionGracePeriodSeconds"] = int64(0)
 	md["resourceVersion"] = s.nextRV()

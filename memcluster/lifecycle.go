@@ -120,10 +120,11 @@ func (s *Server) afterWrite(req *request, obj object) {
 // marks it Established. The caller holds s.mu.
 func (s *Server) establish(name string, uid types.UID) {
 	k := key{gr: crdGR, name: name}
-	obj, ok := s.objects[k]
-	if !ok || metaString(obj, "uid") != string(uid) {
+	st, ok := s.objects[k]
+	if !ok || st.uid != uid {
 		return
 	}
+	obj := st.object()
 	crd, err := toCRD(obj)
 	if err != nil {
 		return
@@ -133,7 +134,7 @@ func (s *Server) establish(name string, uid types.UID) {
 		return // a built-in resource of that name: never served by a CRD
 	}
 	s.serveCRD(crd)
-	updated, md := cloneWithMeta(obj)
+	updated, md := obj, meta(obj)
 	md["resourceVersion"] = s.nextRV()
 	var stored []any
 	for _, v := range crd.Spec.Versions {
@@ -189,9 +190,9 @@ func (s *Server) afterDelete(req *request, obj object) {
 		return
 	}
 	delete(s.types, gr)
-	for k, o := range s.objects {
+	for k, st := range s.objects {
 		if k.gr == gr {
-			s.record(watch.Deleted, k, o)
+			s.record(watch.Deleted, k, st.object())
 		}
 	}
 }
@@ -213,11 +214,11 @@ func (s *Server) terminateNamespace(ns string) {
 		}
 		slices.SortFunc(keys, func(a, b key) int { return strings.Compare(a.gr.String()+"/"+a.name, b.gr.String()+"/"+b.name) })
 		for _, k := range keys {
-			s.record(watch.Deleted, k, s.objects[k])
+			s.record(watch.Deleted, k, s.objects[k].object())
 		}
 		k := key{gr: schema.GroupResource{Resource: "namespaces"}, name: ns}
-		if obj, ok := s.objects[k]; ok {
-			s.record(watch.Deleted, k, obj)
+		if st, ok := s.objects[k]; ok {
+			s.record(watch.Deleted, k, st.object())
 		}
 	}()
 }

@@ -49,7 +49,7 @@ func parsePage(r *http.Request) (page, error) {
 
 // cut returns the page of objs after the token's key, at most limit long, and the token
 // of the next page ("" at the end).
-func (p page) cut(objs []object, rv uint64) ([]object, string) {
+func (p page) cut(objs []*stored, rv uint64) ([]*stored, string) {
 	start := 0
 	if p.after[1] != "" {
 		for start < len(objs) && compareKeys(objectKey(objs[start]), p.after) <= 0 {
@@ -65,9 +65,7 @@ func (p page) cut(objs []object, rv uint64) ([]object, string) {
 }
 
 // objectKey is what a list orders objects by: namespace, then name.
-func objectKey(o object) [2]string {
-	return [2]string{metaString(o, "namespace"), metaString(o, "name")}
-}
+func objectKey(st *stored) [2]string { return [2]string{st.namespace, st.name} }
 
 func compareKeys(a, b [2]string) int {
 	if c := strings.Compare(a[0], b[0]); c != 0 {

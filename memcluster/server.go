@@ -47,7 +47,7 @@ type Server struct {
 
 	mu          sync.Mutex
 	types       map[schema.GroupResource]*resourceType
-	objects     map[key]object
+	objects     map[key]*stored
 	byUID       map[types.UID]key
 	rv          uint64
 	history     ring
@@ -99,7 +99,7 @@ func StartServer(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, listener: ln, alloc: alloc,
-		types: map[schema.GroupResource]*resourceType{}, objects: map[key]object{}, byUID: map[types.UID]key{},
+		types: map[schema.GroupResource]*resourceType{}, objects: map[key]*stored{}, byUID: map[types.UID]key{},
 		history: newRing(opts.History), watchers: map[*watcher]struct{}{},
 		orphanSince: map[key]time.Time{}, dependents: map[types.UID][]types.UID{}, timers: map[*time.Timer]struct{}{}, done: make(chan struct{}),
 	}
@@ -331,6 +331,13 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(v)
+}
+
+// writeRaw writes an object's JSON as it is stored.
+func writeRaw(w http.ResponseWriter, code int, raw []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(raw)
 }
 
 // writeStatus writes err as a Kubernetes Status.

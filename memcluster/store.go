@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -27,7 +26,7 @@ type event struct {
 	typ  watch.EventType
 	key  key
 	obj  object
-	prev object // for Modified: the object before the change
+	prev *stored // for Modified: the object before the change
 	rv   uint64
 }
 
@@ -52,7 +51,7 @@ func (w *watcher) view(e event) (event, bool) {
 	if e.typ != watch.Modified || e.prev == nil {
 		return e, cur
 	}
-	old := w.selector.Matches(labels.Set(labelsOf(e.prev)))
+	old := w.selector.Matches(labels.Set(e.prev.labels))
 	switch {
 	case cur && old:
 		return e, true
@@ -60,7 +59,7 @@ func (w *watcher) view(e event) (event, bool) {
 		e.typ = watch.Added
 		return e, true
 	case old:
-		e.typ, e.obj = watch.Deleted, e.prev
+		e.typ, e.obj = watch.Deleted, e.prev.object()
 		return e, true
 	}
 	return e, false
@@ -87,26 +86,27 @@ func metaString(obj object, field string) string {
 	return s
 }
 
-// record stores obj under k (nil deletes), bumps the resourceVersion, keeps the history
-// and tells the watchers. The caller holds s.mu.
-func (s *Server) record(typ watch.EventType, k key, obj object) {
+// record stores obj under k, or deletes what k holds (obj is then the object deleted,
+// for the event), bumps the resourceVersion, keeps the history and tells the watchers.
+// It returns what it stored. The caller holds s.mu and never changes obj afterwards.
+func (s *Server) record(typ watch.EventType, k key, obj object) *stored {
 	prev := s.objects[k]
+	var st *stored
 	if typ == watch.Deleted {
-		if old, ok := s.objects[k]; ok {
-			delete(s.byUID, types.UID(metaString(old, "uid")))
+		if prev != nil {
+			delete(s.byUID, prev.uid)
 			if k.gr == servicesGR {
 				s.alloc.release(k)
 			}
-		}
-		delete(s.objects, k)
-		delete(s.orphanSince, k)
-		if prev != nil {
+			delete(s.objects, k)
+			delete(s.orphanSince, k)
 			s.gcWatch(k, nil, prev)
 		}
 	} else {
-		s.objects[k] = obj
-		s.byUID[types.UID(metaString(obj, "uid"))] = k
-		s.gcWatch(k, obj, prev)
+		st = newStored(obj)
+		s.objects[k] = st
+		s.byUID[st.uid] = k
+		s.gcWatch(k, st, prev)
 	}
 	e := event{typ: typ, key: k, obj: obj, rv: s.rv}
 	if typ == watch.Modified {
@@ -126,6 +126,7 @@ func (s *Server) record(typ watch.EventType, k key, obj object) {
 			delete(s.watchers, w)
 		}
 	}
+	return st
 }
 
 // nextRV returns a new resourceVersion. The caller holds s.mu.
@@ -136,53 +137,28 @@ func (s *Server) nextRV() string {
 
 // list returns the objects of gr in namespace ns ("" for all) that match, ordered by
 // namespace and name.
-func (s *Server) list(gr schema.GroupResource, ns, name string, sel labels.Selector) []object {
+func (s *Server) list(gr schema.GroupResource, ns, name string, sel labels.Selector) []*stored {
 	if rt := s.types[gr]; name != "" && rt != nil && (ns != "" || !rt.namespaced) {
 		// One object by its name (a readiness watch's field selector): looked up, not
 		// found by scanning the store.
-		if o, ok := s.objects[key{gr: gr, namespace: ns, name: name}]; ok && sel.Matches(labels.Set(labelsOf(o))) {
-			return []object{o}
+		if st, ok := s.objects[key{gr: gr, namespace: ns, name: name}]; ok && sel.Matches(labels.Set(st.labels)) {
+			return []*stored{st}
 		}
 		return nil
 	}
-	var keys []key
-	for k := range s.objects {
-		if k.gr == gr && (ns == "" || k.namespace == ns) && (name == "" || k.name == name) {
-			keys = append(keys, k)
+	var out []*stored
+	for k, st := range s.objects {
+		if k.gr == gr && (ns == "" || k.namespace == ns) && (name == "" || k.name == name) && sel.Matches(labels.Set(st.labels)) {
+			out = append(out, st)
 		}
 	}
-	slices.SortFunc(keys, func(a, b key) int {
+	slices.SortFunc(out, func(a, b *stored) int {
 		if c := strings.Compare(a.namespace, b.namespace); c != 0 {
 			return c
 		}
 		return strings.Compare(a.name, b.name)
 	})
-	out := make([]object, 0, len(keys))
-	for _, k := range keys {
-		if o := s.objects[k]; sel.Matches(labels.Set(labelsOf(o))) {
-			out = append(out, o)
-		}
-	}
 	return out
-}
-
-// deepCopy copies a JSON-like value.
-func deepCopy(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, x := range t {
-			m[k] = deepCopy(x)
-		}
-		return m
-	case []any:
-		s := make([]any, len(t))
-		for i, x := range t {
-			s[i] = deepCopy(x)
-		}
-		return s
-	}
-	return v
 }
 
 // ring keeps the most recent changes, oldest first, for watches that resume.
@@ -217,19 +193,4 @@ func (r *ring) each(f func(event)) {
 	for i := range r.n {
 		f(r.buf[(r.start+i)%len(r.buf)])
 	}
-}
-
-// cloneWithMeta returns a shallow copy of obj with a deep copy of its metadata, for a
-// write that changes metadata: stored objects are never changed in place.
-func cloneWithMeta(obj object) (object, map[string]any) {
-	out := make(object, len(obj))
-	for k, v := range obj {
-		out[k] = v
-	}
-	md, _ := deepCopy(meta(obj)).(map[string]any)
-	if md == nil {
-		md = map[string]any{}
-	}
-	out["metadata"] = md
-	return out, md
 }

@@ -29,8 +29,8 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *request) {
 	var backlog []event
 	var gone bool
 	if rv == "" || rv == "0" || sendInitial {
-		for _, o := range s.list(req.rt.gr, req.namespace, name, sel) {
-			backlog = append(backlog, event{typ: watch.Added, obj: o})
+		for _, st := range s.list(req.rt.gr, req.namespace, name, sel) {
+			backlog = append(backlog, event{typ: watch.Added, obj: st.object()})
 		}
 	} else {
 		from, err := strconv.ParseUint(rv, 10, 64)

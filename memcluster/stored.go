@@ -1,0 +1,62 @@
+package memcluster
+
+import (
+	stdjson "encoding/json"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/json"
+)
+
+// stored is an object as the store keeps it: its JSON, which reads serve as it is, and
+// the few fields of its metadata the server itself looks at. A million objects are then a
+// million byte slices, not a million trees of maps for the Go collector to walk.
+type stored struct {
+	raw        []byte // its JSON, with apiVersion and kind
+	apiVersion string
+	namespace  string
+	name       string
+	uid        types.UID
+	rv         string
+	labels     map[string]string // nil when it has none
+	owners     []types.UID
+	deleting   bool // it has a deletionTimestamp
+	finalizers bool // it has finalizers
+}
+
+// newStored encodes obj. The caller never changes obj afterwards: events share it.
+func newStored(obj object) *stored {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		panic("memcluster: an object decoded from JSON does not encode: " + err.Error())
+	}
+	md := meta(obj)
+	st := &stored{raw: raw, owners: ownerUIDs(obj), deleting: metaString(obj, "deletionTimestamp") != "", finalizers: len(finalizers(obj)) > 0}
+	st.apiVersion, _ = obj["apiVersion"].(string)
+	st.namespace, _ = md["namespace"].(string)
+	st.name, _ = md["name"].(string)
+	st.uid = types.UID(metaString(obj, "uid"))
+	st.rv = metaString(obj, "resourceVersion")
+	if l := labelsOf(obj); len(l) > 0 {
+		st.labels = l
+	}
+	return st
+}
+
+// object decodes the stored JSON into a tree the caller may change.
+func (st *stored) object() object {
+	var obj object
+	if err := json.Unmarshal(st.raw, &obj); err != nil {
+		panic("memcluster: a stored object does not decode: " + err.Error())
+	}
+	return obj
+}
+
+// served is st as a read of req serves it: its own JSON when req asks for the version it
+// was written at (a built-in's only one, a custom resource's storage version most
+// often), otherwise decoded and served at req's version.
+func (req *request) served(st *stored) any {
+	if st.apiVersion == req.gvk().GroupVersion().String() {
+		return stdjson.RawMessage(st.raw)
+	}
+	return req.at(st.object())
+}
