@@ -455,11 +455,8 @@ func (s *Server) remove(req *request, k key, st *stored) {
 	if st.deleting {
 		return
 	}
-	marked, md := st.object(), map[string]any(nil)
-	if md, _ = marked["metadata"].(map[string]any); md == nil {
-		md = map[string]any{}
-		marked["metadata"] = md
-	}
+	marked := st.object()
+	md := meta(marked) // every stored object has its metadata: create and update set it
 	md["deletionTimestamp"] = time.Now().UTC().Format(time.RFC3339)
 	md["deletionGracePeriodSeconds"] = int64(0)
 	md["resourceVersion"] = s.nextRV()

@@ -17,8 +17,8 @@ type key struct {
 	name      string
 }
 
-// object is a stored object's content. It is never changed once stored: every write
-// stores a new map, so readers and watchers share it without copying.
+// object is an object's content as a tree, as a write decodes it. Once a write has
+// stored it, it is never changed: the events of watches share it.
 type object = map[string]any
 
 // event is one change, kept in the history for watches that resume from a version.
