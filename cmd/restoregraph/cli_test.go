@@ -663,7 +663,8 @@ func TestVeleroRestoreFlags(t *testing.T) {
 }
 
 // --cpu-profile and --heap-profile write pprof's files (gzipped protobuf) at the run's
-// end; a path that cannot be written is bad input naming the flag.
+// end, whatever its exit code; a path that cannot be written is bad input naming the
+// flag.
 func TestProfiles(t *testing.T) {
 	backup := capiTarball(t, 1)
 	dir := t.TempDir()
@@ -676,6 +677,12 @@ func TestProfiles(t *testing.T) {
 		require.Greater(t, len(data), 2, p)
 		assert.Equal(t, []byte{0x1f, 0x8b}, data[:2], "%s is a gzipped profile", p)
 	}
+	failed := filepath.Join(dir, "failed.prof")
+	r = rg(t, "plan", "--backup", backup, "--embedded", "--include-resources", "nosuchthing", "--cpu-profile", failed)
+	require.Equal(t, 2, r.code, r.stderr)
+	data, err := os.ReadFile(failed)
+	require.NoError(t, err, "a run that fails writes its profile too")
+	assert.Equal(t, []byte{0x1f, 0x8b}, data[:2])
 	r = rg(t, "plan", "--backup", backup, "--embedded", "--cpu-profile", filepath.Join(dir, "missing", "cpu.prof"))
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, "--cpu-profile: open "+filepath.Join(dir, "missing", "cpu.prof"))
