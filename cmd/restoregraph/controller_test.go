@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -12,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/restoregraph/restoregraph/memcluster"
 	"github.com/restoregraph/restoregraph/plugin/velerohost"
 )
 
@@ -64,4 +67,35 @@ func TestControllerValidatesAndLeavesOthersAlone(t *testing.T) {
 	phase, _, _ = unstructured.NestedString(done.Object, "status", "phase")
 	assert.Equal(t, "Completed", phase)
 	assert.Empty(t, done.GetAnnotations()[TakenByAnnotation], "a finished Restore is not taken")
+}
+
+// The controller's /metrics hold its Kubernetes client's requests, as client-go reports
+// them: latency by verb and host, and results by code.
+func TestControllerMetricsHoldClientRequests(t *testing.T) {
+	m := newControllerMetrics(func() float64 { return 0 })
+	cfg, stop, err := memcluster.Start(memcluster.Options{})
+	require.NoError(t, err)
+	defer stop()
+	dyn, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	_, err = dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(context.Background(), "absent", metav1.GetOptions{})
+	require.Error(t, err)
+	host := strings.TrimPrefix(cfg.Host, "http://")
+	assert.Equal(t, 1.0, testutil.ToFloat64(restClient.results.WithLabelValues("404", "GET", host)))
+	families, err := m.registry.Gather()
+	require.NoError(t, err)
+	var requests uint64
+	for _, f := range families {
+		if f.GetName() != "rest_client_request_duration_seconds" {
+			continue
+		}
+		for _, metric := range f.GetMetric() {
+			for _, l := range metric.GetLabel() {
+				if l.GetName() == "host" && l.GetValue() == host {
+					requests += metric.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	assert.Equal(t, uint64(1), requests, "the request's latency is observed once")
 }

@@ -6,17 +6,19 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientmetrics "k8s.io/client-go/tools/metrics"
 )
 
 // controllerMetrics are what the controller tells Prometheus: Restores by how they
 // ended, objects by resource and outcome, how long restores take, how many run and
-// how many wait for admission.
+// how many wait for admission, and its Kubernetes client's requests.
 type controllerMetrics struct {
 	registry   *prometheus.Registry
 	restores   *prometheus.CounterVec // by phase
@@ -46,8 +48,41 @@ func newControllerMetrics(electing func() float64) *controllerMetrics {
 	elections := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "restoregraph_restore_elections",
 		Help: "Unfinished Restores this process stands for (queue depth, across the replicas)."}, electing)
 	m.registry.MustRegister(m.restores, m.objects, m.duration, m.inProgress, m.waits, m.takenOver, elections,
+		restClient.latency, restClient.results, restClient.limiter,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	clientmetrics.Register(clientmetrics.RegisterOpts{RequestLatency: restClient.latency, RequestResult: restClient.results,
+		RateLimiterLatency: restClient.limiter})
 	return m
+}
+
+// restClient holds client-go's own metrics, as kube-controller-manager exposes them:
+// each request's latency by verb and host, its result by code, method and host, and the
+// time it waited for the client's rate limiter (--client-qps). client-go reports them
+// to process-wide hooks (tools/metrics), set once.
+var restClient = struct {
+	latency, limiter restClientLatency
+	results          restClientResults
+}{
+	latency: restClientLatency{prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rest_client_request_duration_seconds",
+		Help: "Request latency of the controller's Kubernetes client, by verb and host.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"verb", "host"})},
+	limiter: restClientLatency{prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rest_client_rate_limiter_duration_seconds",
+		Help: "Time the controller's Kubernetes client waited for its rate limiter, by verb and host.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"verb", "host"})},
+	results: restClientResults{prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rest_client_requests_total",
+		Help: "Requests of the controller's Kubernetes client, by status code, method and host."}, []string{"code", "method", "host"})},
+}
+
+// restClientLatency is a histogram of durations as client-go's LatencyMetric.
+type restClientLatency struct{ *prometheus.HistogramVec }
+
+func (h restClientLatency) Observe(_ context.Context, verb string, u url.URL, latency time.Duration) {
+	h.WithLabelValues(verb, u.Host).Observe(latency.Seconds())
+}
+
+// restClientResults is a counter as client-go's ResultMetric.
+type restClientResults struct{ *prometheus.CounterVec }
+
+func (c restClientResults) Increment(_ context.Context, code, method, host string) {
+	c.WithLabelValues(code, method, host).Inc()
 }
 
 // serveOperations serves /metrics, /healthz (the process answers) and /readyz (its
