@@ -93,6 +93,8 @@ func TestControllerCarriesOutVeleroRestores(t *testing.T) {
 	assert.Contains(t, string(body), `restoregraph_restores_total{phase="Completed"} 1`)
 	assert.Contains(t, string(body), `restoregraph_restore_objects_total{resource="deployments.apps",status="Restored"} 1`)
 	assert.Contains(t, string(body), "restoregraph_restore_duration_seconds_count 1")
+	assert.Regexp(t, `rest_client_requests_total\{code="201",host="127\.0\.0\.1:\d+",method="POST"\} [1-9]`, string(body), "the client's creates")
+	assert.Contains(t, string(body), `rest_client_request_duration_seconds_count{host=`)
 	require.Eventually(t, func() bool {
 		evs, err := kubernetes.NewForConfigOrDie(vc.Config).CoreV1().Events("velero").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=shop-copy"})
 		if err != nil {
