@@ -1,7 +1,6 @@
 package restore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"sync/atomic"
@@ -15,7 +14,6 @@ import (
 	"github.com/restoregraph/restoregraph/readiness"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -57,25 +55,10 @@ func (p *slowItems) AreAdditionalItemsReady([]ria.ResourceIdentifier, *ria.Resto
 }
 
 func smallBackup(t *testing.T) *archive.Backup {
-	var buf bytes.Buffer
-	w, err := archive.NewWriter(&buf, archive.Format11)
-	require.NoError(t, err)
-	for _, o := range []map[string]any{
-		{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "n", "uid": "ns"}},
-		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a", "namespace": "n", "uid": "a"}},
-		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "b", "namespace": "n", "uid": "b"}},
-	} {
-		u := &unstructured.Unstructured{Object: o}
-		resource := "configmaps"
-		if u.GetKind() == "Namespace" {
-			resource = "namespaces"
-		}
-		require.NoError(t, w.Add(u, resource, true))
-	}
-	require.NoError(t, w.Close())
-	b, err := archive.Read(context.Background(), &buf, archive.Options{})
-	require.NoError(t, err)
-	return b
+	return backupOf(t,
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "n", "uid": "ns"}},
+		map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a", "namespace": "n", "uid": "a"}},
+		map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "b", "namespace": "n", "uid": "b"}})
 }
 
 // The item timeout bounds an object's own work; a plugin's wait for its additional

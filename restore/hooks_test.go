@@ -1,7 +1,6 @@
 package restore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -67,11 +66,8 @@ func after(name, pod string) map[string]any {
 }
 
 func hooksBackup(t *testing.T) *archive.Backup {
-	var buf bytes.Buffer
-	w, err := archive.NewWriter(&buf, archive.Format11)
-	require.NoError(t, err)
-	for _, o := range []map[string]any{
-		{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop", "uid": "ns"}},
+	return backupOf(t,
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop", "uid": "ns"}},
 		hookedPod("db", nil, map[string]any{hook.InitImageAnnotation: "busybox", hook.InitNameAnnotation: "fetch",
 			hook.ExecCommandAnnotation: `["psql", "-c", "select 1"]`, hook.ExecOnErrorAnnotation: "Fail"}),
 		after("after-db", "db"),
@@ -80,16 +76,7 @@ func hooksBackup(t *testing.T) *archive.Backup {
 		hookedPod("broken", nil, map[string]any{hook.ExecCommandAnnotation: "migrate", hook.ExecOnErrorAnnotation: "Fail"}),
 		after("after-broken", "broken"),
 		hookedPod("never", nil, map[string]any{hook.ExecCommandAnnotation: "true", hook.ExecOnErrorAnnotation: "Fail", hook.ExecWaitTimeoutAnnotation: "200ms"}),
-		hookedPod("malformed", nil, map[string]any{hook.ExecCommandAnnotation: "true", hook.ExecTimeoutAnnotation: "soon"}),
-	} {
-		u := &unstructured.Unstructured{Object: o}
-		resource := map[string]string{"Namespace": "namespaces", "Pod": "pods", "ConfigMap": "configmaps"}[u.GetKind()]
-		require.NoError(t, w.Add(u, resource, true))
-	}
-	require.NoError(t, w.Close())
-	b, err := archive.Read(context.Background(), &buf, archive.Options{})
-	require.NoError(t, err)
-	return b
+		hookedPod("malformed", nil, map[string]any{hook.ExecCommandAnnotation: "true", hook.ExecTimeoutAnnotation: "soon"}))
 }
 
 // kubelet marks the Pods of shop running, but those in never, as a kubelet would once

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,6 +33,23 @@ func capiBackup(t testing.TB, clusters int) *archive.Backup {
 	t.Helper()
 	var buf bytes.Buffer
 	require.NoError(t, workload.CAPI(workload.CAPIOptions{Clusters: clusters, Seed: 1}).Write(&buf))
+	b, err := archive.Read(context.Background(), &buf, archive.Options{})
+	require.NoError(t, err)
+	return b
+}
+
+// backupOf writes objs into a backup in memory, each under its kind's plural (a
+// Namespace, Pod or ConfigMap), and reads it back.
+func backupOf(t *testing.T, objs ...map[string]any) *archive.Backup {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := archive.NewWriter(&buf, archive.Format11)
+	require.NoError(t, err)
+	for _, o := range objs {
+		u := &unstructured.Unstructured{Object: o}
+		require.NoError(t, w.Add(u, strings.ToLower(u.GetKind())+"s", true))
+	}
+	require.NoError(t, w.Close())
 	b, err := archive.Read(context.Background(), &buf, archive.Options{})
 	require.NoError(t, err)
 	return b
