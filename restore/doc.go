@@ -80,7 +80,8 @@
 //   - Resume. With a Journal (OpenJournal for a file), source-to-new UID mappings are
 //     appended as objects are restored (fsync'd in batches; a torn last line is
 //     tolerated). Run again with the same journal and the restore continues where it
-//     stopped.
+//     stopped. OpenClusterJournal keeps one in ConfigMaps, for a restore that another
+//     process may carry on: only what the target cannot tell (operations, hooks run).
 //   - Failure isolation. A failed object skips only its descendants, reported with the
 //     chain that blocked them. A panic in a plugin's call is that object's failure (a
 //     *PluginError wrapping a *scheduler.PanicError). A panic anywhere else in a step is

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -181,35 +183,55 @@ func TestAsyncOperationThatFailsTimesOutOrIsCancelled(t *testing.T) {
 }
 
 // A restore resumed from its journal follows the operations an earlier run started:
-// Progress on the same ID, Execute not called again.
+// Progress on the same ID, Execute not called again. The same of a journal in a file and
+// of one in the cluster.
 func TestResumedRestoreFollowsTheSameOperation(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "journal")
-	tgt, b := widgetTarget(t), widgetBackup(t)
-	first := &copier{progressErr: errors.New("the plugin's backend is away")}
-	j := openJournal(t, path)
-	rep, err := restoreAll(context.Background(), tgt, b, testOptions{Plugins: copierRegistry(t, first), OperationPoll: fastPoll, Journal: j, Retry: fastRetry})
-	require.NoError(t, err)
-	require.NoError(t, j.Close())
-	assert.Equal(t, Failed, byName(rep)["namespaces/a"].Status)
-	assert.Equal(t, 1, first.executed)
+	for _, where := range []string{"file", "cluster"} {
+		t.Run(where, func(t *testing.T) {
+			tgt, b := widgetTarget(t), widgetBackup(t)
+			path := filepath.Join(t.TempDir(), "journal")
+			open := func() (Journal, func() error) {
+				j := openJournal(t, path)
+				return j, j.Close
+			}
+			if where == "cluster" {
+				_, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(context.Background(),
+					&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "journals"}}},
+					metav1.CreateOptions{})
+				require.NoError(t, err)
+				open = func() (Journal, func() error) {
+					j, err := OpenClusterJournal(context.Background(), tgt.Dynamic, "journals", "resumed", nil)
+					require.NoError(t, err)
+					return j, func() error { return nil }
+				}
+			}
+			first := &copier{progressErr: errors.New("the plugin's backend is away")}
+			j, closeJ := open()
+			rep, err := restoreAll(context.Background(), tgt, b, testOptions{Plugins: copierRegistry(t, first), OperationPoll: fastPoll, Journal: j, Retry: fastRetry})
+			require.NoError(t, err)
+			require.NoError(t, closeJ())
+			assert.Equal(t, Failed, byName(rep)["namespaces/a"].Status)
+			assert.Equal(t, 1, first.executed)
 
-	again := &copier{after: 2}
-	j = openJournal(t, path)
-	require.Equal(t, OperationInProgress, j.Journaled()["ns-a"].Operations[0].Phase, "the journal holds the operation as it was started")
-	rep, err = restoreAll(context.Background(), tgt, b, testOptions{Plugins: copierRegistry(t, again), OperationPoll: fastPoll, Journal: j, Retry: fastRetry})
-	require.NoError(t, err)
-	require.True(t, rep.OK(), firstFailure(rep))
-	require.NoError(t, j.Close())
-	ns := byName(rep)["namespaces/a"]
-	assert.True(t, ns.FromJournal)
-	assert.Equal(t, 0, again.executed, "Execute is not called again")
-	assert.Equal(t, 2, again.polls, "the same operation is polled until it completes")
-	require.Len(t, ns.Operations, 1)
-	assert.Equal(t, OperationCompleted, ns.Operations[0].Phase)
+			again := &copier{after: 2}
+			j, closeJ = open()
+			require.Equal(t, OperationInProgress, j.Journaled()["ns-a"].Operations[0].Phase, "the journal holds the operation as it was started")
+			rep, err = restoreAll(context.Background(), tgt, b, testOptions{Plugins: copierRegistry(t, again), OperationPoll: fastPoll, Journal: j, Retry: fastRetry})
+			require.NoError(t, err)
+			require.True(t, rep.OK(), firstFailure(rep))
+			require.NoError(t, closeJ())
+			ns := byName(rep)["namespaces/a"]
+			assert.True(t, ns.FromJournal)
+			assert.Equal(t, 0, again.executed, "Execute is not called again")
+			assert.Equal(t, 2, again.polls, "the same operation is polled until it completes")
+			require.Len(t, ns.Operations, 1)
+			assert.Equal(t, OperationCompleted, ns.Operations[0].Phase)
 
-	j = openJournal(t, path)
-	assert.Equal(t, OperationCompleted, j.Journaled()["ns-a"].Operations[0].Phase, "and the journal says it completed")
-	require.NoError(t, j.Close())
+			j, closeJ = open()
+			assert.Equal(t, OperationCompleted, j.Journaled()["ns-a"].Operations[0].Phase, "and the journal says it completed")
+			require.NoError(t, closeJ())
+		})
+	}
 }
 
 // An operation ID from a plugin that cannot be followed fails its object, naming it.

@@ -7,7 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -16,6 +19,8 @@ import (
 	"github.com/restoregraph/restoregraph/test/harness"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -147,17 +152,8 @@ func TestControllerTakesOverADeadReplica(t *testing.T) {
 	ctx := context.Background()
 	const name = fixtureBackup
 	_, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
-	bin, err := cliBinary()
-	require.NoError(t, err)
 	start := func(identity string, extra ...string) (*exec.Cmd, *syncBuffer) {
-		cmd := exec.Command(bin, append([]string{"controller", "--plugins", v.PluginDir(), "--kubeconfig", vc.Kubeconfig, "-v",
-			"--identity", identity, "--lease-duration", "6s", "--metrics-address", "127.0.0.1:0"}, extra...)...)
-		var logs syncBuffer
-		cmd.Stdout, cmd.Stderr = &logs, &logs
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		require.NoError(t, cmd.Start())
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		return cmd, &logs
+		return startReplica(t, vc, identity, nil, append([]string{"--plugins", v.PluginDir()}, extra...)...)
 	}
 	// The first is slowed by its client's rate limit, so that it is killed mid-restore.
 	a, aLogs := start("replica-a", "--client-qps", "8", "--client-burst", "1")
@@ -213,4 +209,103 @@ func TestControllerTakesOverADeadReplica(t *testing.T) {
 	describe, err := v.Run(ctx, "restore", "describe", "taken-over", "--details")
 	require.NoError(t, err, describe)
 	assert.Contains(t, describe, "shop-taken-over/web(created)")
+}
+
+// startReplica starts a controller process of the given identity on cluster vc, with a
+// Lease of 6 s, its metrics on a free port, env added to its environment and extra
+// flags; it is killed when the test ends, and when the test process dies.
+func startReplica(t *testing.T, vc *harness.Cluster, identity string, env []string, extra ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	bin, err := cliBinary()
+	require.NoError(t, err)
+	cmd := exec.Command(bin, append([]string{"controller", "--kubeconfig", vc.Kubeconfig, "-v",
+		"--identity", identity, "--lease-duration", "6s", "--metrics-address", "127.0.0.1:0"}, extra...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var logs syncBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd, &logs
+}
+
+// TestControllerTakeoverFollowsTheOperationUnderWay: a plugin built with Velero's
+// framework copies a claim's data in an operation of 12 s. The replica carrying out the
+// Restore is SIGKILLed while the operation runs; the other takes the Restore over and,
+// through the journal the first kept in the cluster, follows the same operation to its
+// end rather than starting another: Execute once across both, the Pod that mounts the
+// claim made after the copy, the Restore Completed. The backup is one the real Velero
+// server wrote of a live namespace; the replicas run as deploy/'s ServiceAccount.
+func TestControllerTakeoverFollowsTheOperationUnderWay(t *testing.T) {
+	ctx := context.Background()
+	_, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+	cs, err := kubernetes.NewForConfig(vc.Config)
+	require.NoError(t, err)
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "async-src"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cs.CoreV1().PersistentVolumeClaims("async-src").Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Annotations: map[string]string{"example.io/copy": "12s"}},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}},
+		metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cs.CoreV1().Pods("async-src").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "uses-data"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "postgres:17"}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}},
+		metav1.CreateOptions{})
+	require.NoError(t, err)
+	out, err := v.Run(ctx, "backup", "create", "async", "--include-namespaces", "async-src", "--snapshot-volumes=false", "--wait")
+	require.NoError(t, err, out)
+	require.Equal(t, "Completed", veleroPhase(t, vc, veleroBackups, "async", "Completed", "PartiallyFailed", "Failed"))
+
+	// Velero's plugins beside the one that copies: the object store, and testplugins.
+	plugins := t.TempDir()
+	aws, err := filepath.Glob(filepath.Join(v.PluginDir(), "*"))
+	require.NoError(t, err)
+	for _, f := range aws {
+		require.NoError(t, os.Link(f, filepath.Join(plugins, filepath.Base(f))))
+	}
+	buildTestPlugins(t, plugins)
+	log := filepath.Join(t.TempDir(), "async.log")
+	env := []string{"ASYNC_LOG=" + log}
+
+	// Both replicas run as the ServiceAccount of deploy/, with its RBAC alone.
+	rbac, err := os.ReadFile("../deploy/rbac.yaml")
+	require.NoError(t, err)
+	applyYAML(t, vc, string(rbac))
+	asSA := []string{"--plugins", plugins, "--as", "system:serviceaccount:velero:restoregraph"}
+
+	a, aLogs := startReplica(t, vc, "replica-a", env, asSA...)
+	out, err = v.Run(ctx, "restore", "create", "async-taken", "--from-backup", "async", "--namespace-mappings", "async-src:async-dst")
+	require.NoError(t, err, out)
+	journal := func() string {
+		cm, err := cs.CoreV1().ConfigMaps("velero").Get(ctx, "restoregraph-journal-async-taken-0", metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		return fmt.Sprint(cm.Data)
+	}
+	require.Eventually(t, func() bool { return strings.Contains(journal(), `"phase":"InProgress"`) }, 2*time.Minute, 50*time.Millisecond,
+		"replica-a starts the copy and journals it in the cluster:\n%s", aLogs)
+	_, bLogs := startReplica(t, vc, "replica-b", env, asSA...)
+	time.Sleep(time.Second) // b stands for the Restore
+	require.NoError(t, a.Process.Signal(syscall.SIGKILL))
+	killed := time.Now()
+	data, _ := os.ReadFile(log)
+	require.Equal(t, 1, strings.Count(string(data), "execute "), "one operation started: %s", data)
+	require.NotContains(t, journal(), `"phase":"Completed"`, "killed while the operation ran")
+
+	phase := veleroPhase(t, vc, veleroRestores, "async-taken", "Completed", "PartiallyFailed", "Failed", "FailedValidation")
+	require.Equal(t, "Completed", phase, "replica-b:\n%s", bLogs)
+	assert.Contains(t, bLogs.String(), "restore taken over")
+	data, _ = os.ReadFile(log)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	require.Len(t, lines, 1, "Execute once across both replicas, and nothing cancelled: %s", data)
+	assert.Contains(t, journal(), `"phase":"Completed"`, "followed to its end by replica-b")
+	pod, err := cs.CoreV1().Pods("async-dst").Get(ctx, "uses-data", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.True(t, pod.CreationTimestamp.Time.After(killed), "the Pod is made after the copy, which ran past the kill")
+	claim, err := cs.CoreV1().PersistentVolumeClaims("async-dst").Get(ctx, "data", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "async-taken", claim.Labels["velero.io/restore-name"])
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"os"
@@ -108,7 +109,8 @@ taken over by another when that one dies.`,
 				clients:  cs,
 				host:     host,
 				commands: commands,
-				admitter: &admission.Cluster{Client: cs, Namespace: admissionNS},
+				// A dead process's admission expires as soon as its Restores' Leases do.
+				admitter: &admission.Cluster{Client: cs, Namespace: admissionNS, Holder: identity, LeaseDuration: leaseDuration},
 				run:      restore.RunOptions{ItemTimeout: itemTimeout},
 				log:      logger(cmd),
 				identity: identity, leaseDuration: leaseDuration,
@@ -455,8 +457,15 @@ func (c *controller) restoreOne(ctx context.Context, o *unstructured.Unstructure
 	if err != nil {
 		return invalid(err)
 	}
+	// The journal is in the cluster, beside the Restore and owned by it: whoever takes the
+	// Restore over follows the operations plugins started, rather than starting them again.
+	journal, err := restore.OpenClusterJournal(ctx, c.velero.Dynamic, c.velero.Namespace, journalName(o.GetName()),
+		&metav1.OwnerReference{APIVersion: "velero.io/v1", Kind: "Restore", Name: o.GetName(), UID: o.GetUID()})
+	if err != nil {
+		return failed(err)
+	}
 	opts := c.run
-	opts.Name, opts.Admitter, opts.Logger = o.GetName(), c.admitter, log
+	opts.Name, opts.Admitter, opts.Logger, opts.Journal = o.GetName(), c.admitter, log, journal
 	opts.ItemOperationTimeout = spec.ItemOperationTimeout
 	opts.OnAdmissionWait = func(cs []admission.Conflict) {
 		c.metrics.waits.Inc()
@@ -500,6 +509,18 @@ func (c *controller) restoreOne(ctx context.Context, o *unstructured.Unstructure
 		status["progress"] = rec.Status()["progress"]
 	}
 	return status
+}
+
+// journalName names the ConfigMaps of a Restore's journal: restoregraph-journal-NAME,
+// or its hash when that is too long for a ConfigMap's name.
+func journalName(restoreName string) string {
+	name := "restoregraph-journal-" + restoreName
+	if len(name) > 240 {
+		h := fnv.New64a()
+		h.Write([]byte(restoreName))
+		name = fmt.Sprintf("restoregraph-journal-%016x", h.Sum64())
+	}
+	return name
 }
 
 // progress updates the Restore's status.progress every two seconds until stopped.
