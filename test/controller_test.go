@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -241,31 +243,8 @@ func TestControllerTakeoverFollowsTheOperationUnderWay(t *testing.T) {
 	_, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
 	cs, err := kubernetes.NewForConfig(vc.Config)
 	require.NoError(t, err)
-	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "async-src"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = cs.CoreV1().PersistentVolumeClaims("async-src").Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "data", Annotations: map[string]string{"example.io/copy": "12s"}},
-		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}},
-		metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = cs.CoreV1().Pods("async-src").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "uses-data"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "postgres:17"}},
-			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}},
-		metav1.CreateOptions{})
-	require.NoError(t, err)
-	out, err := v.Run(ctx, "backup", "create", "async", "--include-namespaces", "async-src", "--snapshot-volumes=false", "--wait")
-	require.NoError(t, err, out)
-	require.Equal(t, "Completed", veleroPhase(t, vc, veleroBackups, "async", "Completed", "PartiallyFailed", "Failed"))
-
-	// Velero's plugins beside the one that copies: the object store, and testplugins.
-	plugins := t.TempDir()
-	aws, err := filepath.Glob(filepath.Join(v.PluginDir(), "*"))
-	require.NoError(t, err)
-	for _, f := range aws {
-		require.NoError(t, os.Link(f, filepath.Join(plugins, filepath.Base(f))))
-	}
-	buildTestPlugins(t, plugins)
+	backupOfClaim(t, vc, v, "async", "async-src", "12s")
+	plugins := withTestPlugins(t, v)
 	log := filepath.Join(t.TempDir(), "async.log")
 	env := []string{"ASYNC_LOG=" + log}
 
@@ -276,7 +255,7 @@ func TestControllerTakeoverFollowsTheOperationUnderWay(t *testing.T) {
 	asSA := []string{"--plugins", plugins, "--as", "system:serviceaccount:velero:restoregraph"}
 
 	a, aLogs := startReplica(t, vc, "replica-a", env, asSA...)
-	out, err = v.Run(ctx, "restore", "create", "async-taken", "--from-backup", "async", "--namespace-mappings", "async-src:async-dst")
+	out, err := v.Run(ctx, "restore", "create", "async-taken", "--from-backup", "async", "--namespace-mappings", "async-src:async-dst")
 	require.NoError(t, err, out)
 	journal := func() string {
 		cm, err := cs.CoreV1().ConfigMaps("velero").Get(ctx, "restoregraph-journal-async-taken-0", metav1.GetOptions{})
@@ -308,4 +287,102 @@ func TestControllerTakeoverFollowsTheOperationUnderWay(t *testing.T) {
 	claim, err := cs.CoreV1().PersistentVolumeClaims("async-dst").Get(ctx, "data", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "async-taken", claim.Labels["velero.io/restore-name"])
+}
+
+// TestControllerOverlapsOnlyDisjointRestores: four Restores of a backup the real Velero
+// server wrote (a claim whose data a plugin copies in 6 s, and a Pod that mounts it),
+// created one after another and carried out by two controller processes. r1-shared and
+// r2-shared restore into the same namespace: r2 waits until r1 has released its
+// objects, whichever process takes which, and r1, created first, goes first. r3-apart
+// and r4-apart restore into namespaces of their own: they run at once. When each object
+// ended is read from the processes' logs (-vv, in milliseconds).
+func TestControllerOverlapsOnlyDisjointRestores(t *testing.T) {
+	ctx := context.Background()
+	_, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+	backupOfClaim(t, vc, v, "app", "app", "6s")
+	plugins := withTestPlugins(t, v)
+	_, aLogs := startReplica(t, vc, "replica-a", nil, "--plugins", plugins, "-v")
+	_, bLogs := startReplica(t, vc, "replica-b", nil, "--plugins", plugins, "-v")
+	restores := []string{"r1-shared", "r2-shared", "r3-apart", "r4-apart"}
+	into := map[string]string{"r1-shared": "app-shared", "r2-shared": "app-shared", "r3-apart": "app-3", "r4-apart": "app-4"}
+	for _, r := range restores {
+		out, err := v.Run(ctx, "restore", "create", r, "--from-backup", "app", "--namespace-mappings", "app:"+into[r])
+		require.NoError(t, err, out)
+	}
+	for _, r := range restores {
+		phase := veleroPhase(t, vc, veleroRestores, r, "Completed", "PartiallyFailed", "Failed", "FailedValidation")
+		require.Equal(t, "Completed", phase, "%s\nreplica-a:\n%s\nreplica-b:\n%s", r, aLogs, bLogs)
+	}
+
+	// When each restore's objects ended, from both processes' logs.
+	ended := map[string][]time.Time{}
+	line := regexp.MustCompile(`time=(\S+) level=DEBUG msg="object ended" restore=(\S+)`)
+	for _, logs := range []*syncBuffer{aLogs, bLogs} {
+		for _, m := range line.FindAllStringSubmatch(logs.String(), -1) {
+			at, err := time.Parse(time.RFC3339Nano, m[1])
+			require.NoError(t, err)
+			ended[m[2]] = append(ended[m[2]], at)
+		}
+	}
+	from, to := map[string]time.Time{}, map[string]time.Time{}
+	for _, r := range restores {
+		require.NotEmpty(t, ended[r], "objects of %s", r)
+		from[r], to[r] = slices.MinFunc(ended[r], time.Time.Compare), slices.MaxFunc(ended[r], time.Time.Compare)
+		t.Logf("%s: objects ended from %s to %s", r, from[r].Format(time.StampMilli), to[r].Format(time.StampMilli))
+	}
+	assert.True(t, from["r2-shared"].After(to["r1-shared"]), "r2, which overlaps r1 and was created after it, starts once r1 has ended")
+	assert.True(t, from["r3-apart"].Before(to["r4-apart"]) && from["r4-apart"].Before(to["r3-apart"]), "r3 and r4, disjoint, run at once")
+
+	dyn, err := dynamic.NewForConfig(vc.Config)
+	require.NoError(t, err)
+	for _, r := range restores {
+		o, err := dyn.Resource(veleroRestores).Namespace("velero").Get(ctx, r, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "admitted", o.GetAnnotations()["restoregraph.dev/admission"], r)
+	}
+	require.Eventually(t, func() bool {
+		evs, err := kubernetes.NewForConfigOrDie(vc.Config).CoreV1().Events("velero").List(ctx,
+			metav1.ListOptions{FieldSelector: "involvedObject.name=r2-shared,reason=WaitingForAdmission"})
+		return err == nil && len(evs.Items) > 0 && strings.Contains(evs.Items[0].Message, "restore r1-shared")
+	}, 30*time.Second, 200*time.Millisecond, "r2 says, in an Event, that it waits for r1")
+}
+
+// backupOfClaim has the real Velero server back up, as backup name, a namespace ns it
+// makes: a claim whose data the copy-volume plugin copies as copy says ("12s"), and a
+// Pod mounting it.
+func backupOfClaim(t *testing.T, vc *harness.Cluster, v *harness.Velero, name, ns, copy string) {
+	t.Helper()
+	ctx := context.Background()
+	cs, err := kubernetes.NewForConfig(vc.Config)
+	require.NoError(t, err)
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Annotations: map[string]string{"example.io/copy": copy}},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}},
+		metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "uses-data"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "postgres:17"}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}},
+		metav1.CreateOptions{})
+	require.NoError(t, err)
+	out, err := v.Run(ctx, "backup", "create", name, "--include-namespaces", ns, "--snapshot-volumes=false", "--wait")
+	require.NoError(t, err, out)
+	require.Equal(t, "Completed", veleroPhase(t, vc, veleroBackups, name, "Completed", "PartiallyFailed", "Failed"))
+}
+
+// withTestPlugins returns a plugin directory holding Velero's (the object store of the
+// location) and test/velero's testplugins, with copy-volume among them.
+func withTestPlugins(t *testing.T, v *harness.Velero) string {
+	t.Helper()
+	plugins := t.TempDir()
+	aws, err := filepath.Glob(filepath.Join(v.PluginDir(), "*"))
+	require.NoError(t, err)
+	for _, f := range aws {
+		require.NoError(t, os.Link(f, filepath.Join(plugins, filepath.Base(f))))
+	}
+	buildTestPlugins(t, plugins)
+	return plugins
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,7 +114,7 @@ taken over by another when that one dies.`,
 				// A dead process's admission expires as soon as its Restores' Leases do.
 				admitter: &admission.Cluster{Client: cs, Namespace: admissionNS, Holder: identity, LeaseDuration: leaseDuration},
 				run:      restore.RunOptions{ItemTimeout: itemTimeout},
-				log:      logger(cmd),
+				log:      controllerLogger(cmd),
 				identity: identity, leaseDuration: leaseDuration,
 				slots: make(chan struct{}, workers), electing: map[string]*election{},
 			}
@@ -147,6 +149,14 @@ taken over by another when that one dies.`,
 	return cmd
 }
 
+// controllerLogger is the command's logger; a controller logs at Info without -v too.
+func controllerLogger(cmd *cobra.Command) *slog.Logger {
+	if log := logger(cmd); log != nil {
+		return log
+	}
+	return slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+}
+
 // controller carries out Velero's Restore objects.
 type controller struct {
 	velero   velerohost.Velero
@@ -166,6 +176,8 @@ type controller struct {
 	metrics *controllerMetrics
 	events  record.EventRecorder // Events on the Restores
 	ready   atomic.Bool          // the informer has listed the Restores
+	// restores is the informer's store of the Restores.
+	restores cache.Store
 
 	queue     workqueue.TypedRateLimitingInterface[string]
 	mu        sync.Mutex
@@ -197,6 +209,7 @@ func (c *controller) runLoop(ctx context.Context, dyn dynamic.Interface) error {
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 		return fmt.Errorf("the Restores of %s were not listed: %w", c.velero.Namespace, context.Cause(ctx))
 	}
+	c.restores = informer.GetStore()
 	c.ready.Store(true)
 	c.log.Info("controller started", "namespace", c.velero.Namespace, "identity", c.identity, "restores", cap(c.slots))
 	var wg sync.WaitGroup
@@ -322,12 +335,16 @@ func (c *controller) forget(name string, e *election) {
 	}
 }
 
-// lead carries out Restore name, this process holding its Lease: a new one is moved to
+// lead carries out Restore name, this process holding its Lease, once every Restore
+// created before it has entered admission (awaitEarlier): a new one is moved to
 // InProgress, one InProgress (its process died) is taken over, each under its
 // resourceVersion. When ctx ends first (the Lease lost, the process stopping), no end is
 // recorded: whoever holds the Lease next carries the Restore on. Its error is for a
 // failure to take or record it, which is tried again.
 func (c *controller) lead(ctx context.Context, name string) error {
+	if !c.awaitEarlier(ctx, name) {
+		return nil
+	}
 	select {
 	case c.slots <- struct{}{}:
 		defer func() { <-c.slots }()
@@ -465,13 +482,17 @@ func (c *controller) restoreOne(ctx context.Context, o *unstructured.Unstructure
 		return failed(err)
 	}
 	opts := c.run
-	opts.Name, opts.Admitter, opts.Logger, opts.Journal = o.GetName(), c.admitter, log, journal
+	opts.Name, opts.Logger, opts.Journal = o.GetName(), log, journal
+	opts.Admitter = markingAdmitter{c.admitter, func(state string) { c.markAdmission(ctx, o, state) }}
 	opts.ItemOperationTimeout = spec.ItemOperationTimeout
 	opts.OnAdmissionWait = func(cs []admission.Conflict) {
 		c.metrics.waits.Inc()
-		for _, cf := range cs {
+		names := make([]string, len(cs))
+		for i, cf := range cs {
 			log.Info("waiting for an operation that touches the same objects", "operation", cf.String())
+			names[i] = cf.Kind + " " + cf.ID
 		}
+		c.events.Eventf(o, corev1.EventTypeNormal, "WaitingForAdmission", "waits for %s, which touch the same objects", strings.Join(names, ", "))
 	}
 	// Progress counts what Velero's record counts: the objects the plan takes on, not
 	// those it leaves to the target or filters out.
@@ -509,6 +530,83 @@ func (c *controller) restoreOne(ctx context.Context, o *unstructured.Unstructure
 		status["progress"] = rec.Status()["progress"]
 	}
 	return status
+}
+
+// AdmissionAnnotation says where a Restore stands in admission: "waiting" for an
+// operation that touches the same objects, then "admitted".
+const AdmissionAnnotation = "restoregraph.dev/admission"
+
+// awaitEarlier waits until every unfinished Restore created before Restore name (by
+// creation time, then name) has entered admission, or has ended; false when ctx ends
+// first. So overlapping Restores are admitted in the order they were created, whichever
+// replica takes them and however long each takes to plan: admission's tickets are taken
+// in that order. The cost is that Restores are planned one after another (their restores
+// still run at once where they do not overlap). A Restore taken over after its process
+// died enters admission again, behind those that entered meanwhile.
+func (c *controller) awaitEarlier(ctx context.Context, name string) bool {
+	told := false
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
+		obj, ok, _ := c.restores.GetByKey(c.velero.Namespace + "/" + name)
+		if !ok {
+			return true, nil // gone: lead finds it so
+		}
+		me := obj.(*unstructured.Unstructured)
+		for _, obj := range c.restores.List() {
+			r := obj.(*unstructured.Unstructured)
+			if !createdBefore(r, me) || finished(r) || r.GetAnnotations()[AdmissionAnnotation] != "" {
+				continue
+			}
+			if !told {
+				c.log.Info("waiting for a Restore created earlier to enter admission", "restore", name, "earlier", r.GetName())
+				told = true
+			}
+			return false, nil
+		}
+		return true, nil
+	})
+	return err == nil
+}
+
+// createdBefore orders Restores by creation time, then name.
+func createdBefore(a, b *unstructured.Unstructured) bool {
+	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+	if !ta.Equal(&tb) {
+		return ta.Before(&tb)
+	}
+	return a.GetName() < b.GetName()
+}
+
+// markAdmission sets AdmissionAnnotation on Restore o. A mark that fails is logged: the
+// Restores created after it then wait until it ends.
+func (c *controller) markAdmission(ctx context.Context, o *unstructured.Unstructured, state string) {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AdmissionAnnotation: state}}})
+	_, err := c.velero.Dynamic.Resource(veleroRestoresGVR).Namespace(c.velero.Namespace).Patch(ctx, o.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		c.log.Warn("the restore's admission is not marked", "restore", o.GetName(), "state", state, "error", err)
+	}
+}
+
+// markingAdmitter admits through Admitter and marks the Restore once its operation has
+// entered admission: "waiting" when it must wait (admission calls OnWait after the
+// operation has its ticket), "admitted" when it runs.
+type markingAdmitter struct {
+	admission.Admitter
+	mark func(state string)
+}
+
+func (m markingAdmitter) Admit(ctx context.Context, op admission.Operation) (func(), error) {
+	onWait := op.OnWait
+	op.OnWait = func(cs []admission.Conflict) {
+		m.mark("waiting")
+		if onWait != nil {
+			onWait(cs)
+		}
+	}
+	release, err := m.Admitter.Admit(ctx, op)
+	if err == nil {
+		m.mark("admitted")
+	}
+	return release, err
 }
 
 // journalName names the ConfigMaps of a Restore's journal: restoregraph-journal-NAME,
