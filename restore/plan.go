@@ -277,6 +277,16 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 	if discWarning != nil {
 		p.Warnings = append(p.Warnings, discWarning.Error())
 	}
+	p.excluded = exclude(backup, sel, f)
+	// Warnings speak of what the restore takes on: a kind it leaves to the target or
+	// filters out is not warned about.
+	takenOn, kinds := map[schema.GroupResource]bool{}, map[schema.GroupKind]bool{}
+	for _, it := range m.Items() {
+		if _, out := p.excluded[it]; !out {
+			takenOn[it.GroupResource()] = true
+			kinds[it.GroupVersionKind().GroupKind()] = true
+		}
+	}
 	lay, _ := backup.(layout)
 	for _, c := range vplan.Choices {
 		var dir string
@@ -284,7 +294,7 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 			dir = lay.Dir(c.GroupResource, c.Version)
 		}
 		p.Versions = append(p.Versions, choiceOf(c, dir))
-		if !c.Restorable() {
+		if !c.Restorable() && takenOn[c.GroupResource] {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s: %s", c.GroupResource, c.Explain()))
 		}
 	}
@@ -297,7 +307,6 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 	for _, a := range p.actions {
 		p.Plugins = append(p.Plugins, PlannedPlugin{Name: a.Name, Version: a.Version, AppliesTo: a.Selector})
 	}
-	p.excluded = exclude(backup, sel, f)
 	rules := ext.Rules
 	if !disabled(sel, StatefulSetClaims) {
 		rules = append([]graph.Rule{graph.StatefulSetClaims}, rules...)
@@ -339,7 +348,7 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 			p.CriticalPath = append(p.CriticalPath, n.Item.UID)
 		}
 	}
-	p.Warnings = append(p.Warnings, unprobedKinds(m, ext.Readiness)...)
+	p.Warnings = append(p.Warnings, unprobedKinds(kinds, ext.Readiness)...)
 	for _, gr := range slices.SortedFunc(maps.Keys(sel.Priorities), manifest.CompareGroupResources) {
 		if _, held := m.Resource(gr); !held {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("version priorities name %s, which the backup does not hold", gr))
@@ -495,16 +504,12 @@ func itemPredecessors(g *graph.Graph, id int64) []itemDep {
 }
 
 // unprobedKinds warns of the kinds judged by the policy for unknown kinds.
-func unprobedKinds(m *manifest.Manifest, reg *readiness.Registry) []string {
-	seen := map[schema.GroupKind]bool{}
-	for _, it := range m.Items() {
-		gk := it.GroupVersionKind().GroupKind()
-		if !reg.Known(gk) {
-			seen[gk] = true
-		}
-	}
+func unprobedKinds(kinds map[schema.GroupKind]bool, reg *readiness.Registry) []string {
 	var out []string
-	for gk := range seen {
+	for gk := range kinds {
+		if reg.Known(gk) {
+			continue
+		}
 		out = append(out, fmt.Sprintf("no readiness probe for %s: policy %s", gk, reg.Unknown))
 	}
 	slices.Sort(out)

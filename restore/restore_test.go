@@ -16,6 +16,7 @@ import (
 	"github.com/restoregraph/restoregraph/bench/workload"
 	"github.com/restoregraph/restoregraph/graph"
 	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/memcluster"
 	"github.com/restoregraph/restoregraph/plugin"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
@@ -453,6 +454,12 @@ func TestPlanWritesNothing(t *testing.T) {
 	assert.Equal(t, "v1beta1", crd.Version)
 	assert.Equal(t, "clusters.cluster.x-k8s.io", crd.TargetFromCRD, "the target will serve what the backup's CRD serves")
 	assert.Contains(t, p.Warnings, "no readiness probe for Cluster.cluster.x-k8s.io: policy ReadyOnCreate")
+	// What the restore does not take on is not warned about.
+	namespaces, err := planAll(context.Background(), cfg, b, testOptions{Filter: filter.Spec{IncludeResources: []string{"namespaces"}}})
+	require.NoError(t, err)
+	for _, w := range namespaces.Warnings {
+		assert.NotContains(t, w, "cluster.x-k8s.io", "a kind filtered out")
+	}
 	js, err := json.MarshalIndent(p, "", "  ")
 	require.NoError(t, err)
 	var written bytes.Buffer
