@@ -18,10 +18,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/restoregraph/restoregraph/test/harness"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,7 +42,7 @@ import (
 func TestControllerCarriesOutVeleroRestores(t *testing.T) {
 	ctx := context.Background()
 	const name = fixtureBackup
-	_, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"},
+	s3srv, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"},
 		DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
 
 	bin, err := cliBinary()
@@ -126,6 +129,26 @@ func TestControllerCarriesOutVeleroRestores(t *testing.T) {
 	errs, _, _ := unstructured.NestedStringSlice(r.Object, "status", "validationErrors")
 	require.Len(t, errs, 1)
 	assert.Contains(t, errs[0], "spec.restorePVs")
+
+	// velero restore delete: the Restore goes once its files are removed from the bucket,
+	// as Velero's restore controller does it.
+	files := func() []string {
+		list, err := s3srv.Client().ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(s3srv.Bucket), Prefix: aws.String("restores/shop-copy/")})
+		require.NoError(t, err)
+		var keys []string
+		for _, o := range list.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+		return keys
+	}
+	require.Len(t, files(), 3, "results, resource list and log")
+	out, err = v.Run(ctx, "restore", "delete", "shop-copy", "--confirm")
+	require.NoError(t, err, out)
+	require.Eventually(t, func() bool {
+		_, err := dyn.Resource(veleroRestores).Namespace("velero").Get(ctx, "shop-copy", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, time.Minute, 200*time.Millisecond, "the Restore is deleted:\n%s", &logs)
+	assert.Empty(t, files(), "its files are removed from the bucket")
 }
 
 // syncBuffer is a buffer a process writes to while the test reads it.

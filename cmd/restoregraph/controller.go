@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -222,7 +224,17 @@ func (c *controller) runLoop(ctx context.Context, dyn dynamic.Interface) error {
 			obj, exists, err := informer.GetStore().GetByKey(c.velero.Namespace + "/" + name)
 			u, _ := obj.(*unstructured.Unstructured)
 			switch {
-			case err != nil || !exists || u == nil || finished(u):
+			case err != nil || !exists || u == nil:
+				c.stopElecting(name)
+			case u.GetDeletionTimestamp() != nil:
+				c.stopElecting(name)
+				if err := c.finalize(ctx, u); err != nil {
+					c.log.Warn("the deleted restore's files are not removed; again later", "restore", name, "error", err)
+					c.queue.AddRateLimited(name)
+					c.queue.Done(name)
+					continue
+				}
+			case finished(u):
 				c.stopElecting(name)
 			default:
 				c.elect(ctx, u)
@@ -381,6 +393,9 @@ func (c *controller) lead(ctx context.Context, name string) error {
 	}
 	ann[TakenByAnnotation] = c.identity
 	o.SetAnnotations(ann)
+	if !slices.Contains(o.GetFinalizers(), ExternalResourcesFinalizer) {
+		o.SetFinalizers(append(o.GetFinalizers(), ExternalResourcesFinalizer))
+	}
 	taken, err := client.Update(ctx, o, metav1.UpdateOptions{})
 	if err != nil {
 		return err // a conflict: it changed since it was read; read it again
@@ -521,8 +536,12 @@ func (c *controller) restoreOne(ctx context.Context, o *unstructured.Unstructure
 	printReport(&text, rep)
 	rec := restoreRecord(o.GetName(), vb.Name, rep, text.Bytes())
 	rec.Started = started
-	if rerr := velerohost.PutRestoreFiles(context.WithoutCancel(ctx), store, vb.Location, rec); rerr != nil {
-		log.Warn("the restore's results are not recorded in its location", "error", rerr)
+	// A restore cut short (its Lease lost, the Restore deleted, the process stopping)
+	// records nothing: whoever carries it on records it.
+	if ctx.Err() == nil {
+		if rerr := velerohost.PutRestoreFiles(context.WithoutCancel(ctx), store, vb.Location, rec); rerr != nil {
+			log.Warn("the restore's results are not recorded in its location", "error", rerr)
+		}
 	}
 	status := rec.Status()
 	if err != nil {
@@ -530,6 +549,51 @@ func (c *controller) restoreOne(ctx context.Context, o *unstructured.Unstructure
 		status["progress"] = rec.Status()["progress"]
 	}
 	return status
+}
+
+// ExternalResourcesFinalizer is Velero's finalizer on the Restores its restore
+// controller takes: their files in the location are removed before they go.
+const ExternalResourcesFinalizer = "restores.velero.io/external-resources-finalizer"
+
+// finalize does what Velero's restore controller does for a deleted Restore that holds
+// ExternalResourcesFinalizer: it removes the restore's files from the location of its
+// backup (none when the backup is gone, as Velero), then the finalizer, under the
+// Restore's resourceVersion (of several processes, one does it; the files' removal is
+// the same done twice).
+func (c *controller) finalize(ctx context.Context, u *unstructured.Unstructured) error {
+	if !slices.Contains(u.GetFinalizers(), ExternalResourcesFinalizer) {
+		return nil
+	}
+	backup, _, _ := unstructured.NestedString(u.Object, "spec", "backupName")
+	if backup != "" {
+		loc, err := c.velero.BackupLocation(ctx, backup)
+		switch {
+		case errors.Is(err, velerohost.ErrBackupNotFound):
+			c.log.Info("the deleted restore's backup is gone: its files are left", "restore", u.GetName(), "backup", backup)
+		case err != nil:
+			return err
+		default:
+			store, err := c.host.OpenLocation(ctx, c.velero, loc, c.commands...)
+			if err != nil {
+				return err
+			}
+			err = velerohost.DeleteRestoreFiles(ctx, store, loc, u.GetName())
+			store.Close()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	o := u.DeepCopy()
+	o.SetFinalizers(slices.DeleteFunc(o.GetFinalizers(), func(f string) bool { return f == ExternalResourcesFinalizer }))
+	_, err := c.velero.Dynamic.Resource(veleroRestoresGVR).Namespace(c.velero.Namespace).Update(ctx, o, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // gone, or changed: the change brings it here again
+	}
+	if err == nil {
+		c.log.Info("deleted restore's files removed", "restore", u.GetName())
+	}
+	return err
 }
 
 // AdmissionAnnotation says where a Restore stands in admission: "waiting" for an

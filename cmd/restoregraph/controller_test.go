@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/restoregraph/restoregraph/memcluster"
@@ -38,7 +40,8 @@ func TestControllerValidatesAndLeavesOthersAlone(t *testing.T) {
 		veleroRestore("done", map[string]any{"backupName": "b"}, "Completed"))
 	events := record.NewFakeRecorder(10)
 	c := &controller{velero: velerohost.Velero{Dynamic: dyn, Namespace: "velero"}, log: slog.New(slog.DiscardHandler),
-		identity: "replica-1", slots: make(chan struct{}, 1), events: events, metrics: newControllerMetrics(func() float64 { return 0 })}
+		identity: "replica-1", slots: make(chan struct{}, 1), events: events, metrics: newControllerMetrics(func() float64 { return 0 }),
+		restores: cache.NewStore(cache.MetaNamespaceKeyFunc)}
 	ctx := context.Background()
 	require.NoError(t, c.lead(ctx, "volumes"))
 	require.NoError(t, c.lead(ctx, "done"))
@@ -56,6 +59,7 @@ func TestControllerValidatesAndLeavesOthersAlone(t *testing.T) {
 	require.Len(t, errs, 1)
 	assert.Contains(t, errs[0], "spec.restorePVs: true: volume data is not restored")
 	assert.Equal(t, "replica-1", v.GetAnnotations()[TakenByAnnotation])
+	assert.Equal(t, []string{ExternalResourcesFinalizer}, v.GetFinalizers(), "its files are removed before it goes, as Velero's")
 	for _, field := range []string{"startTimestamp", "completionTimestamp"} {
 		ts, _, _ := unstructured.NestedString(v.Object, "status", field)
 		assert.NotEmpty(t, ts, field)
@@ -98,4 +102,64 @@ func TestControllerMetricsHoldClientRequests(t *testing.T) {
 		}
 	}
 	assert.Equal(t, uint64(1), requests, "the request's latency is observed once")
+}
+
+// A Restore is not planned before every Restore created before it has entered admission
+// or ended: overlapping ones are admitted in the order they were created.
+func TestControllerTakesRestoresInTheOrderTheyWereCreated(t *testing.T) {
+	at := func(o *unstructured.Unstructured, sec int64) *unstructured.Unstructured {
+		o.SetCreationTimestamp(metav1.Unix(1_700_000_000+sec, 0))
+		return o
+	}
+	older := at(veleroRestore("older", map[string]any{"backupName": "b"}, ""), 0)
+	sameSecond := at(veleroRestore("a-same-second", map[string]any{"backupName": "b"}, ""), 10)
+	newer := at(veleroRestore("newer", map[string]any{"backupName": "b", "restorePVs": true}, ""), 10)
+	done := at(veleroRestore("done-earlier", map[string]any{"backupName": "b"}, "Completed"), -5)
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	for _, o := range []*unstructured.Unstructured{older, sameSecond, newer, done} {
+		require.NoError(t, store.Add(o))
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{veleroRestoresGVR: "RestoreList"},
+		newer.DeepCopy())
+	c := &controller{velero: velerohost.Velero{Dynamic: dyn, Namespace: "velero"}, log: slog.New(slog.DiscardHandler), identity: "replica-1",
+		slots: make(chan struct{}, 1), events: record.NewFakeRecorder(10), metrics: newControllerMetrics(func() float64 { return 0 }), restores: store}
+	phase := func() string {
+		o, err := dyn.Resource(veleroRestoresGVR).Namespace("velero").Get(context.Background(), "newer", metav1.GetOptions{})
+		require.NoError(t, err)
+		p, _, _ := unstructured.NestedString(o.Object, "status", "phase")
+		return p
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	require.NoError(t, c.lead(ctx, "newer"))
+	assert.Empty(t, phase(), "not taken while older ones have not entered admission")
+
+	older.SetAnnotations(map[string]string{AdmissionAnnotation: "admitted"})
+	require.NoError(t, store.Update(older))
+	ctx, cancel = context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	require.NoError(t, c.lead(ctx, "newer"))
+	assert.Empty(t, phase(), "one created in the same second with a name before it has not either")
+
+	sameSecond.SetAnnotations(map[string]string{AdmissionAnnotation: "waiting"})
+	require.NoError(t, store.Update(sameSecond))
+	require.NoError(t, c.lead(context.Background(), "newer"))
+	assert.Equal(t, "FailedValidation", phase(), "taken once every older one is in admission (a finished one is not waited for)")
+}
+
+// A deleted Restore that holds Velero's finalizer is let go once its files are removed
+// (here its backup is gone: nothing to remove, as Velero).
+func TestControllerLetsADeletedRestoreGo(t *testing.T) {
+	deleted := veleroRestore("deleted", map[string]any{"backupName": "gone"}, "Completed")
+	deleted.SetFinalizers([]string{"example.io/other", ExternalResourcesFinalizer})
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{veleroRestoresGVR: "RestoreList",
+		{Group: "velero.io", Version: "v1", Resource: "backups"}: "BackupList"}, deleted)
+	c := &controller{velero: velerohost.Velero{Dynamic: dyn, Namespace: "velero"}, log: slog.New(slog.DiscardHandler)}
+	now := metav1.Now()
+	deleted.SetDeletionTimestamp(&now)
+	require.NoError(t, c.finalize(context.Background(), deleted))
+	o, err := dyn.Resource(veleroRestoresGVR).Namespace("velero").Get(context.Background(), "deleted", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"example.io/other"}, o.GetFinalizers(), "Velero's finalizer removed, others kept")
 }

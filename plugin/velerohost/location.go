@@ -123,6 +123,24 @@ func (v Velero) Backup(ctx context.Context, name string) (*Backup, error) {
 	return b, nil
 }
 
+// BackupLocation is the location backup name is kept in, whatever the backup's phase and
+// whether or not it serves a restore: where its restores' files are.
+func (v Velero) BackupLocation(ctx context.Context, name string) (Location, error) {
+	ns := v.namespace()
+	o, err := v.Dynamic.Resource(backupsResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return Location{}, fmt.Errorf("%w: %s/%s", ErrBackupNotFound, ns, name)
+	}
+	if err != nil {
+		return Location{}, fmt.Errorf("backup %s/%s: %w", ns, name, err)
+	}
+	locName, _, _ := unstructured.NestedString(o.Object, "spec", "storageLocation")
+	if locName == "" {
+		return Location{}, fmt.Errorf("%w: backup %s/%s names no storage location", ErrLocationNotFound, ns, name)
+	}
+	return v.Location(ctx, locName)
+}
+
 // LatestOfSchedule is the newest Completed backup schedule made, by start time, as
 // `velero restore create --from-schedule` takes it; with allowPartiallyFailed the newest
 // Completed or PartiallyFailed one, as with its --allow-partially-failed.

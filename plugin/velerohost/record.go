@@ -210,6 +210,21 @@ func PutRestoreFiles(ctx context.Context, store *ObjectStore, loc Location, rec 
 	return nil
 }
 
+// DeleteRestoreFiles removes every file under restores/NAME/ in loc, as Velero's restore
+// controller does when its Restore is deleted (velero restore delete). Each file is
+// tried; the error joins those that failed.
+func DeleteRestoreFiles(ctx context.Context, store *ObjectStore, loc Location, name string) error {
+	keys, err := store.List(ctx, RestoreKey(loc.Prefix, name, "")+"/")
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, key := range keys {
+		errs = append(errs, store.Delete(ctx, key))
+	}
+	return errors.Join(errs...)
+}
+
 func gzipJSON(v any) ([]byte, error) {
 	data, err := json.Marshal(v)
 	if err != nil {

@@ -152,6 +152,32 @@ func (o *ObjectStore) Open(ctx context.Context, key string, offset int64) (io.Re
 	return r, nil
 }
 
+// List returns the keys of the bucket under prefix (ListObjects).
+func (o *ObjectStore) List(ctx context.Context, prefix string) ([]string, error) {
+	c, call, err := o.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.ListObjects(ctx, &proto.ListObjectsRequest{Plugin: o.name, Bucket: o.bucket, Prefix: prefix})
+	if err := call.end(ctx, err); err != nil {
+		return nil, fmt.Errorf("object store %s: listing %s: %w", o.name, prefix, err)
+	}
+	return resp.Keys, nil
+}
+
+// Delete removes key from the bucket (DeleteObject).
+func (o *ObjectStore) Delete(ctx context.Context, key string) error {
+	c, call, err := o.client(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = c.DeleteObject(ctx, &proto.DeleteObjectRequest{Plugin: o.name, Bucket: o.bucket, Key: key})
+	if err := call.end(ctx, err); err != nil {
+		return fmt.Errorf("object store %s: deleting %s: %w", o.name, key, err)
+	}
+	return nil
+}
+
 // putChunk is how much of a body one PutObject message carries: well under gRPC's
 // 4 MiB message limit, and few messages for a large tarball.
 const putChunk = 1 << 20

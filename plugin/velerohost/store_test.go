@@ -327,6 +327,26 @@ func TestRecordRestore(t *testing.T) {
 	assert.Equal(t, "shop-and-fleet", backup)
 	assert.ErrorIs(t, v.CheckRestoreName(ctx, "shop-restore"), ErrRestoreExists)
 	assert.ErrorIs(t, v.RecordRestore(ctx, st, loc, rec), ErrRestoreExists, "never recorded twice")
+
+	// Deleted as velero restore delete has Velero delete them: the restore's files, and
+	// not those of a restore whose name it begins.
+	other := rec
+	other.Name = "shop-restore-2"
+	require.NoError(t, PutRestoreFiles(ctx, st, loc, other))
+	require.NoError(t, DeleteRestoreFiles(ctx, st, loc, "shop-restore"))
+	left, err := os.ReadDir(dir)
+	if !errors.Is(err, fs.ErrNotExist) {
+		require.NoError(t, err)
+		assert.Empty(t, left, "the restore's files")
+	}
+	kept, err := os.ReadDir(filepath.Join(root, "velero", "rg", "restores", "shop-restore-2"))
+	require.NoError(t, err)
+	assert.Len(t, kept, 3, "another restore's")
+	bl, err := v.BackupLocation(ctx, "shop-and-fleet")
+	require.NoError(t, err)
+	assert.Equal(t, loc, bl)
+	_, err = v.BackupLocation(ctx, "gone")
+	assert.ErrorIs(t, err, ErrBackupNotFound)
 }
 
 func gunzipFile(t *testing.T, path string) []byte {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -110,8 +112,24 @@ func (s *dirStore) ListCommonPrefixes(bucket, prefix, delimiter string) ([]strin
 	return nil, errors.New("not implemented")
 }
 
+// ListObjects returns every key of the bucket that starts with prefix.
 func (s *dirStore) ListObjects(bucket, prefix string) ([]string, error) {
-	return nil, errors.New("not implemented")
+	root := filepath.Join(s.root, bucket)
+	var keys []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if key := filepath.ToSlash(rel); strings.HasPrefix(key, prefix) {
+			keys = append(keys, key)
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return keys, err
 }
 
 func (s *dirStore) DeleteObject(bucket, key string) error { return os.Remove(s.path(bucket, key)) }
