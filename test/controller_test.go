@@ -90,7 +90,7 @@ func TestControllerCarriesOutVeleroRestores(t *testing.T) {
 	assert.Contains(t, vlogs, "objects in")
 
 	// Operable: health, readiness, metrics, Events on the Restore.
-	for _, path := range []string{"/healthz", "/readyz"} {
+	for _, path := range []string{"/healthz", "/readyz", "/debug/pprof/goroutine?debug=1"} {
 		resp, err := http.Get("http://" + metrics + path)
 		require.NoError(t, err)
 		resp.Body.Close()
@@ -239,7 +239,7 @@ func TestControllerTakesOverADeadReplica(t *testing.T) {
 // startReplica starts a controller process of the given identity on cluster vc, with a
 // Lease of 6 s, its metrics on a free port, env added to its environment and extra
 // flags; it is killed when the test ends, and when the test process dies.
-func startReplica(t *testing.T, vc *harness.Cluster, identity string, env []string, extra ...string) (*exec.Cmd, *syncBuffer) {
+func startReplica(t testing.TB, vc *harness.Cluster, identity string, env []string, extra ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
 	bin, err := cliBinary()
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"sync/atomic"
 	"time"
@@ -98,6 +99,13 @@ func serveOperations(ctx context.Context, address string, m *controllerMetrics, 
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
+	// Go's profiles, as Kubernetes' own components serve them (--profiling): where a
+	// running controller's time, memory and goroutines go.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	l, err := net.Listen("tcp", address)
 	if err != nil {
 		return nil, err
