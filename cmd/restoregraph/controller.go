@@ -354,13 +354,19 @@ func (c *controller) forget(name string, e *election) {
 // recorded: whoever holds the Lease next carries the Restore on. Its error is for a
 // failure to take or record it, which is tried again.
 func (c *controller) lead(ctx context.Context, name string) error {
-	if !c.awaitEarlier(ctx, name) {
+	c.metrics.waiting.WithLabelValues("earlier").Inc()
+	ok := c.awaitEarlier(ctx, name)
+	c.metrics.waiting.WithLabelValues("earlier").Dec()
+	if !ok {
 		return nil
 	}
+	c.metrics.waiting.WithLabelValues("slot").Inc()
 	select {
 	case c.slots <- struct{}{}:
+		c.metrics.waiting.WithLabelValues("slot").Dec()
 		defer func() { <-c.slots }()
 	case <-ctx.Done():
+		c.metrics.waiting.WithLabelValues("slot").Dec()
 		return nil
 	}
 	client := c.velero.Dynamic.Resource(veleroRestoresGVR).Namespace(c.velero.Namespace)
@@ -498,7 +504,7 @@ func (c *controller) restoreOne(ctx context.Context, o *unstructured.Unstructure
 	}
 	opts := c.run
 	opts.Name, opts.Logger, opts.Journal = o.GetName(), log, journal
-	opts.Admitter = markingAdmitter{c.admitter, func(state string) { c.markAdmission(ctx, o, state) }}
+	opts.Admitter = markingAdmitter{c.admitter, func(state string) { c.markAdmission(ctx, o, state) }, c.metrics}
 	opts.ItemOperationTimeout = spec.ItemOperationTimeout
 	opts.OnAdmissionWait = func(cs []admission.Conflict) {
 		c.metrics.waits.Inc()
@@ -655,18 +661,26 @@ func (c *controller) markAdmission(ctx context.Context, o *unstructured.Unstruct
 // operation has its ticket), "admitted" when it runs.
 type markingAdmitter struct {
 	admission.Admitter
-	mark func(state string)
+	mark    func(state string)
+	metrics *controllerMetrics
 }
 
 func (m markingAdmitter) Admit(ctx context.Context, op admission.Operation) (func(), error) {
+	var waitingSince time.Time
 	onWait := op.OnWait
 	op.OnWait = func(cs []admission.Conflict) {
+		waitingSince = time.Now()
+		m.metrics.waiting.WithLabelValues("admission").Inc()
 		m.mark("waiting")
 		if onWait != nil {
 			onWait(cs)
 		}
 	}
 	release, err := m.Admitter.Admit(ctx, op)
+	if !waitingSince.IsZero() { // OnWait is called from Admit's goroutine, before it returns
+		m.metrics.waiting.WithLabelValues("admission").Dec()
+		m.metrics.waited.Observe(time.Since(waitingSince).Seconds())
+	}
 	if err == nil {
 		m.mark("admitted")
 	}

@@ -132,8 +132,13 @@ func TestControllerTakesRestoresInTheOrderTheyWereCreated(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	require.NoError(t, c.lead(ctx, "newer"))
+	waiting := c.metrics.waiting.WithLabelValues("earlier")
+	led := make(chan error)
+	go func() { led <- c.lead(ctx, "newer") }()
+	assert.Eventually(t, func() bool { return testutil.ToFloat64(waiting) == 1 }, time.Second, 10*time.Millisecond, "counted as waiting")
+	require.NoError(t, <-led)
 	assert.Empty(t, phase(), "not taken while older ones have not entered admission")
+	assert.Zero(t, testutil.ToFloat64(waiting))
 
 	older.SetAnnotations(map[string]string{AdmissionAnnotation: "admitted"})
 	require.NoError(t, store.Update(older))

@@ -28,6 +28,8 @@ type controllerMetrics struct {
 	inProgress prometheus.Gauge       // carried out now by this process
 	waits      prometheus.Counter     // restores that waited for admission
 	takenOver  prometheus.Counter     // Restores taken over from a process that died
+	waiting    *prometheus.GaugeVec   // Restores waiting now, by what for
+	waited     prometheus.Histogram   // seconds a Restore waited for admission
 }
 
 func newControllerMetrics(electing func() float64) *controllerMetrics {
@@ -45,10 +47,15 @@ func newControllerMetrics(electing func() float64) *controllerMetrics {
 			Help: "Restores that waited for an operation touching the same objects."}),
 		takenOver: prometheus.NewCounter(prometheus.CounterOpts{Name: "restoregraph_restores_taken_over_total",
 			Help: "Restores taken over from a process that stopped holding their Lease."}),
+		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "restoregraph_restores_waiting",
+			Help: "Restores this process holds that wait now: for one created earlier to enter admission (earlier), for a place (slot), or for an operation touching the same objects (admission)."},
+			[]string{"for"}),
+		waited: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "restoregraph_admission_wait_seconds",
+			Help: "How long a Restore that waited for admission waited.", Buckets: prometheus.ExponentialBuckets(0.5, 2, 14)}),
 	}
 	elections := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "restoregraph_restore_elections",
 		Help: "Unfinished Restores this process stands for (queue depth, across the replicas)."}, electing)
-	m.registry.MustRegister(m.restores, m.objects, m.duration, m.inProgress, m.waits, m.takenOver, elections,
+	m.registry.MustRegister(m.restores, m.objects, m.duration, m.inProgress, m.waits, m.takenOver, m.waiting, m.waited, elections,
 		restClient.latency, restClient.results, restClient.limiter,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	clientmetrics.Register(clientmetrics.RegisterOpts{RequestLatency: restClient.latency, RequestResult: restClient.results,
