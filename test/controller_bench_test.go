@@ -39,9 +39,10 @@ import (
 // controller (two processes, Velero's server running with its restore controllers off)
 // into another. It reports the time from the first Restore's creation until all are
 // Completed, for each, and their ratio. restoregraph's processes then carry out the 50
-// again under other names; of each it reports the goroutines before, after 50 and after
-// 100 Restores (a restore that leaves goroutines or watches behind grows them by as many
-// each time; the goroutine profile is logged when they grow), and its resident memory.
+// three times more under other names; of each it reports the goroutines before, after 50
+// and after 200 Restores (a restore that leaves goroutines or watches behind grows them
+// by as many each time; the goroutine profile is logged when they grow), and its
+// resident memory after 50 and after 200.
 func BenchmarkIntegrationVeleroRestores(b *testing.B) {
 	const namespaces = 50
 	for range b.N {
@@ -85,28 +86,32 @@ func BenchmarkIntegrationVeleroRestores(b *testing.B) {
 			before[i] = metricOf(b, addr, "go_goroutines")
 		}
 		rgTook := createRestoresAndWait(b, rc, "apps", "restore-", names)
-		// Then the same 50 again, under other names (the objects are there: each is found
-		// by its source UID): a process that keeps something per restore grows by it.
+		// Then the same 50 three times more, under other names (the objects are there: each
+		// is found by its source UID): a process that keeps something per restore grows by
+		// it, 200 Restores in all.
 		settle := func() { time.Sleep(3 * time.Second) } // what a restore ends settles: its Lease released, its plugin calls done
 		settle()
-		first := make([]float64, len(metrics))
+		after50, rss50 := make([]float64, len(metrics)), make([]float64, len(metrics))
 		for i, addr := range metrics {
-			first[i] = metricOf(b, addr, "go_goroutines")
+			after50[i], rss50[i] = metricOf(b, addr, "go_goroutines"), metricOf(b, addr, "process_resident_memory_bytes")
 		}
-		createRestoresAndWait(b, rc, "apps", "again-", names)
+		for round := range 3 {
+			createRestoresAndWait(b, rc, "apps", fmt.Sprintf("again-%d-", round), names)
+		}
 		settle()
 		for i, addr := range metrics {
-			second, rss := metricOf(b, addr, "go_goroutines"), metricOf(b, addr, "process_resident_memory_bytes")
+			after200, rss200 := metricOf(b, addr, "go_goroutines"), metricOf(b, addr, "process_resident_memory_bytes")
 			b.ReportMetric(before[i], fmt.Sprintf("replica%d-goroutines-before", i+1))
-			b.ReportMetric(first[i], fmt.Sprintf("replica%d-goroutines-after-50", i+1))
-			b.ReportMetric(second, fmt.Sprintf("replica%d-goroutines-after-100", i+1))
-			b.ReportMetric(rss/(1<<20), fmt.Sprintf("replica%d-MiB", i+1))
-			if second > first[i] {
+			b.ReportMetric(after50[i], fmt.Sprintf("replica%d-goroutines-after-50", i+1))
+			b.ReportMetric(after200, fmt.Sprintf("replica%d-goroutines-after-200", i+1))
+			b.ReportMetric(rss50[i]/(1<<20), fmt.Sprintf("replica%d-MiB-after-50", i+1))
+			b.ReportMetric(rss200/(1<<20), fmt.Sprintf("replica%d-MiB-after-200", i+1))
+			if after200 > after50[i] {
 				resp, err := http.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
 				require.NoError(b, err)
 				profile, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				b.Logf("replica %d: %.0f goroutines after 50 Restores, %.0f after 100:\n%s", i+1, first[i], second, profile)
+				b.Logf("replica %d: %.0f goroutines after 50 Restores, %.0f after 200:\n%s", i+1, after50[i], after200, profile)
 			}
 		}
 		b.ReportMetric(namespaces, "restores")

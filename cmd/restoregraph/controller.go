@@ -607,7 +607,8 @@ func (c *controller) finalize(ctx context.Context, u *unstructured.Unstructured)
 const AdmissionAnnotation = "restoregraph.dev/admission"
 
 // awaitEarlier waits until every unfinished Restore created before Restore name (by
-// creation time, then name) has entered admission, or has ended; false when ctx ends
+// creation time, then name) has entered admission, or has ended or is being deleted;
+// false when ctx ends
 // first. So overlapping Restores are admitted in the order they were created, whichever
 // replica takes them and however long each takes to plan: admission's tickets are taken
 // in that order. The cost is that Restores are planned one after another (their restores
@@ -623,7 +624,7 @@ func (c *controller) awaitEarlier(ctx context.Context, name string) bool {
 		me := obj.(*unstructured.Unstructured)
 		for _, obj := range c.restores.List() {
 			r := obj.(*unstructured.Unstructured)
-			if !createdBefore(r, me) || finished(r) || r.GetAnnotations()[AdmissionAnnotation] != "" {
+			if !createdBefore(r, me) || finished(r) || r.GetDeletionTimestamp() != nil || r.GetAnnotations()[AdmissionAnnotation] != "" {
 				continue
 			}
 			if !told {

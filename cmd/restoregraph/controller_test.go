@@ -115,8 +115,11 @@ func TestControllerTakesRestoresInTheOrderTheyWereCreated(t *testing.T) {
 	sameSecond := at(veleroRestore("a-same-second", map[string]any{"backupName": "b"}, ""), 10)
 	newer := at(veleroRestore("newer", map[string]any{"backupName": "b", "restorePVs": true}, ""), 10)
 	done := at(veleroRestore("done-earlier", map[string]any{"backupName": "b"}, "Completed"), -5)
+	deleting := at(veleroRestore("deleted-earlier", map[string]any{"backupName": "b"}, ""), -3)
+	gone := metav1.Unix(1_700_000_100, 0)
+	deleting.SetDeletionTimestamp(&gone)
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	for _, o := range []*unstructured.Unstructured{older, sameSecond, newer, done} {
+	for _, o := range []*unstructured.Unstructured{older, sameSecond, newer, done, deleting} {
 		require.NoError(t, store.Add(o))
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{veleroRestoresGVR: "RestoreList"},
@@ -150,7 +153,7 @@ func TestControllerTakesRestoresInTheOrderTheyWereCreated(t *testing.T) {
 	sameSecond.SetAnnotations(map[string]string{AdmissionAnnotation: "waiting"})
 	require.NoError(t, store.Update(sameSecond))
 	require.NoError(t, c.lead(context.Background(), "newer"))
-	assert.Equal(t, "FailedValidation", phase(), "taken once every older one is in admission (a finished one is not waited for)")
+	assert.Equal(t, "FailedValidation", phase(), "taken once every older one is in admission (one finished or being deleted is not waited for)")
 }
 
 // A deleted Restore that holds Velero's finalizer is let go once its files are removed
