@@ -1,11 +1,16 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -45,4 +50,40 @@ func TestKubeconfigForPluginsKeepsCredentials(t *testing.T) {
 			assert.Equal(t, cfg.CAData, got.CAData)
 		})
 	}
+}
+
+// A server with API Priority and Fairness (it names the flow schema of each answer) paces
+// its clients itself: the client then sends without a limit of its own, unless
+// --client-qps or --client-burst says otherwise. A server without it, or one that cannot
+// be asked, keeps the client's default limit.
+func TestClientLimitLeftToPriorityAndFairness(t *testing.T) {
+	apf := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/livez/ping" {
+			w.Header().Set(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID, "exempt-uid")
+		}
+	}))
+	defer apf.Close()
+	plain := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer plain.Close()
+	limitOf := func(args ...string) (float32, int) {
+		t.Helper()
+		tg := &target{flags: genericclioptions.NewConfigFlags(true)}
+		cmd := &cobra.Command{}
+		tg.addFlags(cmd)
+		require.NoError(t, cmd.Flags().Parse(args))
+		_, stop, err := tg.config()
+		require.NoError(t, err)
+		stop()
+		return tg.qps, tg.burst
+	}
+	qps, burst := limitOf("--server", apf.URL)
+	assert.Equal(t, float32(unthrottled), qps)
+	assert.Equal(t, int(unthrottled), burst)
+	qps, burst = limitOf("--server", apf.URL, "--client-qps", "50")
+	assert.Equal(t, float32(50), qps, "a limit given is kept")
+	assert.Equal(t, 400, burst)
+	qps, _ = limitOf("--server", plain.URL)
+	assert.Equal(t, float32(200), qps, "no flow schema: the default limit")
+	qps, _ = limitOf("--server", "http://127.0.0.1:1")
+	assert.Equal(t, float32(200), qps, "not reached: the default limit")
 }

@@ -28,14 +28,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
@@ -117,13 +121,47 @@ type target struct {
 	burst    int
 	limiter  *meteredLimiter // set by config for a kubeconfig's cluster
 	reach    reachability
+	// limitSet: --client-qps or --client-burst given. Otherwise a server with API
+	// Priority and Fairness is sent requests unthrottled.
+	limitSet func() bool
 }
 
 func (t *target) addFlags(cmd *cobra.Command) {
 	t.flags.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&t.embedded, "embedded", false, "use the embedded in-process API server instead of the kubeconfig's cluster")
-	cmd.Flags().Float32Var(&t.qps, "client-qps", 200, "requests per second the client sends the API server at most")
+	cmd.Flags().Float32Var(&t.qps, "client-qps", 200, "requests per second the client sends the API server at most; by default none when the server has API Priority and Fairness (it answers with its flow schema), which then paces its clients itself")
 	cmd.Flags().IntVar(&t.burst, "client-burst", 400, "requests the client may send at once above --client-qps")
+	t.limitSet = func() bool { return cmd.Flags().Changed("client-qps") || cmd.Flags().Changed("client-burst") }
+}
+
+// unthrottled is the limit of a client left to the server's API Priority and Fairness:
+// none that a restore reaches.
+const unthrottled = 1e9
+
+// pacedByServer reports whether the server of cfg has API Priority and Fairness: its
+// answer to /livez/ping names the flow schema that classified it. Any failure to ask is
+// a no: the client keeps its own limit.
+func pacedByServer(cfg *rest.Config) bool {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return false
+	}
+	base, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.JoinPath("livez", "ping").String(), nil)
+	if err != nil {
+		return false
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID) != ""
 }
 
 // config returns the target's client configuration and a function that releases it.
@@ -146,6 +184,9 @@ func (t *target) config() (*rest.Config, func(), error) {
 	}
 	if t.qps <= 0 || t.burst <= 0 {
 		return nil, nil, badInput("--client-qps and --client-burst must be positive")
+	}
+	if (t.limitSet == nil || !t.limitSet()) && pacedByServer(cfg) {
+		t.qps, t.burst = unthrottled, unthrottled
 	}
 	cfg.QPS, cfg.Burst = t.qps, t.burst
 	t.limiter = newMeteredLimiter(t.qps, t.burst)
