@@ -97,6 +97,36 @@ func (v Velero) namespace() string {
 // Backup reads backup name and its location, and checks that both serve a restore as
 // Velero would: the backup Completed or PartiallyFailed, the location Available.
 func (v Velero) Backup(ctx context.Context, name string) (*Backup, error) {
+	o, err := v.backupObject(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	b := veleroBackup(o)
+	if b.Phase != "Completed" && b.Phase != "PartiallyFailed" {
+		phase := b.Phase
+		if phase == "" {
+			phase = "New"
+		}
+		return nil, fmt.Errorf("%w: backup %s/%s is %s, not Completed or PartiallyFailed", ErrBackupNotRestorable, o.GetNamespace(), name, phase)
+	}
+	if b.Location, err = v.locationOf(ctx, o); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// BackupLocation is the location backup name is kept in, whatever the backup's phase and
+// whether or not it serves a restore: where its restores' files are.
+func (v Velero) BackupLocation(ctx context.Context, name string) (Location, error) {
+	o, err := v.backupObject(ctx, name)
+	if err != nil {
+		return Location{}, err
+	}
+	return v.locationOf(ctx, o)
+}
+
+// backupObject reads Backup name; ErrBackupNotFound when there is none.
+func (v Velero) backupObject(ctx context.Context, name string) (*unstructured.Unstructured, error) {
 	ns := v.namespace()
 	o, err := v.Dynamic.Resource(backupsResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -105,40 +135,20 @@ func (v Velero) Backup(ctx context.Context, name string) (*Backup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backup %s/%s: %w", ns, name, err)
 	}
-	b := veleroBackup(o)
-	if b.Phase != "Completed" && b.Phase != "PartiallyFailed" {
-		phase := b.Phase
-		if phase == "" {
-			phase = "New"
-		}
-		return nil, fmt.Errorf("%w: backup %s/%s is %s, not Completed or PartiallyFailed", ErrBackupNotRestorable, ns, name, phase)
-	}
-	locName, _, _ := unstructured.NestedString(o.Object, "spec", "storageLocation")
-	if locName == "" {
-		return nil, fmt.Errorf("%w: backup %s/%s names no storage location", ErrLocationNotFound, ns, name)
-	}
-	if b.Location, err = v.Location(ctx, locName); err != nil {
-		return nil, fmt.Errorf("backup %s/%s: %w", ns, name, err)
-	}
-	return b, nil
+	return o, nil
 }
 
-// BackupLocation is the location backup name is kept in, whatever the backup's phase and
-// whether or not it serves a restore: where its restores' files are.
-func (v Velero) BackupLocation(ctx context.Context, name string) (Location, error) {
-	ns := v.namespace()
-	o, err := v.Dynamic.Resource(backupsResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return Location{}, fmt.Errorf("%w: %s/%s", ErrBackupNotFound, ns, name)
-	}
-	if err != nil {
-		return Location{}, fmt.Errorf("backup %s/%s: %w", ns, name, err)
-	}
+// locationOf reads the location Backup o names, as Location checks it.
+func (v Velero) locationOf(ctx context.Context, o *unstructured.Unstructured) (Location, error) {
 	locName, _, _ := unstructured.NestedString(o.Object, "spec", "storageLocation")
 	if locName == "" {
-		return Location{}, fmt.Errorf("%w: backup %s/%s names no storage location", ErrLocationNotFound, ns, name)
+		return Location{}, fmt.Errorf("%w: backup %s/%s names no storage location", ErrLocationNotFound, o.GetNamespace(), o.GetName())
 	}
-	return v.Location(ctx, locName)
+	loc, err := v.Location(ctx, locName)
+	if err != nil {
+		return Location{}, fmt.Errorf("backup %s/%s: %w", o.GetNamespace(), o.GetName(), err)
+	}
+	return loc, nil
 }
 
 // LatestOfSchedule is the newest Completed backup schedule made, by start time, as
