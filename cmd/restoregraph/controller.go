@@ -69,10 +69,12 @@ it as a graph into the cluster it runs in, and moves the Restore through Velero'
 (InProgress, then Completed, PartiallyFailed, Failed or FailedValidation) with its
 progress, writing its results and log where Velero writes them, so that velero restore
 describe --details and velero restore logs show it. Run Velero's server with
---disable-controllers restore. Restores that touch the same objects wait for each other
-through Leases (--admission-namespace), across processes. Several processes may run (the
-replicas of a Deployment): each Restore is carried out by the one holding its Lease, and
-taken over by another when that one dies.`,
+--disable-controllers restore,restore-operations,restore-finalizer. Restores that touch
+the same objects wait for each other through Leases (--admission-namespace), across
+processes, in the order they were created. Several processes may run (the replicas of a
+Deployment): each Restore is carried out by the one holding its Lease, and taken over by
+another when that one dies, following the journal the first kept in the cluster. A
+Restore deleted (velero restore delete) has its files removed from the location first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
