@@ -29,7 +29,8 @@ const cliObjects = 100_000
 // Priority and Fairness: the client sets no limit of its own), and reports the command's
 // wall time, objects per second and peak resident memory; for apps also the unordered
 // ceiling of the same objects in another fresh server in the same run (tarballCeiling)
-// and the command's rate over it:
+// and the command's rate over it. With RESTOREGRAPH_BENCH_PROFILES=DIR, the command
+// writes its CPU and heap profiles there (NAME.cpu.pprof, NAME.heap.pprof):
 //
 //   - capi-fleet: the Cluster API fleet of BenchmarkIntegrationRestore (4,895 objects
 //     under 15 CRDs);
@@ -71,7 +72,11 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 				b.StartTimer()
 				// The CLI's default flags: the server has API Priority and Fairness, so the
 				// client sets no limit of its own.
-				last, err = clirun.Start(bin, "restore", "--backup", backup, "--kubeconfig", c.Kubeconfig)
+				args := []string{"restore", "--backup", backup, "--kubeconfig", c.Kubeconfig}
+				if dir := os.Getenv("RESTOREGRAPH_BENCH_PROFILES"); dir != "" {
+					args = append(args, "--cpu-profile", filepath.Join(dir, w.name+".cpu.pprof"), "--heap-profile", filepath.Join(dir, w.name+".heap.pprof"))
+				}
+				last, err = clirun.Start(bin, args...)
 				b.StopTimer()
 				c.Stop()
 				if err != nil {
