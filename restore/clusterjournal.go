@@ -128,6 +128,9 @@ func (j *ClusterJournal) Record(source types.UID, rec Journaled) error {
 			cm.SetOwnerReferences([]metav1.OwnerReference{*j.owner})
 		}
 		_, err = j.client.Create(ctx, cm, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) { // made meanwhile, by another process of the same restore
+			_, err = j.client.Patch(ctx, chunkOf(j.name, i), types.MergePatchType, patch, metav1.PatchOptions{})
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("journal %s: record %s: %w", chunkOf(j.name, i), source, err)
