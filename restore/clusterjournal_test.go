@@ -8,10 +8,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/restoregraph/restoregraph/memcluster"
 )
@@ -97,4 +101,29 @@ func TestClusterJournal(t *testing.T) {
 
 	_, err = OpenClusterJournal(ctx, tgt.Dynamic, "default", strings.Repeat("x", 260), nil)
 	assert.ErrorContains(t, err, "journal name")
+}
+
+// Another process of the same restore (one that lost its Lease and has not stopped yet)
+// may make the ConfigMap between this one's patch and its create: the record is then
+// patched in, not lost.
+func TestClusterJournalWhenAnotherMadeTheConfigMap(t *testing.T) {
+	theirs := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "raced-0", "namespace": "default", "labels": map[string]any{JournalLabel: "raced"}},
+		"data":     map[string]any{}}}
+	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), theirs)
+	first := true
+	dyn.PrependReactor("patch", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if first { // as if it were not there yet
+			first = false
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "raced-0")
+		}
+		return false, nil, nil
+	})
+	j, err := OpenClusterJournal(context.Background(), dyn, "default", "raced", nil)
+	require.NoError(t, err)
+	op := Operation{Plugin: "copier", ID: "op-1", Phase: OperationInProgress}
+	require.NoError(t, j.Record("claim", Journaled{New: "C", Status: Restored, Operations: []Operation{op}}))
+	again, err := OpenClusterJournal(context.Background(), dyn, "default", "raced", nil)
+	require.NoError(t, err)
+	assert.Equal(t, Journaled{New: "C", Status: Restored, Operations: []Operation{op}}, again.Journaled()["claim"])
 }
