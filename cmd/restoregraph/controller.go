@@ -506,17 +506,8 @@ func (c *controller) restoreOne(ctx context.Context, o *unstructured.Unstructure
 	}
 	opts := c.run
 	opts.Name, opts.Logger, opts.Journal = o.GetName(), log, journal
-	opts.Admitter = markingAdmitter{c.admitter, func(state string) { c.markAdmission(ctx, o, state) }, c.metrics}
+	opts.Admitter = restoreAdmitter{Admitter: c.admitter, c: c, o: o, log: log}
 	opts.ItemOperationTimeout = spec.ItemOperationTimeout
-	opts.OnAdmissionWait = func(cs []admission.Conflict) {
-		c.metrics.waits.Inc()
-		names := make([]string, len(cs))
-		for i, cf := range cs {
-			log.Info("waiting for an operation that touches the same objects", "operation", cf.String())
-			names[i] = cf.Kind + " " + cf.ID
-		}
-		c.events.Eventf(o, corev1.EventTypeNormal, "WaitingForAdmission", "waits for %s, which touch the same objects", strings.Join(names, ", "))
-	}
 	// Progress counts what Velero's record counts: the objects the plan takes on, not
 	// those it leaves to the target or filters out.
 	takenOn := map[types.UID]bool{}
@@ -659,33 +650,39 @@ func (c *controller) markAdmission(ctx context.Context, o *unstructured.Unstruct
 	}
 }
 
-// markingAdmitter admits through Admitter and marks the Restore once its operation has
-// entered admission: "waiting" when it must wait (admission calls OnWait after the
-// operation has its ticket), "admitted" when it runs.
-type markingAdmitter struct {
+// restoreAdmitter admits Restore o through Admitter, and says where it stands: once its
+// operation has entered admission (admission calls OnWait after the operation has its
+// ticket) it is marked "waiting" when it must wait, with a log line and an Event naming
+// what it waits for, and counted in the metrics; "admitted" when it runs.
+type restoreAdmitter struct {
 	admission.Admitter
-	mark    func(state string)
-	metrics *controllerMetrics
+	c   *controller
+	o   *unstructured.Unstructured
+	log *slog.Logger
 }
 
-func (m markingAdmitter) Admit(ctx context.Context, op admission.Operation) (func(), error) {
+func (a restoreAdmitter) Admit(ctx context.Context, op admission.Operation) (func(), error) {
+	m := a.c.metrics
 	var waitingSince time.Time
-	onWait := op.OnWait
 	op.OnWait = func(cs []admission.Conflict) {
 		waitingSince = time.Now()
-		m.metrics.waiting.WithLabelValues("admission").Inc()
-		m.mark("waiting")
-		if onWait != nil {
-			onWait(cs)
+		m.waits.Inc()
+		m.waiting.WithLabelValues("admission").Inc()
+		a.c.markAdmission(ctx, a.o, "waiting")
+		names := make([]string, len(cs))
+		for i, cf := range cs {
+			a.log.Info("waiting for an operation that touches the same objects", "operation", cf.String())
+			names[i] = cf.Kind + " " + cf.ID
 		}
+		a.c.events.Eventf(a.o, corev1.EventTypeNormal, "WaitingForAdmission", "waits for %s, which touch the same objects", strings.Join(names, ", "))
 	}
-	release, err := m.Admitter.Admit(ctx, op)
+	release, err := a.Admitter.Admit(ctx, op)
 	if !waitingSince.IsZero() { // OnWait is called from Admit's goroutine, before it returns
-		m.metrics.waiting.WithLabelValues("admission").Dec()
-		m.metrics.waited.Observe(time.Since(waitingSince).Seconds())
+		m.waiting.WithLabelValues("admission").Dec()
+		m.waited.Observe(time.Since(waitingSince).Seconds())
 	}
 	if err == nil {
-		m.mark("admitted")
+		a.c.markAdmission(ctx, a.o, "admitted")
 	}
 	return release, err
 }
