@@ -33,9 +33,13 @@ type ProbeFunc func(obj *unstructured.Unstructured) Result
 func (f ProbeFunc) Probe(obj *unstructured.Unstructured) Result { return f(obj) }
 
 // Exists is ready as soon as the object exists.
-var Exists = ProbeFunc(func(*unstructured.Unstructured) Result {
+var Exists Probe = exists{}
+
+type exists struct{}
+
+func (exists) Probe(*unstructured.Unstructured) Result {
 	return Result{Ready: true, Reason: "exists", Probe: "Exists"}
-})
+}
 
 // condition returns the status and message of the condition of type t.
 func condition(obj *unstructured.Unstructured, t string) (status, message string, found bool) {
@@ -176,6 +180,15 @@ func (r *Registry) Register(gk schema.GroupKind, p Probe) { r.probes[gk] = p }
 func (r *Registry) Known(gk schema.GroupKind) bool {
 	_, ok := r.probes[gk]
 	return ok
+}
+
+// JudgesByExistence reports whether objects of gk are ready as soon as they exist: their
+// probe, or the policy for unknown kinds when gk has none, reads nothing of them.
+func (r *Registry) JudgesByExistence(gk schema.GroupKind) bool {
+	if p, ok := r.probes[gk]; ok {
+		return p == Exists
+	}
+	return r.Unknown != Healthy && r.Unknown != RequireSignal
 }
 
 // Check probes obj with its kind's probe, or by the policy for unknown kinds.

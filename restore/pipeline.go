@@ -226,11 +226,7 @@ func (r *run) stepCreate(ctx context.Context, o *Object) error {
 // create creates o.Body, handling AlreadyExists by the Existing policy.
 func (r *run) create(ctx context.Context, o *Object) (*unstructured.Unstructured, error) {
 	res, it := o.Result, o.Item
-	var created *unstructured.Unstructured
-	err := r.retry(ctx, o, func() (err error) {
-		created, err = o.Client.Create(ctx, o.Body, metav1.CreateOptions{})
-		return err
-	})
+	created, err := r.createBody(ctx, o)
 	if err == nil {
 		res.Status = Restored
 		return created, nil

@@ -89,7 +89,11 @@ type Object struct {
 	Backup *unstructured.Unstructured
 	// Body is what will be created; steps change it.
 	Body *unstructured.Unstructured
-	// Target is the object as it is in the target, once created, adopted or found.
+	// Target is the object as it is in the target, once created, adopted or found. As
+	// created through the Dynamic that NewTarget makes, it holds only the answer's
+	// apiVersion, kind and metadata (without managedFields) unless the restore reads
+	// more of it: its readiness is judged from its content, its status is restored, or
+	// it is a Pod that may have exec hooks.
 	Target *unstructured.Unstructured
 	// Result is the object's line of the report.
 	Result *ObjectResult
@@ -98,6 +102,7 @@ type Object struct {
 	// object, and must write nothing to the target. The steps before StepCreate run.
 	DryRun bool
 
+	namespace    string // Client's
 	node         *scheduler.Node
 	budget       *budget
 	modifiedMeta []metaChange // set by StepModify for Verify
@@ -174,7 +179,7 @@ func (r *run) object(it *manifest.Item, res *ObjectResult) (*Object, error) {
 	}
 	gvr := schema.GroupVersionResource{Group: it.Group, Version: choice.Version, Resource: it.Resource}
 	ns, name := refOf(it, "", r.sel.NamespaceMappings).InTarget()
-	return &Object{Item: it, Resource: gvr, Client: r.target.Dynamic.Resource(gvr).Namespace(ns), Name: name, Result: res,
+	return &Object{Item: it, Resource: gvr, Client: r.target.Dynamic.Resource(gvr).Namespace(ns), namespace: ns, Name: name, Result: res,
 		budget: &budget{clock: r.opts.Clock, total: r.opts.ItemTimeout}}, nil
 }
 

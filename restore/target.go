@@ -14,7 +14,9 @@ import (
 // Target is the cluster a restore writes to, as the clients it is reached through. Tests
 // and embedders may pass their own (a fake dynamic client, a cached discovery).
 type Target struct {
-	// Dynamic creates, reads and watches objects.
+	// Dynamic creates, reads and watches objects. Through the one NewTarget makes, a
+	// create sends the object's JSON as it is and decodes of the server's answer only
+	// what the restore reads (see Object.Target).
 	Dynamic dynamic.Interface
 	// Discovery tells which group-versions and resources the target serves; it is read
 	// once, when the restore is planned.
@@ -26,11 +28,15 @@ type Target struct {
 	Exec hook.Executor
 }
 
-// NewTarget returns the target reached through cfg: a dynamic client, discovery, and a
-// RESTMapper over cached discovery that refreshes itself when a kind is not found (CRDs
-// restored by this very restore).
+// NewTarget returns the target reached through cfg: a dynamic client, discovery, and a RESTMapper over cached discovery that refreshes
+// itself when a kind is not found (CRDs restored by this very restore).
 func NewTarget(cfg *rest.Config) (Target, error) {
-	dyn, err := dynamic.NewForConfig(cfg)
+	// As dynamic.NewForConfig makes its client, keeping the REST client: one client, one
+	// rate limiter.
+	dcfg := dynamic.ConfigFor(cfg)
+	dcfg.GroupVersion = nil
+	dcfg.APIPath = "/if-you-see-this-search-for-the-break"
+	rc, err := rest.UnversionedRESTClientFor(dcfg)
 	if err != nil {
 		return Target{}, err
 	}
@@ -39,9 +45,17 @@ func NewTarget(cfg *rest.Config) (Target, error) {
 		return Target{}, err
 	}
 	return Target{
-		Dynamic:   dyn,
+		Dynamic:   &restDynamic{DynamicClient: dynamic.New(rc), rest: rc},
 		Discovery: disc,
 		Mapper:    restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
 		Exec:      hook.Remote{Config: rest.CopyConfig(cfg)},
 	}, nil
+}
+
+// restDynamic is the dynamic client NewTarget makes, with the REST client under it,
+// which creates go through (createBody). A Dynamic that wraps it, as tests and
+// embedders do to change what it does, is used as it is.
+type restDynamic struct {
+	*dynamic.DynamicClient
+	rest rest.Interface
 }

@@ -1,0 +1,155 @@
+package restore
+
+import (
+	"context"
+	"fmt"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
+	"github.com/restoregraph/restoregraph/hook"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	kjson "k8s.io/apimachinery/pkg/util/json"
+)
+
+// createBody creates o.Body in the target: through the REST client under a Dynamic
+// that NewTarget made, otherwise through o.Client.
+//
+// Through the REST client the body is encoded once, whatever the retries, and the
+// server's answer is decoded whole only when the restore reads more of it than its
+// metadata (readsAnswer). Otherwise Object.Target holds the answer's apiVersion, kind and
+// metadata without managedFields: most objects of a backup (ConfigMaps, Secrets,
+// Deployments, ...) are ready once they exist, and decoding whole answers was a third
+// of the client's allocations.
+func (r *run) createBody(ctx context.Context, o *Object) (*unstructured.Unstructured, error) {
+	rd, ok := r.target.Dynamic.(*restDynamic)
+	if !ok {
+		var created *unstructured.Unstructured
+		err := r.retry(ctx, o, func() (err error) {
+			created, err = o.Client.Create(ctx, o.Body, metav1.CreateOptions{})
+			return err
+		})
+		return created, err
+	}
+	// encoding/json's encoding, by the faster implementation of json/v2.
+	body, err := jsonv2.Marshal(o.Body.Object, jsonv1.DefaultOptionsV1())
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", o.Item, err)
+	}
+	whole := r.readsAnswer(o)
+	var created *unstructured.Unstructured
+	err = r.retry(ctx, o, func() error {
+		res := rd.rest.Post().AbsPath(resourcePath(o)...).
+			SetHeader("Content-Type", runtime.ContentTypeJSON).Body(body).Do(ctx)
+		if err := res.Error(); err != nil { // the server's Status as an error, as the dynamic client's
+			return err
+		}
+		answer, err := res.Raw()
+		if err != nil {
+			return err
+		}
+		if whole {
+			created = &unstructured.Unstructured{}
+			return created.UnmarshalJSON(answer)
+		}
+		created, err = decodeMetadata(answer)
+		return err
+	})
+	return created, err
+}
+
+// readsAnswer reports whether the restore reads more of o's answer than its metadata.
+func (r *run) readsAnswer(o *Object) bool {
+	switch {
+	case !r.plan.ext.Readiness.JudgesByExistence(o.Body.GroupVersionKind().GroupKind()):
+		return true // its readiness is judged from it
+	case r.plan.status.keeps(o):
+		return true // its status is written with an update of it
+	case o.Item.GroupResource() == podsResource:
+		// Its exec hooks are read from it.
+		return r.sel.Hooks != nil || o.Body.GetAnnotations()[hook.ExecCommandAnnotation] != ""
+	}
+	return false
+}
+
+// resourcePath is the path of o's resource in its namespace, as client-go's dynamic
+// client makes it.
+func resourcePath(o *Object) []string {
+	gvr := o.Resource
+	p := make([]string, 0, 6)
+	if gvr.Group == "" {
+		p = append(p, "api")
+	} else {
+		p = append(p, "apis", gvr.Group)
+	}
+	p = append(p, gvr.Version)
+	if ns := o.namespace; ns != "" {
+		p = append(p, "namespaces", ns)
+	}
+	return append(p, gvr.Resource)
+}
+
+// answerMetadata is what decodeMetadata reads of an object.
+type answerMetadata struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name              string            `json:"name"`
+		GenerateName      string            `json:"generateName"`
+		Namespace         string            `json:"namespace"`
+		UID               string            `json:"uid"`
+		ResourceVersion   string            `json:"resourceVersion"`
+		Generation        int64             `json:"generation"`
+		CreationTimestamp string            `json:"creationTimestamp"`
+		Labels            map[string]string `json:"labels"`
+		Annotations       map[string]string `json:"annotations"`
+		OwnerReferences   []any             `json:"ownerReferences"`
+		Finalizers        []string          `json:"finalizers"`
+	} `json:"metadata"`
+}
+
+// decodeMetadata decodes of an object's JSON its apiVersion, kind and metadata, but for
+// managedFields.
+func decodeMetadata(data []byte) (*unstructured.Unstructured, error) {
+	var a answerMetadata
+	if err := kjson.Unmarshal(data, &a); err != nil {
+		return nil, fmt.Errorf("decoding the server's answer: %w", err)
+	}
+	m := a.Metadata
+	meta := make(map[string]any, 8)
+	for _, f := range [...]struct{ k, v string }{{"name", m.Name}, {"generateName", m.GenerateName}, {"namespace", m.Namespace},
+		{"uid", m.UID}, {"resourceVersion", m.ResourceVersion}, {"creationTimestamp", m.CreationTimestamp}} {
+		if f.v != "" {
+			meta[f.k] = f.v
+		}
+	}
+	if m.Generation != 0 {
+		meta["generation"] = m.Generation
+	}
+	if m.Labels != nil {
+		meta["labels"] = anyMap(m.Labels)
+	}
+	if m.Annotations != nil {
+		meta["annotations"] = anyMap(m.Annotations)
+	}
+	if m.OwnerReferences != nil {
+		meta["ownerReferences"] = m.OwnerReferences
+	}
+	if m.Finalizers != nil {
+		f := make([]any, len(m.Finalizers))
+		for i, s := range m.Finalizers {
+			f[i] = s
+		}
+		meta["finalizers"] = f
+	}
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": a.APIVersion, "kind": a.Kind, "metadata": meta}}, nil
+}
+
+func anyMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

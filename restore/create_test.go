@@ -1,0 +1,80 @@
+package restore
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/restoregraph/restoregraph/readiness"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// What a step after the create finds in Object.Target: of an object that is ready once
+// it exists, the answer's metadata; of one whose readiness is judged from its content,
+// the whole answer.
+func TestTargetHoldsWhatTheRestoreReads(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		readiness   *readiness.Registry
+		wholeWidget bool
+	}{
+		{"unknown kinds ready on create", nil, false},
+		{"unknown kinds judged by kstatus", readiness.NewRegistry(readiness.Healthy), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			seen := map[string]*unstructured.Unstructured{}
+			record := func(steps []Step) []Step {
+				i := slices.IndexFunc(steps, func(s Step) bool { return s.Name == StepCreate })
+				return slices.Insert(steps, i+1, Step{Name: "record", Run: func(_ context.Context, o *Object) error {
+					mu.Lock()
+					defer mu.Unlock()
+					seen[o.Item.Kind+" "+o.Item.Namespace+"/"+o.Item.Name] = o.Target
+					return nil
+				}})
+			}
+			rep, err := restoreAll(context.Background(), widgetTarget(t), widgetBackup(t), testOptions{Retry: fastRetry, Readiness: tc.readiness, Steps: record})
+			require.NoError(t, err)
+			require.True(t, rep.OK(), firstFailure(rep))
+
+			cm := seen["ConfigMap a/settings"]
+			require.NotNil(t, cm)
+			assert.Equal(t, byName(rep)["configmaps/settings"].NewUID, cm.GetUID())
+			assert.NotEmpty(t, cm.GetResourceVersion())
+			assert.Equal(t, "cm-a", cm.GetAnnotations()[SourceUIDAnnotation])
+			assert.Equal(t, "settings", cm.GetName())
+			assert.Equal(t, "a", cm.GetNamespace())
+			assert.Equal(t, "ConfigMap", cm.GetKind())
+			assert.NotContains(t, cm.Object, "data", "a ConfigMap is ready once it exists: its data is not decoded")
+
+			ns := seen["Namespace /a"]
+			require.NotNil(t, ns)
+			phase, _, _ := unstructured.NestedString(ns.Object, "status", "phase")
+			assert.Equal(t, "Active", phase, "a Namespace's readiness is its phase")
+
+			w := seen["Widget a/w"]
+			require.NotNil(t, w)
+			_, hasSpec := w.Object["spec"]
+			assert.Equal(t, tc.wholeWidget, hasSpec)
+		})
+	}
+}
+
+func TestDecodeMetadata(t *testing.T) {
+	u, err := decodeMetadata([]byte(`{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"web-1","namespace":"shop","uid":"u1",
+		"resourceVersion":"7","generation":2,"creationTimestamp":"2026-11-25T10:00:00Z","labels":{"app":"web"},"annotations":{"a":"b"},
+		"ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","uid":"u0","controller":true}],"finalizers":["f"],
+		"managedFields":[{"manager":"restoregraph","fieldsV1":{"f:spec":{}}}]},"spec":{"replicas":3},"status":{"replicas":0}}`))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": map[string]any{
+		"name": "web-1", "namespace": "shop", "uid": "u1", "resourceVersion": "7", "generation": int64(2),
+		"creationTimestamp": "2026-11-25T10:00:00Z", "labels": map[string]any{"app": "web"}, "annotations": map[string]any{"a": "b"},
+		"ownerReferences": []any{map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "u0", "controller": true}},
+		"finalizers":      []any{"f"}}}, u.Object)
+
+	_, err = decodeMetadata([]byte(`{"metadata":[]}`))
+	assert.ErrorContains(t, err, "decoding the server's answer")
+}
