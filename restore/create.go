@@ -5,12 +5,12 @@ import (
 	"fmt"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/restoregraph/restoregraph/hook"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	kjson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // createBody creates o.Body in the target: through the REST client under a Dynamic
@@ -113,7 +113,9 @@ type answerMetadata struct {
 // managedFields.
 func decodeMetadata(data []byte) (*unstructured.Unstructured, error) {
 	var a answerMetadata
-	if err := kjson.Unmarshal(data, &a); err != nil {
+	// json/v2 skips what the struct does not name in one pass, without first checking
+	// the whole document as encoding/json does.
+	if err := jsonv2.Unmarshal(data, &a, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)); err != nil {
 		return nil, fmt.Errorf("decoding the server's answer: %w", err)
 	}
 	m := a.Metadata
