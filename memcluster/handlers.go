@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/restoregraph/restoregraph/internal/jsontree"
+
 	"github.com/google/uuid"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,8 +54,8 @@ func readObject(r *http.Request) (object, error) {
 	if len(data) > maxBody {
 		return nil, apierrors.NewRequestEntityTooLargeError("limit is 3145728")
 	}
-	var obj object
-	if err := json.Unmarshal(data, &obj); err != nil {
+	obj, err := jsontree.Object(data)
+	if err != nil {
 		return nil, apierrors.NewBadRequest("the body of the request was in an unknown format: " + err.Error())
 	}
 	return obj, nil

@@ -5,8 +5,8 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	jsonv1 "github.com/go-json-experiment/json/v1"
+	"github.com/restoregraph/restoregraph/internal/jsontree"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/json"
 )
 
 // stored is an object as the store keeps it: its JSON, which reads serve as it is, and
@@ -47,8 +47,8 @@ func newStored(obj object) *stored {
 
 // object decodes the stored JSON into a tree the caller may change.
 func (st *stored) object() object {
-	var obj object
-	if err := json.Unmarshal(st.raw, &obj); err != nil {
+	obj, err := jsontree.Object(st.raw)
+	if err != nil {
 		panic("memcluster: a stored object does not decode: " + err.Error())
 	}
 	return obj

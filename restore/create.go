@@ -2,12 +2,14 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/restoregraph/restoregraph/hook"
+	"github.com/restoregraph/restoregraph/internal/jsontree"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -50,11 +52,14 @@ func (r *run) createBody(ctx context.Context, o *Object) (*unstructured.Unstruct
 			return err
 		}
 		if whole {
-			created = &unstructured.Unstructured{}
-			return created.UnmarshalJSON(answer)
+			created, err = decodeObject(answer)
+		} else {
+			created, err = decodeMetadata(answer)
 		}
-		created, err = decodeMetadata(answer)
-		return err
+		if err != nil {
+			return fmt.Errorf("decoding the server's answer: %w", err)
+		}
+		return nil
 	})
 	return created, err
 }
@@ -116,7 +121,7 @@ func decodeMetadata(data []byte) (*unstructured.Unstructured, error) {
 	// json/v2 skips what the struct does not name in one pass, without first checking
 	// the whole document as encoding/json does.
 	if err := jsonv2.Unmarshal(data, &a, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)); err != nil {
-		return nil, fmt.Errorf("decoding the server's answer: %w", err)
+		return nil, err
 	}
 	m := a.Metadata
 	meta := make(map[string]any, 8)
@@ -146,6 +151,19 @@ func decodeMetadata(data []byte) (*unstructured.Unstructured, error) {
 		meta["finalizers"] = f
 	}
 	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": a.APIVersion, "kind": a.Kind, "metadata": meta}}, nil
+}
+
+// decodeObject decodes an object's JSON as Unstructured.UnmarshalJSON decodes one that
+// is not a list, in one pass (jsontree), and without quoting the object in its error.
+func decodeObject(data []byte) (*unstructured.Unstructured, error) {
+	m, err := jsontree.Object(data)
+	if err != nil {
+		return nil, err
+	}
+	if k, _ := m["kind"].(string); k == "" {
+		return nil, errors.New("the object has no kind")
+	}
+	return &unstructured.Unstructured{Object: m}, nil
 }
 
 func anyMap(m map[string]string) map[string]any {

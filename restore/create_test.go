@@ -76,5 +76,5 @@ func TestDecodeMetadata(t *testing.T) {
 		"finalizers":      []any{"f"}}}, u.Object)
 
 	_, err = decodeMetadata([]byte(`{"metadata":[]}`))
-	assert.ErrorContains(t, err, "decoding the server's answer")
+	assert.Error(t, err)
 }

@@ -57,8 +57,7 @@ func (r *run) stepRead(_ context.Context, o *Object) error {
 	if err != nil {
 		return err
 	}
-	o.Backup = &unstructured.Unstructured{}
-	if err := o.Backup.UnmarshalJSON(body); err != nil {
+	if o.Backup, err = decodeObject(body); err != nil {
 		return fmt.Errorf("%s at %s in the backup: %w", it, o.Resource.Version, err)
 	}
 	o.Body = o.Backup.DeepCopy()
