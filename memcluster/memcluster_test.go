@@ -12,14 +12,24 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 )
 
 func TestContract(t *testing.T) {
 	// A short history, as a real server compacts: old continue tokens and watch versions expire.
-	cfg, stop, err := Start(Options{EstablishDelay: 50 * time.Millisecond, GC: true, GCDelay: 50 * time.Millisecond, History: 300})
-	require.NoError(t, err)
-	defer stop()
-	contract.Run(t, cfg, "mem", contract.Options{GC: true, Timeout: 10 * time.Second})
+	opts := Options{EstablishDelay: 50 * time.Millisecond, GC: true, GCDelay: 50 * time.Millisecond, History: 300}
+	t.Run("loopback", func(t *testing.T) {
+		s, err := StartServer(opts)
+		require.NoError(t, err)
+		defer s.Close()
+		contract.Run(t, s.Config(), "mem", contract.Options{GC: true, Timeout: 10 * time.Second})
+	})
+	t.Run("in-process", func(t *testing.T) {
+		s, err := StartServer(opts)
+		require.NoError(t, err)
+		defer s.Close()
+		contract.Run(t, s.InProcessConfig(), "mem", contract.Options{GC: true, Timeout: 10 * time.Second})
+	})
 }
 
 func u(apiVersion, kind, ns, name string, fields map[string]any) *unstructured.Unstructured {
@@ -33,10 +43,16 @@ func u(apiVersion, kind, ns, name string, fields map[string]any) *unstructured.U
 }
 
 func TestCloseLeavesNoGoroutine(t *testing.T) {
+	t.Run("loopback", func(t *testing.T) { closeLeavesNoGoroutine(t, (*Server).Config) })
+	t.Run("in-process", func(t *testing.T) { closeLeavesNoGoroutine(t, (*Server).InProcessConfig) })
+}
+
+func closeLeavesNoGoroutine(t *testing.T, config func(*Server) *rest.Config) {
 	before := runtime.NumGoroutine()
-	cfg, stop, err := Start(Options{GC: true, EstablishDelay: time.Hour})
+	s, err := StartServer(Options{GC: true, EstablishDelay: time.Hour})
 	require.NoError(t, err)
-	client, err := dynamic.NewForConfig(cfg)
+	stop := s.Close
+	client, err := dynamic.NewForConfig(config(s))
 	require.NoError(t, err)
 	ctx := context.Background()
 	nsGVR := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}

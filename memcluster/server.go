@@ -3,6 +3,7 @@ package memcluster
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -66,6 +67,7 @@ type Server struct {
 	hmu      sync.Mutex
 	closing  bool
 	handlers sync.WaitGroup
+	pipes    map[*io.PipeWriter]struct{} // the watches served in process (InProcessConfig)
 }
 
 // Start starts a memcluster on a loopback port and returns the client configuration
@@ -146,6 +148,9 @@ func (s *Server) Close() {
 	s.mu.Unlock()
 	s.hmu.Lock()
 	s.closing = true
+	for pw := range s.pipes {
+		pw.CloseWithError(http.ErrServerClosed) // a watch's write that waits for its reader returns
+	}
 	s.hmu.Unlock()
 	// Close, not Shutdown: Shutdown waits five seconds for connections a client opened
 	// and never used. Handlers see done, or their connection closed, and return.

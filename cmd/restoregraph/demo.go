@@ -101,7 +101,7 @@ func (d *capiDemo) run(out io.Writer) error {
 			return err
 		}
 		defer srv.Close()
-		cfg = srv.Config()
+		cfg = srv.InProcessConfig()
 		fmt.Fprintf(out, "Target: the embedded API server (garbage collection on, %s mean latency per request)\n", d.latency)
 	} else {
 		var stop func()
@@ -193,7 +193,7 @@ func (d *capiDemo) compare(ctx context.Context, out io.Writer, b *archive.Backup
 		return err
 	}
 	defer velero.Close()
-	vtgt, err := restore.NewTarget(velero.Config())
+	vtgt, err := restore.NewTarget(velero.InProcessConfig())
 	if err != nil {
 		return err
 	}
@@ -216,7 +216,7 @@ func (d *capiDemo) compare(ctx context.Context, out io.Writer, b *archive.Backup
 		return err
 	}
 	defer naive.Close()
-	ntgt, err := restore.NewTarget(naive.Config())
+	ntgt, err := restore.NewTarget(naive.InProcessConfig())
 	if err != nil {
 		return err
 	}

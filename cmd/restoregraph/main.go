@@ -169,7 +169,12 @@ func (t *target) config() (*rest.Config, func(), error) {
 	if t.embedded {
 		// A /12, as large clusters' Service ranges: a backup of a large cluster holds more
 		// Services than the /24 a kube-apiserver has by default.
-		return memcluster.Start(memcluster.Options{GC: true, ServiceCIDR: "10.96.0.0/12"})
+		s, err := memcluster.StartServer(memcluster.Options{GC: true, ServiceCIDR: "10.96.0.0/12"})
+		if err != nil {
+			return nil, nil, err
+		}
+		// Served in this process, without a connection.
+		return s.InProcessConfig(), s.Close, nil
 	}
 	cfg, err := t.flags.ToRESTConfig()
 	if err != nil {
