@@ -1,0 +1,52 @@
+package memcluster
+
+import (
+	"encoding/json"
+	"testing"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
+	"github.com/restoregraph/restoregraph/internal/jsontree"
+	"github.com/stretchr/testify/require"
+)
+
+const podJSON = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-7d9f8c6b5-abcde","namespace":"shop","uid":"0ed5e479-fe1f-405b-8480-5cfcbe4d4c59","resourceVersion":"1234","creationTimestamp":"2026-11-01T10:00:00Z","ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-7d9f8c6b5","uid":"1ed5e479-fe1f-405b-8480-5cfcbe4d4c59","controller":true,"blockOwnerDeletion":true}],"generateName":"web-7d9f8c6b5-","labels":{"app.kubernetes.io/name":"web","app.kubernetes.io/part-of":"shop"}},"spec":{"containers":[{"name":"app","image":"registry.example.com/web:1.4.2","ports":[{"name":"http","containerPort":8080,"protocol":"TCP"}],"envFrom":[{"configMapRef":{"name":"web-config"}}],"resources":{"limits":{"cpu":"500m","memory":"256Mi"},"requests":{"cpu":"100m","memory":"128Mi"}},"readinessProbe":{"httpGet":{"path":"/healthz","port":8080,"scheme":"HTTP"},"timeoutSeconds":1,"periodSeconds":10,"successThreshold":1,"failureThreshold":3},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","imagePullPolicy":"IfNotPresent"}],"restartPolicy":"Always","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","serviceAccountName":"web","securityContext":{},"schedulerName":"default-scheduler","nodeName":"node-1","priority":0,"enableServiceLinks":true},"status":{"phase":"Running"}}`
+
+// The store's encoding is encoding/json's, byte for byte (keys sorted, HTML escaped),
+// but for invalid UTF-8, which both replace with U+FFFD: encoding/json writes it
+// escaped, json/v2 as it is.
+func TestStoredEncodingIsEncodingJSONs(t *testing.T) {
+	obj, err := jsontree.Object([]byte(podJSON))
+	require.NoError(t, err)
+	obj["html"] = "<a href=\"x\">&</a>"
+	obj["float"] = 1.5
+	obj["big"] = int64(1) << 62
+	want, err := json.Marshal(obj)
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(newStored(obj).raw))
+
+	raw := newStored(map[string]any{"invalid": "a\xffb"}).raw
+	require.Equal(t, "{\"invalid\":\"a\uFFFDb\"}", string(raw))
+}
+
+// BenchmarkEncode encodes a Pod's tree as the store does, against encoding/json.
+func BenchmarkEncode(b *testing.B) {
+	obj, err := jsontree.Object([]byte(podJSON))
+	require.NoError(b, err)
+	b.Run("json-v2", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := jsonv2.Marshal(obj, jsonv1.DefaultOptionsV1()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := json.Marshal(obj); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
