@@ -16,7 +16,7 @@ import (
 )
 
 // createBody creates o.Body in the target: through the REST client under a Dynamic
-// that NewTarget made, otherwise through o.Client.
+// that NewTarget made, otherwise (or when a step replaced o.Client) through o.Client.
 //
 // Through the REST client the body is encoded once, whatever the retries, and the
 // server's answer is decoded whole only when the restore reads more of it than its
@@ -26,7 +26,7 @@ import (
 // of the client's allocations.
 func (r *run) createBody(ctx context.Context, o *Object) (*unstructured.Unstructured, error) {
 	rd, ok := r.target.Dynamic.(*restDynamic)
-	if !ok {
+	if !ok || o.Client != o.made {
 		var created *unstructured.Unstructured
 		err := r.retry(ctx, o, func() (err error) {
 			created, err = o.Client.Create(ctx, o.Body, metav1.CreateOptions{})
@@ -78,10 +78,10 @@ func (r *run) readsAnswer(o *Object) bool {
 	return false
 }
 
-// resourcePath is the path of o's resource in its namespace, as client-go's dynamic
-// client makes it.
+// resourcePath is the path of the resource o.Client was made for, in its namespace, as
+// client-go's dynamic client makes it.
 func resourcePath(o *Object) []string {
-	gvr := o.Resource
+	gvr := o.resource
 	p := make([]string, 0, 6)
 	if gvr.Group == "" {
 		p = append(p, "api")

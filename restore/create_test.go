@@ -4,12 +4,15 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/restoregraph/restoregraph/readiness"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 )
 
 // What a step after the create finds in Object.Target: of an object that is ready once
@@ -77,4 +80,30 @@ func TestDecodeMetadata(t *testing.T) {
 
 	_, err = decodeMetadata([]byte(`{"metadata":[]}`))
 	assert.Error(t, err)
+}
+
+// A step that replaces an object's Client has its create go through that client.
+func TestCreateGoesThroughAClientAStepSet(t *testing.T) {
+	var creates atomic.Int32
+	wrap := func(steps []Step) []Step {
+		i := slices.IndexFunc(steps, func(s Step) bool { return s.Name == StepCreate })
+		return slices.Insert(steps, i, Step{Name: "wrap", Run: func(_ context.Context, o *Object) error {
+			o.Client = countingCreates{o.Client, &creates}
+			return nil
+		}})
+	}
+	rep, err := restoreAll(context.Background(), widgetTarget(t), widgetBackup(t), testOptions{Retry: fastRetry, Steps: wrap})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), firstFailure(rep))
+	assert.Equal(t, int32(rep.Len()), creates.Load(), "every object created through the wrapping client")
+}
+
+type countingCreates struct {
+	dynamic.ResourceInterface
+	n *atomic.Int32
+}
+
+func (c countingCreates) Create(ctx context.Context, obj *unstructured.Unstructured, opts metav1.CreateOptions, sub ...string) (*unstructured.Unstructured, error) {
+	c.n.Add(1)
+	return c.ResourceInterface.Create(ctx, obj, opts, sub...)
 }

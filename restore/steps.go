@@ -102,7 +102,9 @@ type Object struct {
 	// object, and must write nothing to the target. The steps before StepCreate run.
 	DryRun bool
 
-	namespace    string // Client's
+	made         dynamic.ResourceInterface // Client as object made it, for resource in namespace
+	resource     schema.GroupVersionResource
+	namespace    string
 	node         *scheduler.Node
 	budget       *budget
 	modifiedMeta []metaChange // set by StepModify for Verify
@@ -179,7 +181,8 @@ func (r *run) object(it *manifest.Item, res *ObjectResult) (*Object, error) {
 	}
 	gvr := schema.GroupVersionResource{Group: it.Group, Version: choice.Version, Resource: it.Resource}
 	ns, name := refOf(it, "", r.sel.NamespaceMappings).InTarget()
-	return &Object{Item: it, Resource: gvr, Client: r.target.Dynamic.Resource(gvr).Namespace(ns), namespace: ns, Name: name, Result: res,
+	client := r.target.Dynamic.Resource(gvr).Namespace(ns)
+	return &Object{Item: it, Resource: gvr, Client: client, made: client, resource: gvr, namespace: ns, Name: name, Result: res,
 		budget: &budget{clock: r.opts.Clock, total: r.opts.ItemTimeout}}, nil
 }
 
