@@ -19,7 +19,7 @@ type stored struct {
 	name       string
 	uid        types.UID
 	rv         string
-	labels     map[string]string // nil when it has none
+	labels     labelSet // nil when it has none
 	owners     []types.UID
 	deleting   bool // it has a deletionTimestamp
 	finalizers bool // it has finalizers
@@ -39,9 +39,7 @@ func newStored(obj object) *stored {
 	st.name, _ = md["name"].(string)
 	st.uid = types.UID(metaString(obj, "uid"))
 	st.rv = metaString(obj, "resourceVersion")
-	if l := labelsOf(obj); len(l) > 0 {
-		st.labels = l
-	}
+	st.labels = labelsOf(obj)
 	return st
 }
 
