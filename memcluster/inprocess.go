@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"k8s.io/client-go/rest"
@@ -107,6 +108,6 @@ func (w *recorder) Write(p []byte) (int, error) {
 func (w *recorder) Flush() {}
 
 func (w *recorder) response(req *http.Request, body io.ReadCloser) *http.Response {
-	return &http.Response{Status: http.StatusText(w.code), StatusCode: w.code, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+	return &http.Response{Status: strconv.Itoa(w.code) + " " + http.StatusText(w.code), StatusCode: w.code, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: w.header, Body: body, ContentLength: -1, Request: req}
 }
