@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 )
 
 var (
@@ -167,58 +168,68 @@ func TestBadRequests(t *testing.T) {
 
 // BenchmarkCreate measures creates per second through client-go's dynamic client,
 // with no injected latency, at 1 and 16 concurrent clients, and the heap the server
-// keeps per object created (a ConfigMap with three labels and 1 KiB of data).
+// keeps per object created (a ConfigMap with three labels and 1 KiB of data): over
+// loopback (Config), and in process (InProcessConfig).
 func BenchmarkCreate(b *testing.B) {
-	for _, clients := range []int{1, 16} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			s, err := StartServer(Options{})
-			require.NoError(b, err)
-			defer s.Close()
-			c, _ := dynamic.NewForConfig(s.Config())
-			ctx := context.Background()
-			_, err = c.Resource(nsGVR).Create(ctx, u("v1", "Namespace", "", "ns", nil), metav1.CreateOptions{})
-			require.NoError(b, err)
-			cms := c.Resource(cmGVR).Namespace("ns")
-			var next sync.Mutex
-			i := 0
-			value := strings.Repeat("x", 1024)
-			runtime.GC()
-			var before runtime.MemStats
-			runtime.ReadMemStats(&before)
-			b.ResetTimer()
-			start := time.Now()
-			var wg sync.WaitGroup
-			for range clients {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						next.Lock()
-						n := i
-						i++
-						next.Unlock()
-						if n >= b.N {
-							return
-						}
-						cm := u("v1", "ConfigMap", "ns", fmt.Sprint("cm-", n), map[string]any{"data": map[string]any{"k": value}})
-						cm.SetLabels(map[string]string{"app": "shop", "tier": "web", "release": fmt.Sprint("r", n%10)})
-						if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "creates/s")
-			b.StopTimer()
-			runtime.GC()
-			var after runtime.MemStats
-			runtime.ReadMemStats(&after)
-			b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(b.N), "heap-B/object")
-			runtime.KeepAlive(s)
-		})
+	for _, transport := range []struct {
+		prefix string
+		config func(*Server) *rest.Config
+	}{{"", (*Server).Config}, {"in-process-", (*Server).InProcessConfig}} {
+		for _, clients := range []int{1, 16} {
+			benchmarkCreate(b, transport.prefix, transport.config, clients)
+		}
 	}
+}
+
+func benchmarkCreate(b *testing.B, prefix string, config func(*Server) *rest.Config, clients int) {
+	b.Run(fmt.Sprintf("%sclients=%d", prefix, clients), func(b *testing.B) {
+		s, err := StartServer(Options{})
+		require.NoError(b, err)
+		defer s.Close()
+		c, _ := dynamic.NewForConfig(config(s))
+		ctx := context.Background()
+		_, err = c.Resource(nsGVR).Create(ctx, u("v1", "Namespace", "", "ns", nil), metav1.CreateOptions{})
+		require.NoError(b, err)
+		cms := c.Resource(cmGVR).Namespace("ns")
+		var next sync.Mutex
+		i := 0
+		value := strings.Repeat("x", 1024)
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		b.ResetTimer()
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					next.Lock()
+					n := i
+					i++
+					next.Unlock()
+					if n >= b.N {
+						return
+					}
+					cm := u("v1", "ConfigMap", "ns", fmt.Sprint("cm-", n), map[string]any{"data": map[string]any{"k": value}})
+					cm.SetLabels(map[string]string{"app": "shop", "tier": "web", "release": fmt.Sprint("r", n%10)})
+					if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "creates/s")
+		b.StopTimer()
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(b.N), "heap-B/object")
+		runtime.KeepAlive(s)
+	})
 }
 
 // Cluster IPs come from the range until it is full; a deleted Service's address and
