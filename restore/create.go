@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // createBody creates o.Body in the target: through the REST client under a Dynamic
@@ -124,33 +125,26 @@ func decodeMetadata(data []byte) (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	m := a.Metadata
-	meta := make(map[string]any, 8)
-	for _, f := range [...]struct{ k, v string }{{"name", m.Name}, {"generateName", m.GenerateName}, {"namespace", m.Namespace},
-		{"uid", m.UID}, {"resourceVersion", m.ResourceVersion}, {"creationTimestamp", m.CreationTimestamp}} {
-		if f.v != "" {
-			meta[f.k] = f.v
-		}
+	md := map[string]any{}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": a.APIVersion, "kind": a.Kind, "metadata": md}}
+	u.SetName(m.Name)
+	u.SetGenerateName(m.GenerateName)
+	u.SetNamespace(m.Namespace)
+	u.SetUID(types.UID(m.UID))
+	u.SetResourceVersion(m.ResourceVersion)
+	if m.CreationTimestamp != "" {
+		md["creationTimestamp"] = m.CreationTimestamp // as the server wrote it
 	}
 	if m.Generation != 0 {
-		meta["generation"] = m.Generation
+		u.SetGeneration(m.Generation)
 	}
-	if m.Labels != nil {
-		meta["labels"] = anyMap(m.Labels)
-	}
-	if m.Annotations != nil {
-		meta["annotations"] = anyMap(m.Annotations)
-	}
+	u.SetLabels(m.Labels)
+	u.SetAnnotations(m.Annotations)
+	u.SetFinalizers(m.Finalizers)
 	if m.OwnerReferences != nil {
-		meta["ownerReferences"] = m.OwnerReferences
+		md["ownerReferences"] = m.OwnerReferences // as decoded
 	}
-	if m.Finalizers != nil {
-		f := make([]any, len(m.Finalizers))
-		for i, s := range m.Finalizers {
-			f[i] = s
-		}
-		meta["finalizers"] = f
-	}
-	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": a.APIVersion, "kind": a.Kind, "metadata": meta}}, nil
+	return u, nil
 }
 
 // decodeObject decodes an object's JSON as Unstructured.UnmarshalJSON decodes one that
@@ -164,12 +158,4 @@ func decodeObject(data []byte) (*unstructured.Unstructured, error) {
 		return nil, errors.New("the object has no kind")
 	}
 	return &unstructured.Unstructured{Object: m}, nil
-}
-
-func anyMap(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
