@@ -53,7 +53,7 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 		versions: map[schema.GroupResource]map[string]bool{}, preferred: map[schema.GroupResource]string{}}
 	items := false
 	for {
-		hdr, name, data, err := e.next()
+		name, raw, data, err := e.next()
 		if err == io.EOF {
 			break
 		}
@@ -68,7 +68,7 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 			m, err := manifest.Decode(bytes.NewReader(data))
 			if err != nil {
 				e.close()
-				return &EntryError{Path: hdr.Name, Err: err}
+				return &EntryError{Path: raw, Err: err}
 			}
 			b.manifest = m
 			if err := b.checkFormat(); err != nil {
@@ -89,7 +89,7 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 			items = true
 			if err := b.readItem(e, rd, name, data); err != nil {
 				e.close()
-				return &EntryError{Path: hdr.Name, Err: err}
+				return &EntryError{Path: raw, Err: err}
 			}
 		default:
 			b.warnings = append(b.warnings, fmt.Sprintf("skipped %s: not part of the backup layout", name))
@@ -119,10 +119,10 @@ func (b *Backup) readRest(want *bodyKey) error {
 				return nil
 			}
 		}
-		hdr, name, data, err := b.rest.next()
+		name, raw, data, err := b.rest.next()
 		if err == nil && strings.HasPrefix(name, resourcesDir+"/") {
 			if err = b.keepBody(b.rest, name, data); err != nil {
-				err = &EntryError{Path: hdr.Name, Err: err}
+				err = &EntryError{Path: raw, Err: err}
 			}
 		} else if err == nil {
 			b.warnings = append(b.warnings, fmt.Sprintf("skipped %s: not part of the backup layout", name))
