@@ -105,7 +105,7 @@ func ceiling(b *testing.B, gen *workload.Backup) time.Duration {
 	}
 	time.Sleep(200 * time.Millisecond) // CRDs established
 	start := time.Now()
-	if err := workload.CreateUnordered(ctx, dyn, rest, workers); err != nil {
+	if err := workload.CreateUnordered(ctx, s.Config(), rest, workers); err != nil {
 		b.Fatal(err)
 	}
 	return time.Since(start)

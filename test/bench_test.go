@@ -124,7 +124,7 @@ func ceiling(b *testing.B, gen *workload.Backup) time.Duration {
 	}
 	time.Sleep(5 * time.Second) // CRDs established
 	start := time.Now()
-	if err := workload.CreateUnordered(ctx, dyn, rest, benchWorkers); err != nil {
+	if err := workload.CreateUnordered(ctx, c, rest, benchWorkers); err != nil {
 		b.Fatal(err)
 	}
 	return time.Since(start)

@@ -203,7 +203,7 @@ func tarballCeiling(b *testing.B, path string) time.Duration {
 		}
 	}
 	start := time.Now()
-	if err := workload.CreateUnordered(ctx, dyn, rest, benchWorkers); err != nil {
+	if err := workload.CreateUnordered(ctx, cfg, rest, benchWorkers); err != nil {
 		b.Fatal(err)
 	}
 	return time.Since(start)
