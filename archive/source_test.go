@@ -210,7 +210,10 @@ func TestOpenReadsTheManifestFirst(t *testing.T) {
 	assert.True(t, b.Pending())
 	assert.Equal(t, 1500, b.Manifest().Len())
 	st := b.SourceStats()
-	assert.Less(t, st.Bytes, st.Size/4, "the manifest and what is read ahead, of %d bytes", st.Size)
+	// Read ahead of the parse are up to 9 blocks of 256 KiB inflated, about a quarter
+	// of this tarball: on a busy machine the inflate fills them before the manifest is
+	// parsed (655,360 bytes read of 2.4 MB), on an idle one it does not (131,072).
+	assert.Less(t, st.Bytes, st.Size*3/10, "the manifest and what is read ahead, of %d bytes", st.Size)
 	t.Logf("planned from %d of %d bytes", st.Bytes, st.Size)
 
 	require.NoError(t, b.ReadRest())
