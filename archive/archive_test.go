@@ -6,9 +6,11 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -457,4 +459,45 @@ func TestReadStopsWithItsContext(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	_, err = ReadFile(done, withManifest(t), Options{})
 	require.ErrorIs(t, err, context.Canceled)
+}
+
+// Bodies are decoded beside the walk, batches at a time; what is wrong is still met in
+// the tarball's order: the first bad entry is the one named, not a later one, nor the
+// broken end of the stream after it.
+func TestReadNamesTheFirstBadEntry(t *testing.T) {
+	var es []entry
+	for i := range 2000 {
+		name := fmt.Sprintf("p-%d", i)
+		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":"n","uid":"u-%d"}}`, name, i)
+		if i == 1500 {
+			body = strings.Replace(body, name, "other", 1)
+		}
+		es = append(es,
+			entry{name: "resources/pods/v1-preferredversion/namespaces/n/" + name + ".json", body: body},
+			entry{name: "resources/pods/namespaces/n/" + name + ".json", body: body})
+	}
+	data := rawTar(t, true, es...)
+	_, err := Read(context.Background(), bytes.NewReader(data), Options{})
+	var ee *EntryError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, "resources/pods/v1-preferredversion/namespaces/n/p-1500.json", ee.Path)
+	assert.Contains(t, err.Error(), `metadata.name "other" does not match the file name`)
+
+	plain := rawTar(t, false, es...)
+	_, err = Read(context.Background(), bytes.NewReader(plain[:len(plain)*9/10]), Options{})
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, "resources/pods/v1-preferredversion/namespaces/n/p-1500.json", ee.Path, "before the stream's end")
+
+	// A copy with the bytes of a copy that was not kept is decoded again, and judged.
+	dep := func(label string) string {
+		return `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"api","namespace":"shop","uid":"d","labels":{"l":"` + label + `"}}}`
+	}
+	_, err = Read(context.Background(), bytes.NewReader(rawTar(t, false,
+		entry{name: "resources/deployments.apps/v1-preferredversion/namespaces/shop/api.json", body: dep("a")},
+		entry{name: "resources/deployments.apps/namespaces/shop/api.json", body: dep("b")}, // v1 is held: not kept
+		entry{name: "resources/deployments.apps/v1/namespaces/shop/api.json", body: dep("b")},
+	)), Options{})
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, "resources/deployments.apps/v1/namespaces/shop/api.json", ee.Path)
+	assert.ErrorIs(t, err, errDuplicate)
 }

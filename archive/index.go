@@ -40,6 +40,17 @@ type reading struct {
 	items     []manifest.Item // the current chunk of the candidates' items
 	versions  map[schema.GroupResource]map[string]bool
 	preferred map[schema.GroupResource]string
+	last      lastBody // the body last stored
+}
+
+// lastBody is the body last stored, for the second copy of an object (Velero writes
+// the preferred version twice, one after the other): the same bytes are kept once.
+// kept says the entry indexed last has these bytes.
+type lastBody struct {
+	obj  objKey
+	ref  bodyRef
+	item *manifest.Item
+	kept bool
 }
 
 // read walks the tarball to the manifest, when the backup carries one before its
@@ -51,51 +62,80 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 	}
 	rd := &reading{meta: newMetaReader(b.strs), chosen: map[objKey]candidate{},
 		versions: map[schema.GroupResource]map[string]bool{}, preferred: map[schema.GroupResource]string{}}
-	items := false
+	var dec decoding
+	defer dec.stop()
+	// index indexes decoded batches, in the order read.
+	index := func(bts ...*batch) error {
+		for _, bt := range bts {
+			for i := range bt.entries {
+				p := &bt.entries[i]
+				if err := b.readItem(rd, p, bt.bytes(i)); err != nil {
+					return &EntryError{Path: p.raw, Err: err}
+				}
+			}
+			dec.recycle(bt)
+		}
+		return nil
+	}
+	items, prevItem := false, false // resource entries met; the previous entry was one
 	for {
 		name, raw, data, err := e.next()
 		if err == io.EOF {
 			break
 		}
+		if err == nil {
+			isItem := strings.HasPrefix(name, resourcesDir+"/")
+			switch {
+			case name == metadataVersion:
+				b.format = strings.TrimSpace(string(data))
+			case name == ManifestPath && !items:
+				m, err := manifest.Decode(bytes.NewReader(data))
+				if err != nil {
+					e.close()
+					return &EntryError{Path: raw, Err: err}
+				}
+				b.manifest = m
+				if err := b.checkFormat(); err != nil {
+					e.close()
+					return err
+				}
+				b.rest = e
+				if closer != nil {
+					e.closer = closer
+					return nil
+				}
+				b.mu.Lock()
+				defer b.mu.Unlock()
+				return b.readRest(nil)
+			case name == ManifestPath:
+				b.warnings = append(b.warnings, "skipped "+name+": it comes after the bodies; the manifest is built from them")
+			case isItem:
+				items = true
+				p := pending{raw: raw, dup: prevItem && bytes.Equal(e.prev, data)}
+				if p.loc, p.err = parseItemPath(name); p.err == nil {
+					p.loc = own(b.strs, p.loc)
+				}
+				if bt := dec.add(p, data); bt != nil {
+					err = index(bt)
+				}
+			default:
+				b.warnings = append(b.warnings, fmt.Sprintf("skipped %s: not part of the backup layout", name))
+			}
+			prevItem = isItem
+		}
 		if err != nil {
+			// What was read before the error is judged first, as it comes first.
+			if ierr := index(dec.flush()...); ierr != nil {
+				err = ierr
+			}
 			e.close()
 			return err
 		}
-		switch {
-		case name == metadataVersion:
-			b.format = strings.TrimSpace(string(data))
-		case name == ManifestPath && !items:
-			m, err := manifest.Decode(bytes.NewReader(data))
-			if err != nil {
-				e.close()
-				return &EntryError{Path: raw, Err: err}
-			}
-			b.manifest = m
-			if err := b.checkFormat(); err != nil {
-				e.close()
-				return err
-			}
-			b.rest = e
-			if closer != nil {
-				e.closer = closer
-				return nil
-			}
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			return b.readRest(nil)
-		case name == ManifestPath:
-			b.warnings = append(b.warnings, "skipped "+name+": it comes after the bodies; the manifest is built from them")
-		case strings.HasPrefix(name, resourcesDir+"/"):
-			items = true
-			if err := b.readItem(e, rd, name, data); err != nil {
-				e.close()
-				return &EntryError{Path: raw, Err: err}
-			}
-		default:
-			b.warnings = append(b.warnings, fmt.Sprintf("skipped %s: not part of the backup layout", name))
-		}
 	}
 	e.close()
+	if err := index(dec.flush()...); err != nil {
+		return err
+	}
 	if err := b.checkFormat(); err != nil {
 		return err
 	}
@@ -162,21 +202,29 @@ func (b *Backup) place(key bodyKey, loc location) (keep bool, err error) {
 	return loc.dir != "", nil
 }
 
-// readItem reads an object's entry when the backup carries no manifest: its metadata
-// (checked against its path) describes it.
-func (b *Backup) readItem(e *entries, rd *reading, name string, data []byte) error {
-	loc, err := parseItemPath(name)
-	if err != nil {
-		return err
+// readItem indexes an object's entry when the backup carries no manifest: its
+// metadata (checked against its path) describes it. Entries are indexed in the order
+// read.
+func (b *Backup) readItem(rd *reading, p *pending, data []byte) error {
+	if p.err != nil {
+		return p.err
 	}
-	loc = own(b.strs, loc)
+	loc := p.loc
 	k := objKey{loc.gr, loc.namespace, loc.name}
+	last := &rd.last
+	prevKept := last.kept
+	last.kept = false
 	var it *manifest.Item
-	shared := e.same(k, data) && e.prevItem != nil
+	// The second copy of an object, the same bytes as the first, shares its item and
+	// its body.
+	shared := p.dup && prevKept && last.obj == k && last.item != nil
 	if shared {
-		it = e.prevItem
+		it = last.item
 	} else {
-		meta, err := rd.meta.read(data)
+		meta, err := p.meta, p.metaErr
+		if p.dup { // the decoder leaves a copy to this
+			meta, err = rd.meta.read(data)
+		}
 		if err != nil {
 			return err
 		}
@@ -196,14 +244,14 @@ func (b *Backup) readItem(e *entries, rd *reading, name string, data []byte) err
 	if err != nil {
 		return err
 	}
-	e.kept = shared
+	last.kept = shared
 	if keep {
-		ref := e.prevRef
+		ref := last.ref
 		if !shared {
 			if ref, err = b.store.add(data); err != nil {
 				return err
 			}
-			e.stored(k, ref, it)
+			*last = lastBody{obj: k, ref: ref, item: it, kept: true}
 		}
 		ref.unversioned = loc.dir == ""
 		b.bodies.Set(key.dir(), key.name, ref)
