@@ -136,7 +136,7 @@ func read(r io.Reader, closer io.Closer, opts Options) (*Backup, error) {
 	}
 	b.store.reuse = true
 	err := b.read(r, opts, closer)
-	b.store.reuse, b.store.spare = false, nil // from now on, callers hold bodies
+	b.store.endReuse() // from now on, callers hold bodies
 	if err == nil && b.rest == nil {
 		err = b.settle()
 	}

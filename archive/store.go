@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 )
 
 // bodyRef is where the store keeps one body.
@@ -19,16 +20,19 @@ type bodyRef struct {
 // chunks, then in one spill file whose offsets the references name. Bodies are only
 // appended; a body once returned is never overwritten, so callers may keep the slices
 // they are given.
+//
+// The spill file is written on a goroutine of its own, half the budget at a time,
+// while the next half fills: at most the budget is in memory.
 type bodyStore struct {
 	dir     string // where the spill file is made
 	budget  int
-	file    *os.File // nil until the budget is exceeded
-	fileLen int64
-	chunks  [][]byte // the bodies after fileLen; a body never straddles two
-	starts  []int64  // the offset of each chunk's first byte
+	spill   *spillWriter // nil until the budget is exceeded
+	fileLen int64        // the bytes handed to spill: the bodies before it are in the file, or will be
+	chunks  [][]byte     // the bodies after fileLen; a body never straddles two
+	starts  []int64      // the offset of each chunk's first byte
 	memLen  int
-	// reuse lets flush keep the chunks for the next bodies: true while Read reads, as
-	// nobody holds a body yet.
+	// reuse lets the store take back the chunks spill has written, for the next
+	// bodies: true while Read reads, as nobody holds a body yet.
 	reuse bool
 	spare [][]byte
 }
@@ -36,7 +40,7 @@ type bodyStore struct {
 const chunkSize = 4 << 20
 
 func (s *bodyStore) add(data []byte) (bodyRef, error) {
-	if s.memLen+len(data) > s.budget && s.memLen > 0 {
+	if s.memLen+len(data) > s.budget/2 && s.memLen > 0 {
 		if err := s.flush(); err != nil {
 			return bodyRef{}, err
 		}
@@ -44,6 +48,9 @@ func (s *bodyStore) add(data []byte) (bodyRef, error) {
 	last := len(s.chunks) - 1
 	if last < 0 || cap(s.chunks[last])-len(s.chunks[last]) < len(data) {
 		var c []byte
+		if s.reuse && s.spill != nil {
+			s.spare = s.spill.written(s.spare)
+		}
 		if n := len(s.spare); n > 0 && cap(s.spare[n-1]) >= len(data) {
 			c, s.spare = s.spare[n-1][:0], s.spare[:n-1]
 		} else {
@@ -60,25 +67,20 @@ func (s *bodyStore) add(data []byte) (bodyRef, error) {
 	return ref, nil
 }
 
-// flush moves the bodies in memory to the spill file. The chunks are let go unless
-// reuse says nobody can hold a slice of them.
+// flush hands the bodies in memory to the spill file's writer, waiting while it still
+// writes the ones handed to it before.
 func (s *bodyStore) flush() error {
-	if s.file == nil {
+	if s.spill == nil {
 		f, err := os.CreateTemp(s.dir, "restoregraph-bodies-*")
 		if err != nil {
 			return fmt.Errorf("archive: spill file: %w", err)
 		}
-		s.file = f
+		s.spill = newSpillWriter(f, s.budget/chunkSize+2)
 	}
-	for _, c := range s.chunks {
-		if _, err := s.file.Write(c); err != nil {
-			return fmt.Errorf("archive: spill file: %w", err)
-		}
+	if err := s.spill.write(s.chunks, s.reuse); err != nil {
+		return err
 	}
 	s.fileLen += int64(s.memLen)
-	if s.reuse {
-		s.spare = append(s.spare, s.chunks...)
-	}
 	s.chunks, s.starts, s.memLen = nil, nil, 0
 	return nil
 }
@@ -88,10 +90,25 @@ func (s *bodyStore) flush() error {
 // (that is, from the page cache) as the first are, and a backup of a million objects
 // does not keep the budget's worth of them in its heap for the whole restore.
 func (s *bodyStore) settle() error {
-	if s.file == nil || s.memLen == 0 {
+	if s.spill == nil {
 		return nil
 	}
-	return s.flush()
+	if s.memLen > 0 {
+		if err := s.flush(); err != nil {
+			return err
+		}
+	}
+	err := s.spill.finish()
+	s.spill.written(nil) // let go of the chunks written for reuse
+	return err
+}
+
+// endReuse says that callers may now hold bodies: no chunk is filled again.
+func (s *bodyStore) endReuse() {
+	s.reuse, s.spare = false, nil
+	if s.spill != nil {
+		s.spill.written(nil)
+	}
 }
 
 func (s *bodyStore) get(ref bodyRef) ([]byte, error) {
@@ -100,8 +117,11 @@ func (s *bodyStore) get(ref bodyRef) ([]byte, error) {
 		c, start := s.chunks[i-1], ref.off-s.starts[i-1]
 		return c[start : start+int64(ref.n) : start+int64(ref.n)], nil
 	}
+	if err := s.spill.wait(ref.off + int64(ref.n)); err != nil {
+		return nil, err
+	}
 	buf := make([]byte, ref.n)
-	if _, err := s.file.ReadAt(buf, ref.off); err != nil {
+	if _, err := s.spill.file.ReadAt(buf, ref.off); err != nil {
 		return nil, fmt.Errorf("archive: spill file: %w", err)
 	}
 	return buf, nil
@@ -109,13 +129,106 @@ func (s *bodyStore) get(ref bodyRef) ([]byte, error) {
 
 // close removes the spill file.
 func (s *bodyStore) close() error {
-	if s.file == nil {
+	if s.spill == nil {
 		return nil
 	}
-	err := s.file.Close()
-	if rerr := os.Remove(s.file.Name()); err == nil {
+	s.spill.finish()
+	err := s.spill.file.Close()
+	if rerr := os.Remove(s.spill.file.Name()); err == nil {
 		err = rerr
 	}
-	s.file = nil
+	s.spill = nil
 	return err
+}
+
+// spillWriter appends chunks to the spill file on a goroutine of its own.
+type spillWriter struct {
+	file  *os.File
+	queue chan spillJob // unbuffered: one set of chunks is written at a time
+	done  chan struct{}
+	spare chan []byte // chunks written, for the store to fill again
+	once  sync.Once
+
+	mu   sync.Mutex
+	cond sync.Cond
+	len  int64 // the bytes written
+	err  error
+}
+
+func newSpillWriter(f *os.File, spare int) *spillWriter {
+	w := &spillWriter{file: f, queue: make(chan spillJob), done: make(chan struct{}), spare: make(chan []byte, spare)}
+	w.cond.L = &w.mu
+	go w.run()
+	return w
+}
+
+func (w *spillWriter) run() {
+	defer close(w.done)
+	for job := range w.queue {
+		for _, c := range job.chunks {
+			_, err := w.file.Write(c)
+			w.mu.Lock()
+			if err != nil && w.err == nil {
+				w.err = fmt.Errorf("archive: spill file: %w", err)
+			}
+			w.len += int64(len(c))
+			w.cond.Broadcast()
+			w.mu.Unlock()
+			if job.reuse {
+				select {
+				case w.spare <- c:
+				default:
+				}
+			}
+		}
+	}
+}
+
+// spillJob is chunks to write, and whether the store may fill them again once written.
+type spillJob struct {
+	chunks [][]byte
+	reuse  bool
+}
+
+// write hands chunks to the writer; it returns the error of an earlier write.
+func (w *spillWriter) write(chunks [][]byte, reuse bool) error {
+	w.mu.Lock()
+	err := w.err
+	w.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	w.queue <- spillJob{chunks, reuse}
+	return nil
+}
+
+// written appends to spare the chunks written since it was last called.
+func (w *spillWriter) written(spare [][]byte) [][]byte {
+	for {
+		select {
+		case c := <-w.spare:
+			spare = append(spare, c)
+		default:
+			return spare
+		}
+	}
+}
+
+// wait waits until the file holds its first end bytes, or a write failed.
+func (w *spillWriter) wait(end int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.len < end && w.err == nil {
+		w.cond.Wait()
+	}
+	return w.err
+}
+
+// finish waits for every write, ends the writer and returns the first error.
+func (w *spillWriter) finish() error {
+	w.once.Do(func() { close(w.queue) })
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
 }
