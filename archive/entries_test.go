@@ -202,3 +202,23 @@ func TestPlainHeaderReadsTheWritersHeaders(t *testing.T) {
 	_, ok := plainHeader(buf.Bytes()[:blockSize])
 	assert.False(t, ok)
 }
+
+func TestChecksumAddsTheBytes(t *testing.T) {
+	blk := make([]byte, blockSize)
+	for _, fill := range []func(i int) byte{
+		func(int) byte { return 0xff },
+		func(i int) byte { return byte(i * 7) },
+		func(int) byte { return 0 },
+	} {
+		want := int64(0)
+		for i := range blk {
+			blk[i] = fill(i)
+			if i >= 148 && i < 156 {
+				want += ' '
+			} else {
+				want += int64(blk[i])
+			}
+		}
+		assert.Equal(t, want, checksum(blk))
+	}
+}
