@@ -1,7 +1,9 @@
 // Package builtin holds the restore item actions every restore runs unless told not to:
 // what makes an object written by the source cluster's API server and controllers
 // acceptable to another cluster. Each is an ordinary RestoreItemAction, registered by
-// name in a plugin.Registry, and each can be left out by name.
+// name in a plugin.Registry, and each can be left out by name. Each changes the item
+// it is given and returns it, as Velero's own actions may: a restore gives an action
+// its working copy of the object, never the backup's.
 //
 //   - Service: clusterIP and clusterIPs cleared unless headless (None), so that the
 //     target allocates from its own range; node ports and healthCheckNodePort cleared
@@ -89,7 +91,7 @@ func (a action) AppliesTo() (ria.ResourceSelector, error) {
 func (a action) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return a.execute(in) }
 
 func service(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
-	obj := in.Item.DeepCopy()
+	obj := in.Item
 	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
 	if spec == nil {
 		return ria.NewExecuteOutput(obj), nil
@@ -113,7 +115,7 @@ func service(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
 }
 
 func pod(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
-	obj := in.Item.DeepCopy()
+	obj := in.Item
 	out := ria.NewExecuteOutput(obj)
 	needs := func(gr schema.GroupResource, namespace, name string) {
 		if name != "" && opts.InBackup(manifest.ID{Group: gr.Group, Resource: gr.Resource, Namespace: namespace, Name: name}) {
@@ -126,26 +128,29 @@ func pod(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
 	}
 	pc, _, _ := unstructured.NestedString(obj.Object, "spec", "priorityClassName")
 	needs(schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, "", pc)
-	vols, _, _ := unstructured.NestedSlice(obj.Object, "spec", "volumes")
+	spec, _ := obj.Object["spec"].(map[string]any)
+	vols, _ := spec["volumes"].([]any)
 	for _, v := range vols {
-		claim, _, _ := unstructured.NestedString(v.(map[string]any), "persistentVolumeClaim", "claimName")
-		needs(schema.GroupResource{Resource: "persistentvolumeclaims"}, ns, claim)
+		if v, ok := v.(map[string]any); ok {
+			claim, _, _ := unstructured.NestedString(v, "persistentVolumeClaim", "claimName")
+			needs(schema.GroupResource{Resource: "persistentvolumeclaims"}, ns, claim)
+		}
 	}
-	unstructured.RemoveNestedField(obj.Object, "spec", "nodeName")
-	unstructured.RemoveNestedField(obj.Object, "spec", "priority")
-	sa, _, _ := unstructured.NestedString(obj.Object, "spec", "serviceAccountName")
+	if spec == nil {
+		return out, nil
+	}
+	delete(spec, "nodeName")
+	delete(spec, "priority")
+	sa, _ := spec["serviceAccountName"].(string)
 	if sa == "" {
 		sa = "default"
 	}
 	legacyToken := func(name string) bool { return strings.HasPrefix(name, sa+"-token-") }
-	if vols, ok, _ := unstructured.NestedSlice(obj.Object, "spec", "volumes"); ok {
-		unstructured.SetNestedSlice(obj.Object, dropNamed(vols, legacyToken), "spec", "volumes")
+	if vols != nil {
+		spec["volumes"] = dropNamed(vols, legacyToken)
 	}
 	for _, field := range []string{"containers", "initContainers", "ephemeralContainers"} {
-		containers, ok, _ := unstructured.NestedSlice(obj.Object, "spec", field)
-		if !ok {
-			continue
-		}
+		containers, _ := spec[field].([]any)
 		for _, c := range containers {
 			if m, ok := c.(map[string]any); ok {
 				if mounts, ok := m["volumeMounts"].([]any); ok {
@@ -153,7 +158,6 @@ func pod(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
 				}
 			}
 		}
-		unstructured.SetNestedSlice(obj.Object, containers, "spec", field)
 	}
 	return out, nil
 }
@@ -176,7 +180,7 @@ func dropNamed(list []any, drop func(string) bool) []any {
 var controllerUIDLabels = []string{"controller-uid", "batch.kubernetes.io/controller-uid"}
 
 func job(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
-	obj := in.Item.DeepCopy()
+	obj := in.Item
 	if manual, _, _ := unstructured.NestedBool(obj.Object, "spec", "manualSelector"); manual {
 		return ria.NewExecuteOutput(obj), nil // the user's own selector
 	}
@@ -202,7 +206,7 @@ var claimAnnotations = []string{
 }
 
 func claim(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
-	obj := in.Item.DeepCopy()
+	obj := in.Item
 	if ann := obj.GetAnnotations(); ann != nil {
 		for _, a := range claimAnnotations {
 			delete(ann, a)
@@ -223,7 +227,7 @@ func claim(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
 }
 
 func volume(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
-	obj := in.Item.DeepCopy()
+	obj := in.Item
 	unstructured.RemoveNestedField(obj.Object, "spec", "claimRef", "uid")
 	unstructured.RemoveNestedField(obj.Object, "spec", "claimRef", "resourceVersion")
 	return ria.NewExecuteOutput(obj), nil

@@ -22,8 +22,14 @@ func run(t *testing.T, name string, opts Options, obj string) *ria.ExecuteOutput
 	require.NoError(t, err)
 	u := &unstructured.Unstructured{}
 	require.NoError(t, json.Unmarshal([]byte(obj), &u.Object))
-	out, err := a.Execute(&ria.ExecuteInput{Item: u.DeepCopy(), ItemFromBackup: u, Restore: &ria.Restore{Name: "r"}})
+	backup := u.DeepCopy()
+	out, err := a.Execute(&ria.ExecuteInput{Item: u, ItemFromBackup: backup, Restore: &ria.Restore{Name: "r"}})
 	require.NoError(t, err)
+	// The item given is the one changed and returned; the backup's is left alone.
+	assert.Same(t, u, out.UpdatedItem)
+	want := &unstructured.Unstructured{}
+	require.NoError(t, json.Unmarshal([]byte(obj), &want.Object))
+	assert.Equal(t, want, backup)
 	return out
 }
 
