@@ -47,7 +47,7 @@ func (req *request) at(obj object) object {
 }
 
 func readObject(r *http.Request) (object, error) {
-	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	data, err := readBody(r)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
@@ -59,6 +59,29 @@ func readObject(r *http.Request) (object, error) {
 		return nil, apierrors.NewBadRequest("the body of the request was in an unknown format: " + err.Error())
 	}
 	return obj, nil
+}
+
+// readBody reads up to one byte more than maxBody of r's body: into a buffer of its
+// length when the request says it, as clients do for a body they hold, so that it is
+// not read into buffers twice as large, one after another.
+func readBody(r *http.Request) ([]byte, error) {
+	body := io.LimitReader(r.Body, maxBody+1)
+	if n := r.ContentLength; n > 0 && n <= maxBody {
+		buf := make([]byte, n, n+1)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			return nil, err
+		}
+		// A body longer than it said is read on, to the limit.
+		var one [1]byte
+		if _, err := io.ReadFull(body, one[:]); err == io.EOF {
+			return buf, nil
+		} else if err != nil {
+			return nil, err
+		}
+		rest, err := io.ReadAll(body)
+		return append(append(buf, one[0]), rest...), err
+	}
+	return io.ReadAll(body)
 }
 
 // checkBody verifies the object's kind, apiVersion and namespace against the request.

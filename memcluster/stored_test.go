@@ -1,12 +1,16 @@
 package memcluster
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/restoregraph/restoregraph/internal/jsontree"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -49,4 +53,34 @@ func BenchmarkEncode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A request's body is read whole whatever its Content-Length says, up to the limit.
+func TestReadBody(t *testing.T) {
+	body := []byte(`{"kind":"ConfigMap"}`)
+	for _, tc := range []struct {
+		name   string
+		length int64
+		body   []byte
+		want   []byte
+		err    bool
+	}{
+		{"as long as said", int64(len(body)), body, body, false},
+		{"no length", -1, body, body, false},
+		{"longer than said", 5, body, body, false},
+		{"shorter than said", 100, body, nil, true},
+		{"over the limit", -1, make([]byte, maxBody+10), make([]byte, maxBody+1), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/a/configmaps", bytes.NewReader(tc.body))
+			r.ContentLength = tc.length
+			got, err := readBody(r)
+			if tc.err {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
 }
