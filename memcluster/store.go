@@ -17,15 +17,16 @@ type key struct {
 	name      string
 }
 
-// object is an object's content as a tree, as a write decodes it. Once a write has
-// stored it, it is never changed: the events of watches share it.
+// object is an object's content as a tree, as a write decodes it.
 type object = map[string]any
 
 // event is one change, kept in the history for watches that resume from a version.
+// It holds the object as stored, its JSON: the history's ten thousand objects are not
+// trees of maps for the collector to walk.
 type event struct {
 	typ  watch.EventType
 	key  key
-	obj  object
+	st   *stored // the object after the change; for Deleted, as it was deleted
 	prev *stored // for Modified: the object before the change
 	rv   uint64
 }
@@ -47,7 +48,7 @@ func (w *watcher) view(e event) (event, bool) {
 	if e.key.gr != w.gr || (w.namespace != "" && e.key.namespace != w.namespace) || (w.name != "" && e.key.name != w.name) {
 		return e, false
 	}
-	cur := w.selector.Matches(labelsOf(e.obj))
+	cur := w.selector.Matches(e.st.labels)
 	if e.typ != watch.Modified || e.prev == nil {
 		return e, cur
 	}
@@ -59,7 +60,7 @@ func (w *watcher) view(e event) (event, bool) {
 		e.typ = watch.Added
 		return e, true
 	case old:
-		e.typ, e.obj = watch.Deleted, e.prev.object()
+		e.typ, e.st = watch.Deleted, e.prev
 		return e, true
 	}
 	return e, false
@@ -118,10 +119,10 @@ func metaString(obj object, field string) string {
 
 // record stores obj under k, or deletes what k holds (obj is then the object deleted,
 // for the event), bumps the resourceVersion, keeps the history and tells the watchers.
-// It returns what it stored. The caller holds s.mu and never changes obj afterwards.
+// It returns what it stored. The caller holds s.mu.
 func (s *Server) record(typ watch.EventType, k key, obj object) *stored {
 	prev := s.objects[k]
-	var st *stored
+	var st, shown *stored // what is stored, what the event shows
 	if typ == watch.Deleted {
 		if prev != nil {
 			delete(s.byUID, prev.uid)
@@ -132,13 +133,15 @@ func (s *Server) record(typ watch.EventType, k key, obj object) *stored {
 			delete(s.orphanSince, k)
 			s.gcWatch(k, nil, prev)
 		}
+		shown = newStored(obj)
 	} else {
 		st = newStored(obj)
 		s.objects[k] = st
 		s.byUID[st.uid] = k
 		s.gcWatch(k, st, prev)
+		shown = st
 	}
-	e := event{typ: typ, key: k, obj: obj, rv: s.rv}
+	e := event{typ: typ, key: k, st: shown, rv: s.rv}
 	if typ == watch.Modified {
 		e.prev = prev
 	}

@@ -30,7 +30,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *request) {
 	var gone bool
 	if rv == "" || rv == "0" || sendInitial {
 		for _, st := range s.list(req.rt.gr, req.namespace, name, sel) {
-			backlog = append(backlog, event{typ: watch.Added, obj: st.object()})
+			backlog = append(backlog, event{typ: watch.Added, st: st})
 		}
 	} else {
 		from, err := strconv.ParseUint(rv, 10, 64)
@@ -86,7 +86,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *request) {
 		return
 	}
 	for _, e := range backlog {
-		if !send(e.typ, req.at(e.obj)) {
+		if !send(e.typ, req.served(e.st)) {
 			return
 		}
 	}
@@ -109,7 +109,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, req *request) {
 				expired()
 				return
 			}
-			if !send(e.typ, req.at(e.obj)) {
+			if !send(e.typ, req.served(e.st)) {
 				return
 			}
 		case <-r.Context().Done():
