@@ -16,9 +16,19 @@ import (
 // Create creates o as it was backed up, less its uid and resourceVersion, and less its
 // ownerReferences when dropOwners is set.
 func Create(ctx context.Context, dyn dynamic.Interface, o Object, dropOwners bool) error {
-	gv, err := schema.ParseGroupVersion(o.GetAPIVersion())
+	gv, u, err := asCreated(o, dropOwners)
 	if err != nil {
 		return err
+	}
+	_, err = dyn.Resource(gv.WithResource(o.Resource)).Namespace(o.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
+	return err
+}
+
+// asCreated returns o's group-version, and a copy of o as Create sends it.
+func asCreated(o Object, dropOwners bool) (schema.GroupVersion, *unstructured.Unstructured, error) {
+	gv, err := schema.ParseGroupVersion(o.GetAPIVersion())
+	if err != nil {
+		return gv, nil, err
 	}
 	u := o.DeepCopy()
 	unstructured.RemoveNestedField(u.Object, "metadata", "resourceVersion")
@@ -26,8 +36,7 @@ func Create(ctx context.Context, dyn dynamic.Interface, o Object, dropOwners boo
 	if dropOwners {
 		u.SetOwnerReferences(nil)
 	}
-	_, err = dyn.Resource(gv.WithResource(o.Resource)).Namespace(o.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
-	return err
+	return gv, u, nil
 }
 
 // CreateUnordered creates objects with workers goroutines in no order at all: the
@@ -55,14 +64,10 @@ func CreateUnordered(ctx context.Context, cfg *rest.Config, objects []Object, wo
 
 // post creates o through rc, as CreateUnordered does.
 func post(ctx context.Context, rc rest.Interface, o Object) error {
-	gv, err := schema.ParseGroupVersion(o.GetAPIVersion())
+	gv, u, err := asCreated(o, true)
 	if err != nil {
 		return err
 	}
-	u := o.DeepCopy()
-	unstructured.RemoveNestedField(u.Object, "metadata", "resourceVersion")
-	unstructured.RemoveNestedField(u.Object, "metadata", "uid")
-	u.SetOwnerReferences(nil)
 	body, err := u.MarshalJSON()
 	if err != nil {
 		return err
