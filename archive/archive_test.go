@@ -462,15 +462,18 @@ func TestReadStopsWithItsContext(t *testing.T) {
 }
 
 // Bodies are decoded beside the walk, batches at a time; what is wrong is still met in
-// the tarball's order: the first bad entry is the one named, not a later one, nor the
-// broken end of the stream after it.
+// the tarball's order: the first bad entry is the one named, not a later bad one, nor
+// the broken end of the stream after it.
 func TestReadNamesTheFirstBadEntry(t *testing.T) {
 	var es []entry
 	for i := range 2000 {
 		name := fmt.Sprintf("p-%d", i)
 		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":"n","uid":"u-%d"}}`, name, i)
-		if i == 1500 {
+		switch i {
+		case 1500:
 			body = strings.Replace(body, name, "other", 1)
+		case 1650: // wrong too, and later, in a batch decoded meanwhile
+			body = strings.Replace(body, `"namespace":"n"`, `"namespace":"m"`, 1)
 		}
 		es = append(es,
 			entry{name: "resources/pods/v1-preferredversion/namespaces/n/" + name + ".json", body: body},

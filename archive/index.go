@@ -116,15 +116,17 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 					p.loc = own(b.strs, p.loc)
 				}
 				if bt := dec.add(p, data); bt != nil {
-					err = index(bt)
+					if err := index(bt); err != nil {
+						e.close() // the decoder's later batches are not looked at
+						return err
+					}
 				}
 			default:
 				b.warnings = append(b.warnings, fmt.Sprintf("skipped %s: not part of the backup layout", name))
 			}
 			prevItem = isItem
 		}
-		if err != nil {
-			// What was read before the error is judged first, as it comes first.
+		if err != nil { // the tarball's: what was read before it is judged first
 			if ierr := index(dec.flush()...); ierr != nil {
 				err = ierr
 			}
