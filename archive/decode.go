@@ -105,8 +105,11 @@ func (d *decoding) rest() []*batch {
 	return out
 }
 
-// recycle returns an indexed batch for reuse.
+// recycle returns an indexed batch for reuse, unless a large body grew it.
 func (d *decoding) recycle(bt *batch) {
+	if cap(bt.data) > 2*batchBytes {
+		return
+	}
 	bt.data, bt.entries = bt.data[:0], bt.entries[:0]
 	d.free = append(d.free, bt)
 }
