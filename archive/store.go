@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -116,6 +117,9 @@ func (s *bodyStore) get(ref bodyRef) ([]byte, error) {
 		i, _ := slices.BinarySearch(s.starts, ref.off+1)
 		c, start := s.chunks[i-1], ref.off-s.starts[i-1]
 		return c[start : start+int64(ref.n) : start+int64(ref.n)], nil
+	}
+	if s.spill == nil {
+		return nil, errors.New("archive: spill file: the backup was closed")
 	}
 	if err := s.spill.wait(ref.off + int64(ref.n)); err != nil {
 		return nil, err

@@ -36,6 +36,9 @@ func TestStoreReadsWhatItSpillsWhileItWrites(t *testing.T) {
 		require.Equal(t, body(i), got, "body %d", i)
 	}
 	assert.Zero(t, s.memLen)
+	require.NoError(t, s.close())
+	_, err := s.get(refs[0])
+	assert.ErrorContains(t, err, "closed", "a body read after Close")
 }
 
 // A failed write of the spill file fails the next add that spills, and the read of a
