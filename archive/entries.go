@@ -27,13 +27,8 @@ type entries struct {
 
 	total, count int64
 	buf, prev    []byte // this entry's bytes and the previous one's, swapped
-	// The last body stored, for the second copy of an object (Velero writes the
-	// preferred version twice, one after the other): the same bytes are kept once.
-	// prevKept says the previous entry's bytes are that body's; kept, this entry's.
-	prevObj        objKey
-	prevRef        bodyRef
-	prevItem       *manifest.Item
-	prevKept, kept bool
+	prevItem     bool   // the previous entry was an object's: prev holds its bytes
+	last         lastBody
 }
 
 func newEntries(r io.Reader, opts Options) (*entries, error) {
@@ -99,7 +94,6 @@ func (e *entries) next() (name, raw string, data []byte, err error) {
 			return "", "", nil, &LimitError{Path: raw, Limit: "total size", Max: e.opts.MaxTotalBytes}
 		}
 		e.buf, e.prev = e.prev, e.buf
-		e.prevKept, e.kept = e.kept, false
 		if int64(cap(e.buf)) < h.size {
 			e.buf = make([]byte, h.size, max(h.size, 64<<10))
 		}
@@ -235,15 +229,31 @@ func cString(f []byte) string {
 	return string(f)
 }
 
-// same reports whether data is the previous entry's body again, for the same object,
-// and the previous entry is the body last stored.
-func (e *entries) same(k objKey, data []byte) bool {
-	return e.prevKept && e.prevObj == k && bytes.Equal(e.prev, data)
+// dup reports whether data, an entry's bytes, are the previous entry's, both being
+// objects' entries (isItem). Every regular entry passes through it, in the order read.
+func (e *entries) dup(isItem bool, data []byte) bool {
+	d := isItem && e.prevItem && bytes.Equal(e.prev, data)
+	e.prevItem = isItem
+	return d
 }
 
-// stored records that this entry's bytes are the body at ref.
-func (e *entries) stored(k objKey, ref bodyRef, it *manifest.Item) {
-	e.prevObj, e.prevRef, e.prevItem, e.kept = k, ref, it, true
+// lastBody is the body last stored, for the second copy of an object (Velero writes
+// the preferred version twice, one after the other): the same bytes are kept once.
+// kept says the object's entry met last has these bytes.
+type lastBody struct {
+	obj  objKey
+	ref  bodyRef
+	item *manifest.Item // the item its metadata made, for a backup without a manifest
+	kept bool
+}
+
+// shared starts the turn of an object's entry: it reports whether the entry, for object
+// k, whose bytes are the previous entry's when dup, has the body last stored. Until the
+// caller says so, the entry does not have it.
+func (l *lastBody) shared(dup bool, k objKey) bool {
+	prev := l.kept
+	l.kept = false
+	return dup && prev && l.obj == k
 }
 
 // entryName validates an entry's type and name and returns its cleaned name.

@@ -40,17 +40,6 @@ type reading struct {
 	items     []manifest.Item // the current chunk of the candidates' items
 	versions  map[schema.GroupResource]map[string]bool
 	preferred map[schema.GroupResource]string
-	last      lastBody // the body last stored
-}
-
-// lastBody is the body last stored, for the second copy of an object (Velero writes
-// the preferred version twice, one after the other): the same bytes are kept once.
-// kept says the entry indexed last has these bytes.
-type lastBody struct {
-	obj  objKey
-	ref  bodyRef
-	item *manifest.Item
-	kept bool
 }
 
 // read walks the tarball to the manifest, when the backup carries one before its
@@ -69,7 +58,7 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 		for _, bt := range bts {
 			for i := range bt.entries {
 				p := &bt.entries[i]
-				if err := b.readItem(rd, p, bt.bytes(i)); err != nil {
+				if err := b.readItem(&e.last, rd, p, bt.bytes(i)); err != nil {
 					return &EntryError{Path: p.raw, Err: err}
 				}
 			}
@@ -77,7 +66,7 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 		}
 		return nil
 	}
-	items, prevItem := false, false // resource entries met; the previous entry was one
+	items := false // resource entries met
 	for {
 		name, raw, data, err := e.next()
 		if err == io.EOF {
@@ -85,6 +74,7 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 		}
 		if err == nil {
 			isItem := strings.HasPrefix(name, resourcesDir+"/")
+			dup := e.dup(isItem, data)
 			switch {
 			case name == metadataVersion:
 				b.format = strings.TrimSpace(string(data))
@@ -111,7 +101,7 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 				b.warnings = append(b.warnings, "skipped "+name+": it comes after the bodies; the manifest is built from them")
 			case isItem:
 				items = true
-				p := pending{raw: raw, dup: prevItem && bytes.Equal(e.prev, data)}
+				p := pending{raw: raw, dup: dup}
 				if p.loc, p.err = parseItemPath(name); p.err == nil {
 					p.loc = own(b.strs, p.loc)
 				}
@@ -124,7 +114,6 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 			default:
 				b.warnings = append(b.warnings, fmt.Sprintf("skipped %s: not part of the backup layout", name))
 			}
-			prevItem = isItem
 		}
 		if err != nil { // the tarball's: what was read before it is judged first
 			if ierr := index(dec.flush()...); ierr != nil {
@@ -162,12 +151,14 @@ func (b *Backup) readRest(want *bodyKey) error {
 			}
 		}
 		name, raw, data, err := b.rest.next()
-		if err == nil && strings.HasPrefix(name, resourcesDir+"/") {
-			if err = b.keepBody(b.rest, name, data); err != nil {
+		if err == nil {
+			isItem := strings.HasPrefix(name, resourcesDir+"/")
+			dup := b.rest.dup(isItem, data)
+			if !isItem {
+				b.warnings = append(b.warnings, fmt.Sprintf("skipped %s: not part of the backup layout", name))
+			} else if err = b.keepBody(&b.rest.last, dup, name, data); err != nil {
 				err = &EntryError{Path: raw, Err: err}
 			}
-		} else if err == nil {
-			b.warnings = append(b.warnings, fmt.Sprintf("skipped %s: not part of the backup layout", name))
 		}
 		if err == io.EOF {
 			b.rest.close()
@@ -207,19 +198,16 @@ func (b *Backup) place(key bodyKey, loc location) (keep bool, err error) {
 // readItem indexes an object's entry when the backup carries no manifest: its
 // metadata (checked against its path) describes it. Entries are indexed in the order
 // read.
-func (b *Backup) readItem(rd *reading, p *pending, data []byte) error {
+func (b *Backup) readItem(last *lastBody, rd *reading, p *pending, data []byte) error {
 	if p.err != nil {
 		return p.err
 	}
 	loc := p.loc
 	k := objKey{loc.gr, loc.namespace, loc.name}
-	last := &rd.last
-	prevKept := last.kept
-	last.kept = false
 	var it *manifest.Item
 	// The second copy of an object, the same bytes as the first, shares its item and
 	// its body.
-	shared := p.dup && prevKept && last.obj == k && last.item != nil
+	shared := last.shared(p.dup, k) && last.item != nil
 	if shared {
 		it = last.item
 	} else {
@@ -293,7 +281,7 @@ func checkMeta(loc location, meta *objectMeta) error {
 // keepBody keeps an object's body when the backup carries its manifest: the manifest
 // describes the object, and a copy at the unversioned (1.0) path is at the version the
 // manifest records for it. b.mu is held.
-func (b *Backup) keepBody(e *entries, name string, data []byte) error {
+func (b *Backup) keepBody(last *lastBody, dup bool, name string, data []byte) error {
 	loc, err := parseItemPath(name)
 	if err != nil {
 		return err
@@ -310,19 +298,20 @@ func (b *Backup) keepBody(e *entries, name string, data []byte) error {
 		version = b.manifestVersion(loc.gr, it)
 	}
 	key := bodyKey{loc.gr, version, loc.namespace, loc.name}
+	k := objKey{loc.gr, loc.namespace, loc.name}
+	shared := last.shared(dup, k)
 	keep, err := b.place(key, loc)
 	if !keep || err != nil {
 		return err
 	}
-	k := objKey{loc.gr, loc.namespace, loc.name}
-	ref := e.prevRef
-	if e.same(k, data) {
-		e.kept = true
+	ref := last.ref
+	if shared {
+		last.kept = true
 	} else {
 		if ref, err = b.store.add(data); err != nil {
 			return err
 		}
-		e.stored(k, ref, nil)
+		*last = lastBody{obj: k, ref: ref, kept: true}
 	}
 	ref.unversioned = loc.dir == ""
 	b.bodies.Set(key.dir(), key.name, ref)
