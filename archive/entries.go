@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"path"
@@ -186,21 +185,16 @@ func plainHeader(blk []byte) (header, bool) {
 }
 
 // checksum is the sum of a header block's bytes, its checksum field (bytes 148 to 155)
-// counted as spaces. Eight bytes are added at a time, in four 16-bit lanes: a lane
-// holds at most 2 × 64 × 255, their sum more.
+// counted as spaces.
 func checksum(blk []byte) int64 {
-	const lanes = 0x00ff00ff00ff00ff
-	var acc uint64
-	for i := 0; i < blockSize; i += 8 {
-		w := binary.LittleEndian.Uint64(blk[i:])
-		if i == 144 { // bytes 144 to 151: the last four are the field's first
-			w = w&0xffffffff | 0x20202020<<32
-		} else if i == 152 { // bytes 152 to 159: the first four are the field's last
-			w = w&^0xffffffff | 0x20202020
-		}
-		acc += w&lanes + w>>8&lanes
+	sum := int64(8 * ' ')
+	for _, c := range blk[:148] {
+		sum += int64(c)
 	}
-	return int64(acc&0xffff + acc>>16&0xffff + acc>>32&0xffff + acc>>48)
+	for _, c := range blk[156:blockSize] {
+		sum += int64(c)
+	}
+	return sum
 }
 
 // octal parses a numeric field as archive/tar does when the field is in octal:
