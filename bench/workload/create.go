@@ -45,32 +45,27 @@ func asCreated(o Object, dropOwners bool) (schema.GroupVersion, *unstructured.Un
 // client made from cfg, and the server's answer is not decoded unless it is an error:
 // no client does less for a create. It returns the first error.
 func CreateUnordered(ctx context.Context, cfg *rest.Config, objects []Object, workers int) error {
-	rc, err := rest.UnversionedRESTClientFor(dynamic.ConfigFor(cfg))
-	if err != nil {
-		return err
-	}
-	var g errgroup.Group
-	g.SetLimit(workers)
-	for _, o := range objects {
-		g.Go(func() error {
-			if err := post(ctx, rc, o); err != nil {
-				return fmt.Errorf("%s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
-			}
-			return nil
-		})
-	}
-	return g.Wait()
+	return postAll(ctx, cfg, len(objects), workers, func(i int) (Request, error) { return NewRequest(objects[i]) })
 }
 
-// post creates o through rc, as CreateUnordered does.
-func post(ctx context.Context, rc rest.Interface, o Object) error {
+// Request is a create as CreateUnordered sends it: where, and the encoded object.
+type Request struct {
+	kind, namespace, name string // for errors
+	path                  []string
+	body                  []byte
+}
+
+// NewRequest encodes o as CreateUnordered sends it, owner references dropped. A
+// ceiling over a million objects keeps these, not the decoded objects, which would
+// take several times the memory.
+func NewRequest(o Object) (Request, error) {
 	gv, u, err := asCreated(o, true)
 	if err != nil {
-		return err
+		return Request{}, err
 	}
 	body, err := u.MarshalJSON()
 	if err != nil {
-		return err
+		return Request{}, err
 	}
 	path := []string{"/apis", gv.Group, gv.Version}
 	if gv.Group == "" {
@@ -80,7 +75,37 @@ func post(ctx context.Context, rc rest.Interface, o Object) error {
 		path = append(path, "namespaces", ns)
 	}
 	path = append(path, o.Resource)
-	return rc.Post().AbsPath(path...).Body(body).Do(ctx).Error()
+	return Request{kind: o.GetKind(), namespace: o.GetNamespace(), name: o.GetName(), path: path, body: body}, nil
+}
+
+// PostUnordered sends requests as CreateUnordered does, already encoded: the ceiling
+// without the client's encoding.
+func PostUnordered(ctx context.Context, cfg *rest.Config, requests []Request, workers int) error {
+	return postAll(ctx, cfg, len(requests), workers, func(i int) (Request, error) { return requests[i], nil })
+}
+
+// postAll sends the n requests request(i) makes, with workers goroutines, through one
+// REST client made from cfg. It returns the first error.
+func postAll(ctx context.Context, cfg *rest.Config, n, workers int, request func(i int) (Request, error)) error {
+	rc, err := rest.UnversionedRESTClientFor(dynamic.ConfigFor(cfg))
+	if err != nil {
+		return err
+	}
+	var g errgroup.Group
+	g.SetLimit(workers)
+	for i := range n {
+		g.Go(func() error {
+			r, err := request(i)
+			if err != nil {
+				return err
+			}
+			if err := rc.Post().AbsPath(r.path...).Body(r.body).Do(ctx).Error(); err != nil {
+				return fmt.Errorf("%s %s/%s: %w", r.kind, r.namespace, r.name, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // Split returns the objects at their preferred version, namespaces and CRDs apart from

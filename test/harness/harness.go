@@ -61,6 +61,9 @@ var users = map[string][2]string{
 type Options struct {
 	// ServiceCIDR is the Service cluster IP range; default 10.0.0.0/24.
 	ServiceCIDR string
+	// EtcdQuotaBytes is etcd's backend quota; default etcd's own (2 GiB), which a
+	// million objects outgrow.
+	EtcdQuotaBytes int64
 	// Controllers are kube-controller-manager's; default the garbage collector and the
 	// namespace controller. AppControllers runs what an application namespace needs.
 	Controllers []string
@@ -111,12 +114,16 @@ func StartWith(ctx context.Context, dir string, bin Binaries, opts Options) (*Cl
 	}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	if err := c.start("etcd", bin.Etcd,
+	etcdArgs := []string{
 		"--data-dir", filepath.Join(dir, "etcd"), "--name", "default",
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
-		"--initial-cluster", "default="+peerURL, "--log-level", "warn",
-	); err != nil {
+		"--initial-cluster", "default=" + peerURL, "--log-level", "warn",
+	}
+	if opts.EtcdQuotaBytes > 0 {
+		etcdArgs = append(etcdArgs, "--quota-backend-bytes", strconv.FormatInt(opts.EtcdQuotaBytes, 10))
+	}
+	if err := c.start("etcd", bin.Etcd, etcdArgs...); err != nil {
 		return nil, err
 	}
 	if err := c.waitHTTP(ctx, "etcd", &http.Client{}, etcdURL+"/health", "", 30*time.Second); err != nil {
