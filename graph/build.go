@@ -26,9 +26,18 @@ type rawEdge struct {
 type builder struct {
 	g     *Graph
 	items []*manifest.Item
-	byUID map[types.UID]int32
 	raw   []rawEdge
 	errs  []error
+
+	// What index finds in its pass over the items: each item's namespace as a dense
+	// index (0 for cluster-scoped items); the items' positions grouped by namespace,
+	// ascending within each, namespace k's at byNS[start[k]:start[k+1]]; and the
+	// items that declare dependencies.
+	nsIndex   map[string]int32
+	ns        []int32
+	byNS      []int32
+	start     []int32
+	dependsOn []int32
 }
 
 // New builds the restore DAG of m. The graph is always returned; the error, when not
@@ -41,10 +50,8 @@ func New(m *manifest.Manifest, opts Options) (*Graph, error) {
 		slab[i] = Node{id: int64(i), Item: it}
 		g.nodes[i] = &slab[i]
 	}
-	b := &builder{g: g, items: items, byUID: make(map[types.UID]int32, len(items)), raw: make([]rawEdge, 0, 2*len(items))}
-	for i, it := range items {
-		b.byUID[it.UID] = int32(i)
-	}
+	b := &builder{g: g, items: items, raw: make([]rawEdge, 0, 2*len(items))}
+	b.index()
 	b.ownerEdges()
 	b.crdEdges()
 	b.namespaceEdges()
@@ -72,26 +79,72 @@ func (g *Graph) warn(n *Node, msg string) {
 	g.warnings = append(g.warnings, Warning{Node: n, Message: msg})
 }
 
+// ownerEdges resolves every owner reference to an edge from the owner. Kubernetes lets
+// an owner be in its dependent's namespace or cluster-scoped, so each namespace's
+// items are resolved together, against a map of that namespace's UIDs and one of the
+// cluster-scoped items': maps small enough to stay in the cache, where one map of a
+// million UIDs misses it on nearly every probe. An owner in neither (in another
+// namespace, which the garbage collector does not honour, or not in the backup) is
+// looked up in a map of every UID, built the first time one is.
 func (b *builder) ownerEdges() {
-	for i, it := range b.items {
-		for _, uid := range it.OwnerUIDs {
-			if o, ok := b.byUID[uid]; ok {
-				b.edge(o, int32(i), EdgeOwner)
-			} else {
-				b.g.warn(b.g.nodes[i], "owner "+string(uid)+" is not in the backup; restored without it")
+	items, byNS, start := b.items, b.byNS, b.start
+	uidMap := func(positions []int32, m map[types.UID]int32) map[types.UID]int32 {
+		for _, i := range positions {
+			m[items[i].UID] = i
+		}
+		return m
+	}
+	cluster := uidMap(b.clusterScoped(), make(map[types.UID]int32, start[1]))
+	var all map[types.UID]int32
+	resolve := func(positions []int32, local map[types.UID]int32) {
+		for _, i := range positions {
+			for _, uid := range items[i].OwnerUIDs {
+				o, ok := local[uid]
+				if !ok {
+					o, ok = cluster[uid]
+				}
+				if !ok {
+					if all == nil {
+						all = uidMap(byNS, make(map[types.UID]int32, len(items)))
+					}
+					o, ok = all[uid]
+				}
+				if ok {
+					b.edge(o, i, EdgeOwner)
+				} else {
+					b.g.warn(b.g.nodes[i], "owner "+string(uid)+" is not in the backup; restored without it")
+				}
 			}
 		}
 	}
+	resolve(b.clusterScoped(), nil)
+	// One map for every namespace in turn, cleared between them; made again when it
+	// has held many more UIDs than the next namespace has, for clear's cost follows
+	// the most it has held.
+	var local map[types.UID]int32
+	held := 0
+	for k := 1; k < len(start)-1; k++ {
+		positions := byNS[start[k]:start[k+1]]
+		if local == nil || held > 4*len(positions)+64 {
+			local, held = make(map[types.UID]int32, len(positions)), 0
+		} else {
+			clear(local)
+		}
+		held = max(held, len(positions))
+		resolve(positions, uidMap(positions, local))
+	}
+	// Warnings in the items' order, as a single pass over them would give.
+	slices.SortStableFunc(b.g.warnings, func(x, y Warning) int { return cmp.Compare(x.Node.id, y.Node.id) })
 }
 
 func (b *builder) crdEdges() {
 	// Keyed by the group-resource a CRD's name <plural>.<group> splits into, so that
 	// looking up an item's CRD builds no string.
 	crds := map[schema.GroupResource]int32{}
-	for i, it := range b.items {
-		if it.GroupResource() == manifest.CRDGroupResource {
+	for _, i := range b.clusterScoped() {
+		if it := b.items[i]; it.GroupResource() == manifest.CRDGroupResource {
 			if gr, ok := manifest.DefinedBy(it.Name); ok {
-				crds[gr] = int32(i)
+				crds[gr] = i
 			}
 		}
 	}
@@ -108,22 +161,69 @@ func (b *builder) crdEdges() {
 	}
 }
 
-func (b *builder) namespaceEdges() {
-	namespaces := map[string]int32{}
+// index makes one pass over the items for what the edges need (builder's fields):
+// the edge passes then read only what is theirs, where each pass over a million items
+// costs a cache miss an item. Items come sorted by group, version and namespace, so a
+// namespace is looked up once per run of items, not once per item.
+func (b *builder) index() {
+	b.nsIndex = map[string]int32{"": 0}
+	b.ns = make([]int32, len(b.items))
+	count := []int32{0}
+	last, lastIdx := "", int32(0)
 	for i, it := range b.items {
-		if it.Group == "" && it.Resource == "namespaces" {
-			namespaces[it.Name] = int32(i)
+		if it.Namespace != last {
+			idx, ok := b.nsIndex[it.Namespace]
+			if !ok {
+				idx = int32(len(count))
+				b.nsIndex[it.Namespace] = idx
+				count = append(count, 0)
+			}
+			last, lastIdx = it.Namespace, idx
+		}
+		b.ns[i] = lastIdx
+		count[lastIdx]++
+		if len(it.Annotations) > 0 {
+			if _, ok := it.Annotations.Lookup(DependsOnAnnotation); ok {
+				b.dependsOn = append(b.dependsOn, int32(i))
+			}
 		}
 	}
-	if len(namespaces) == 0 {
+	// A counting sort by namespace.
+	b.start = make([]int32, len(count)+1)
+	for k, c := range count {
+		b.start[k+1] = b.start[k] + c
+	}
+	b.byNS = make([]int32, len(b.items))
+	next := slices.Clone(b.start[:len(count)])
+	for i, k := range b.ns {
+		b.byNS[next[k]] = int32(i)
+		next[k]++
+	}
+}
+
+// clusterScoped returns the positions of the cluster-scoped items.
+func (b *builder) clusterScoped() []int32 { return b.byNS[b.start[0]:b.start[1]] }
+
+func (b *builder) namespaceEdges() {
+	// The Namespace object of each namespace index, if the backup holds it.
+	object := make([]int32, len(b.start)-1)
+	for k := range object {
+		object[k] = -1
+	}
+	found := false
+	for _, i := range b.clusterScoped() {
+		if it := b.items[i]; it.Group == "" && it.Resource == "namespaces" {
+			if k, ok := b.nsIndex[it.Name]; ok && k != 0 {
+				object[k], found = i, true
+			}
+		}
+	}
+	if !found {
 		return
 	}
-	for i, it := range b.items {
-		if it.Namespace == "" {
-			continue
-		}
-		if n, ok := namespaces[it.Namespace]; ok {
-			b.edge(n, int32(i), EdgeNamespace)
+	for i, k := range b.ns {
+		if o := object[k]; k != 0 && o >= 0 {
+			b.edge(o, int32(i), EdgeNamespace)
 		}
 	}
 }

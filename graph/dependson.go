@@ -67,11 +67,9 @@ func ParseDependsOn(value string) ([]ObjectRef, error) {
 
 func (b *builder) dependsOnEdges() {
 	var index map[ObjectRef]int32 // built on first use: most backups have no annotations
-	for i, it := range b.items {
-		value, ok := it.Annotations.Lookup(DependsOnAnnotation)
-		if !ok {
-			continue
-		}
+	for _, i := range b.dependsOn {
+		it := b.items[i]
+		value, _ := it.Annotations.Lookup(DependsOnAnnotation)
 		refs, err := ParseDependsOn(value)
 		if err != nil {
 			b.errs = append(b.errs, &DependsOnError{Object: it.String(), Value: value, Reason: err.Error()})
@@ -85,7 +83,7 @@ func (b *builder) dependsOnEdges() {
 		}
 		for _, r := range refs {
 			if dep, ok := index[r]; ok {
-				b.edge(dep, int32(i), EdgeDependsOn)
+				b.edge(dep, i, EdgeDependsOn)
 			} else {
 				b.g.warn(b.g.nodes[i], "depends-on names "+r.String()+", which is not in the backup")
 			}

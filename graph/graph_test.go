@@ -3,6 +3,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -438,4 +439,76 @@ func TestNodeOf(t *testing.T) {
 	copied := *m.Items()[0]
 	_, ok := g.NodeOf(&copied)
 	assert.False(t, ok, "an equal item that is not the manifest's has no node")
+}
+
+// TestOwnersInEveryScope holds the owner edges to those of one map of every UID, over
+// random backups whose owners are in the dependent's namespace, cluster-scoped, in
+// another namespace (which Kubernetes does not honour, but a backup may hold) or not in
+// the backup, with namespaces of very different sizes; and the warnings to the items'
+// order.
+func TestOwnersInEveryScope(t *testing.T) {
+	for seed := range uint64(50) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		m := manifest.New(0)
+		var uids []types.UID
+		var items []*manifest.Item
+		for i := range 300 {
+			ns := ""
+			if r := rng.IntN(10); r > 0 {
+				ns = fmt.Sprintf("ns-%d", min(r, 1+rng.IntN(1+i%4)*rng.IntN(9))) // ns-1 the largest
+			}
+			group := []string{"", "apps", "example.io"}[rng.IntN(3)] // the items' order interleaves namespaces
+			it := &manifest.Item{Group: group, Version: "v1", Kind: "Thing", Resource: "things", Namespace: ns, Name: fmt.Sprintf("t%03d", i),
+				UID: types.UID(fmt.Sprintf("uid-%03d", i))}
+			for range rng.IntN(3) {
+				switch {
+				case len(uids) > 0 && rng.IntN(8) > 0:
+					it.OwnerUIDs = append(it.OwnerUIDs, uids[rng.IntN(len(uids))])
+				case rng.IntN(2) == 0:
+					it.OwnerUIDs = append(it.OwnerUIDs, types.UID(fmt.Sprintf("gone-%03d", i)))
+				default:
+					it.OwnerUIDs = append(it.OwnerUIDs, it.UID) // itself
+				}
+			}
+			_, err := m.Add(it)
+			require.NoError(t, err)
+			uids, items = append(uids, it.UID), append(items, it)
+		}
+		g, _ := New(m, Options{})
+
+		sorted := m.Items()
+		pos := map[types.UID]int{}
+		for i, it := range sorted {
+			pos[it.UID] = i
+		}
+		want := map[[2]int]bool{}
+		var warned []string
+		for i, it := range sorted {
+			for _, uid := range it.OwnerUIDs {
+				o, ok := pos[uid]
+				switch {
+				case !ok:
+					warned = append(warned, it.Name+": owner "+string(uid)+" is not in the backup; restored without it")
+				case o == i:
+					warned = append(warned, it.Name+": owner edge to itself dropped")
+				default:
+					want[[2]int{o, i}] = true
+				}
+			}
+		}
+		got := map[[2]int]bool{}
+		for u := range g.Len() {
+			for k, v := range g.out[u] {
+				if g.outKinds[u][k]&EdgeOwner != 0 {
+					got[[2]int{u, int(v)}] = true
+				}
+			}
+		}
+		require.Equal(t, want, got, "seed %d", seed)
+		var gotWarned []string
+		for _, w := range g.Warnings() {
+			gotWarned = append(gotWarned, w.Node.Item.Name+": "+w.Message)
+		}
+		require.Equal(t, warned, gotWarned, "seed %d", seed)
+	}
 }
