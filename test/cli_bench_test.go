@@ -218,7 +218,7 @@ func tarballCeiling(b *testing.B, path string, opts harness.Options) time.Durati
 			unstructured.RemoveNestedField(u.Object, "spec", "clusterIPs")
 		}
 		o := workload.Object{Unstructured: u, Resource: it.Resource, Preferred: true}
-		if k := u.GetKind(); k == "Namespace" || k == "CustomResourceDefinition" {
+		if workload.CreatedFirst(u.GetKind()) {
 			first = append(first, o)
 			continue
 		}

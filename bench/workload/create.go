@@ -108,6 +108,12 @@ func postAll(ctx context.Context, cfg *rest.Config, n, workers int, request func
 	return g.Wait()
 }
 
+// CreatedFirst reports whether objects of kind are created before a ceiling's clock
+// starts: namespaces and CRDs, which the rest need.
+func CreatedFirst(kind string) bool {
+	return kind == "Namespace" || kind == "CustomResourceDefinition"
+}
+
 // Split returns the objects at their preferred version, namespaces and CRDs apart from
 // the rest.
 func (b *Backup) Split() (namespacesAndCRDs, rest []Object) {
@@ -115,7 +121,7 @@ func (b *Backup) Split() (namespacesAndCRDs, rest []Object) {
 		if !o.Preferred {
 			continue
 		}
-		if k := o.GetKind(); k == "Namespace" || k == "CustomResourceDefinition" {
+		if CreatedFirst(o.GetKind()) {
 			namespacesAndCRDs = append(namespacesAndCRDs, o)
 		} else {
 			rest = append(rest, o)
