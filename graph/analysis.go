@@ -32,10 +32,10 @@ func (g *Graph) Blocked() []*Node {
 func (g *Graph) IsBlocked(id int64) bool { return g.blocked[id] }
 
 // Successors returns the IDs of id's successors, ascending. The slice is shared.
-func (g *Graph) Successors(id int64) []int32 { return g.out[id] }
+func (g *Graph) Successors(id int64) []int32 { return g.succ.list(int32(id)) }
 
 // Predecessors returns the IDs of id's predecessors, ascending. The slice is shared.
-func (g *Graph) Predecessors(id int64) []int32 { return g.in[id] }
+func (g *Graph) Predecessors(id int64) []int32 { return g.pred.list(int32(id)) }
 
 // Levels returns each node's level, as level-based tools (cli-utils, Argo CD waves)
 // would run it: 0 for roots, else one more than the highest level of its predecessors.
@@ -47,7 +47,7 @@ func (g *Graph) Levels() []int {
 	}
 	for _, u := range g.at {
 		l := 0
-		for _, p := range g.in[u] {
+		for _, p := range g.pred.list(u) {
 			l = max(l, level[p]+1)
 		}
 		level[u] = l
@@ -64,7 +64,7 @@ func (g *Graph) Descendants(id int64) []int64 {
 	for len(stack) > 0 {
 		u := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, v := range g.out[u] {
+		for _, v := range g.succ.list(u) {
 			if !seen[v] {
 				seen[v] = true
 				out = append(out, int64(v))
@@ -81,16 +81,15 @@ func (g *Graph) Descendants(id int64) []int64 {
 // duration; nil weighs every object 1 and barriers 0. Blocked nodes get 0.
 func (g *Graph) LongestRemaining(weight func(*Node) float64) []float64 {
 	if weight == nil {
-		weight = unitWeight
+		// Barriers are the nodes after the items: told apart without reading a node.
+		return toposort.LongestRemaining(g, g.at, func(u int32) float64 {
+			if int(u) < g.items {
+				return 1
+			}
+			return 0
+		})
 	}
 	return toposort.LongestRemaining(g, g.at, func(u int32) float64 { return weight(g.nodes[u]) })
-}
-
-func unitWeight(n *Node) float64 {
-	if n.Item == nil {
-		return 0
-	}
-	return 1
 }
 
 // CriticalPath returns the heaviest path through the graph and its total weight.
@@ -100,7 +99,7 @@ func (g *Graph) CriticalPath(weight func(*Node) float64) ([]*Node, float64) {
 	var path []*Node
 	next := int32(-1)
 	for _, u := range g.at {
-		if len(g.in[u]) == 0 && (next < 0 || lr[u] > lr[next] || lr[u] == lr[next] && u < next) {
+		if g.pred.span[u].n == 0 && (next < 0 || lr[u] > lr[next] || lr[u] == lr[next] && u < next) {
 			next = u
 		}
 	}
@@ -112,7 +111,7 @@ func (g *Graph) CriticalPath(weight func(*Node) float64) ([]*Node, float64) {
 		path = append(path, g.nodes[next])
 		u := next
 		next = -1
-		for _, v := range g.out[u] {
+		for _, v := range g.succ.list(u) {
 			if next < 0 || lr[v] > lr[next] {
 				next = v
 			}

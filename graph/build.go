@@ -44,7 +44,7 @@ type builder struct {
 // nil, joins a *CycleError and any *DependsOnError, and says what the graph leaves out.
 func New(m *manifest.Manifest, opts Options) (*Graph, error) {
 	items := m.Items()
-	g := &Graph{nodes: make([]*Node, len(items)), m: m}
+	g := &Graph{nodes: make([]*Node, len(items)), items: len(items), m: m}
 	slab := make([]Node, len(items))
 	for i, it := range items {
 		slab[i] = Node{id: int64(i), Item: it}
@@ -246,40 +246,44 @@ func (g *Graph) setEdges(raw []rawEdge) {
 		bucketed[next[e.from]] = e
 		next[e.from]++
 	}
-	outIDs, outKinds := make([]int32, 0, len(raw)), make([]EdgeKind, 0, len(raw))
-	g.out, g.outKinds, g.in = make([][]int32, n), make([][]EdgeKind, n), make([][]int32, n)
+	ids, kinds := make([]int32, 0, len(raw)), make([]EdgeKind, 0, len(raw))
+	succ := make([]span, n)
 	inDeg := make([]int32, n)
 	for u := range n {
 		seg := bucketed[start[u]:start[u+1]]
 		if len(seg) > 1 {
 			slices.SortFunc(seg, func(a, b rawEdge) int { return cmp.Compare(a.to, b.to) })
 		}
-		first := len(outIDs)
+		first := int32(len(ids))
 		for k, e := range seg {
 			if k > 0 && seg[k-1].to == e.to {
-				outKinds[len(outKinds)-1] |= e.kind
+				kinds[len(kinds)-1] |= e.kind
 				continue
 			}
-			outIDs = append(outIDs, e.to)
-			outKinds = append(outKinds, e.kind)
+			ids = append(ids, e.to)
+			kinds = append(kinds, e.kind)
 			inDeg[e.to]++
 		}
-		// Full slice expressions: a later AddEdge reallocates this node's list only.
-		g.out[u] = outIDs[first:len(outIDs):len(outIDs)]
-		g.outKinds[u] = outKinds[first:len(outKinds):len(outKinds)]
+		d := int32(len(ids)) - first
+		succ[u] = span{off: first, n: d, cap: d}
 	}
-	inIDs := make([]int32, len(outIDs))
+	g.succ = adjacency{span: succ, ids: ids, kinds: kinds}
+	pred := make([]span, n)
 	var o int32
 	for v := range n {
-		g.in[v] = inIDs[o : o : o+inDeg[v]]
+		pred[v] = span{off: o, cap: inDeg[v]}
 		o += inDeg[v]
 	}
-	for u := range n { // ascending u, so every in list comes out sorted
-		for _, v := range g.out[u] {
-			g.in[v] = append(g.in[v], int32(u))
+	predIDs := make([]int32, len(ids))
+	for u := range n { // ascending u, so every list of predecessors comes out sorted
+		for _, v := range g.succ.list(int32(u)) {
+			s := &pred[v]
+			predIDs[s.off+s.n] = int32(u)
+			s.n++
 		}
 	}
-	g.edges = len(outIDs)
+	g.pred = adjacency{span: pred, ids: predIDs}
+	g.edges = len(ids)
 }
 
 // sort computes a topological position for every node (Kahn's algorithm, roots in ID

@@ -85,7 +85,7 @@ func (g *Graph) cycleIn(scc []int64) Cycle {
 	for len(queue) > 0 {
 		u := queue[0]
 		queue = queue[1:]
-		for _, v := range g.out[u] {
+		for _, v := range g.succ.list(u) {
 			if _, in := slices.BinarySearch(scc, int64(v)); !in {
 				continue
 			}

@@ -32,12 +32,11 @@ func (n *Node) String() string {
 
 // Graph is the restore DAG of one manifest.
 type Graph struct {
-	nodes []*Node
-	// out[u] lists u's successors, outKinds[u][i] why out[u][i] is an edge; in[v] lists
-	// v's predecessors. Adjacency lists are sorted by node ID.
-	out      [][]int32
-	outKinds [][]EdgeKind
-	in       [][]int32
+	nodes []*Node // the items' nodes, then the barriers'
+	items int     // how many nodes are items
+	// succ lists each node's successors, with why each is an edge; pred each node's
+	// predecessors. Both are sorted by node ID.
+	succ, pred adjacency
 
 	pos       []int32 // topological position of each node; -1 when blocked
 	at        []int32 // the node at each position: the topological order
@@ -93,7 +92,8 @@ func (g *Graph) From(id int64) gonum.Nodes {
 	if g.NodeAt(id) == nil {
 		return &nodeIter{g: g}
 	}
-	return &nodeIter{g: g, ids: g.out[id], n: len(g.out[id])}
+	ids := g.succ.list(int32(id))
+	return &nodeIter{g: g, ids: ids, n: len(ids)}
 }
 
 // To implements gonum's graph.Directed: the predecessors of id.
@@ -101,7 +101,8 @@ func (g *Graph) To(id int64) gonum.Nodes {
 	if g.NodeAt(id) == nil {
 		return &nodeIter{g: g}
 	}
-	return &nodeIter{g: g, ids: g.in[id], n: len(g.in[id])}
+	ids := g.pred.list(int32(id))
+	return &nodeIter{g: g, ids: ids, n: len(ids)}
 }
 
 // HasEdgeFromTo implements gonum's graph.Directed.
@@ -136,11 +137,11 @@ func (g *Graph) kinds(uid, vid int64) (EdgeKind, bool) {
 	if g.NodeAt(uid) == nil || g.NodeAt(vid) == nil {
 		return 0, false
 	}
-	i, ok := slices.BinarySearch(g.out[uid], int32(vid))
+	i, ok := slices.BinarySearch(g.succ.list(int32(uid)), int32(vid))
 	if !ok {
 		return 0, false
 	}
-	return g.outKinds[uid][i], true
+	return g.succ.kindsOf(int32(uid))[i], true
 }
 
 // Edge is a dependency and why it exists.

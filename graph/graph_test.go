@@ -277,6 +277,13 @@ func TestRulesWithBarriersAndTheirOwnKinds(t *testing.T) {
 		}
 	}
 	assert.Equal(t, RuleKind<<1, barrierIn, "the second rule's edges carry the second rule bit")
+	unit := g.LongestRemaining(func(n *Node) float64 {
+		if n.Item == nil {
+			return 0
+		}
+		return 1
+	})
+	assert.Equal(t, unit, g.LongestRemaining(nil), "no weights: objects weigh 1, barriers 0")
 	assert.Equal(t, "owner+type-order", g.KindString(EdgeOwner|RuleKind<<1))
 	assert.Equal(t, "owner+rule1", (EdgeOwner | RuleKind<<1).String(), "without the graph, rules are numbered")
 
@@ -498,8 +505,8 @@ func TestOwnersInEveryScope(t *testing.T) {
 		}
 		got := map[[2]int]bool{}
 		for u := range g.Len() {
-			for k, v := range g.out[u] {
-				if g.outKinds[u][k]&EdgeOwner != 0 {
+			for k, v := range g.Successors(int64(u)) {
+				if g.succ.kindsOf(int32(u))[k]&EdgeOwner != 0 {
 					got[[2]int{u, int(v)}] = true
 				}
 			}

@@ -40,8 +40,8 @@ func (g *Graph) AddEdge(from, to int64, kind EdgeKind) error {
 	case from == to:
 		return fmt.Errorf("graph: %s depends on itself: %w", u, ErrWouldCycle)
 	}
-	if i, ok := slices.BinarySearch(g.out[from], int32(to)); ok {
-		g.outKinds[from][i] |= kind
+	if i, ok := slices.BinarySearch(g.succ.list(int32(from)), int32(to)); ok {
+		g.succ.kindsOf(int32(from))[i] |= kind
 		return nil
 	}
 	if pu, pv := g.pos[from], g.pos[to]; pu > pv {
@@ -64,7 +64,7 @@ func (g *Graph) reach(start, target int32, limit int32) ([]int32, bool) {
 	for len(stack) > 0 {
 		u := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, w := range g.out[u] {
+		for _, w := range g.succ.list(u) {
 			if w == target {
 				return nil, true
 			}
@@ -85,7 +85,7 @@ func (g *Graph) reachBack(start, limit int32) []int32 {
 	for len(stack) > 0 {
 		u := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, w := range g.in[u] {
+		for _, w := range g.pred.list(u) {
 			if !seen[w] && g.pos[w] >= limit {
 				seen[w] = true
 				stack = append(stack, w)
@@ -118,11 +118,10 @@ func (g *Graph) reorder(back, fwd []int32) {
 }
 
 func (g *Graph) link(from, to int32, kind EdgeKind) {
-	i, _ := slices.BinarySearch(g.out[from], to)
-	g.out[from] = slices.Insert(g.out[from], i, to)
-	g.outKinds[from] = slices.Insert(g.outKinds[from], i, kind)
-	j, _ := slices.BinarySearch(g.in[to], from)
-	g.in[to] = slices.Insert(g.in[to], j, from)
+	i, _ := slices.BinarySearch(g.succ.list(from), to)
+	g.succ.insert(from, i, to, kind)
+	j, _ := slices.BinarySearch(g.pred.list(to), from)
+	g.pred.insert(to, j, from, 0)
 	g.edges++
 }
 
@@ -130,9 +129,8 @@ func (g *Graph) link(from, to int32, kind EdgeKind) {
 func (g *Graph) addNode(barrier string) int32 {
 	id := int32(len(g.nodes))
 	g.nodes = append(g.nodes, &Node{id: int64(id), Barrier: barrier})
-	g.out = append(g.out, nil)
-	g.outKinds = append(g.outKinds, nil)
-	g.in = append(g.in, nil)
+	g.succ.addNode()
+	g.pred.addNode()
 	g.blocked = append(g.blocked, false)
 	g.pos = append(g.pos, int32(len(g.at)))
 	g.at = append(g.at, id)

@@ -39,7 +39,7 @@ func closure(g *Graph) [][]bool {
 	reach := make([][]bool, n)
 	for u := range n {
 		reach[u] = make([]bool, n)
-		for _, v := range g.out[u] {
+		for _, v := range g.Successors(int64(u)) {
 			reach[u][v] = true
 		}
 	}
@@ -98,7 +98,7 @@ func TestPropertiesOnRandomGraphs(t *testing.T) {
 		var longest func(u int) float64
 		longest = func(u int) float64 {
 			best := 0.0
-			for _, v := range g.out[u] {
+			for _, v := range g.Successors(int64(u)) {
 				if !g.IsBlocked(int64(v)) { // blocked successors never run
 					best = max(best, longest(int(v)))
 				}
@@ -109,8 +109,11 @@ func TestPropertiesOnRandomGraphs(t *testing.T) {
 			require.Equal(t, longest(int(nd.ID())), lr[nd.ID()], "seed %d", seed)
 		}
 
-		// Incremental edges: refused exactly when they would close a cycle.
-		for range 20 {
+		// Incremental edges: refused exactly when they would close a cycle; the lists
+		// of successors and predecessors gain exactly the edges added, however many a
+		// node gains and in whatever order.
+		edges := edgeSet(t, g)
+		for k := range 60 {
 			u, v := int64(rng.IntN(n)), int64(rng.IntN(n))
 			if g.IsBlocked(u) || g.IsBlocked(v) {
 				continue
@@ -118,9 +121,48 @@ func TestPropertiesOnRandomGraphs(t *testing.T) {
 			reach = closure(g)
 			wouldCycle := u == v || reach[v][u]
 			require.Equal(t, wouldCycle, g.WouldCycle(u, v), "seed %d edge %d->%d", seed, u, v)
-			err := g.AddEdge(u, v, EdgeAdditionalItem)
+			kind := EdgeAdditionalItem << (k % 2) // EdgeAdditionalItem or the first rule's
+			err := g.AddEdge(u, v, kind)
 			require.Equal(t, wouldCycle, err != nil, "seed %d edge %d->%d: %v", seed, u, v, err)
+			if err == nil {
+				edges[[2]int64{u, v}] |= kind
+			}
 			assertTopological(t, g)
 		}
+		require.Equal(t, edges, edgeSet(t, g), "seed %d", seed)
+		require.Equal(t, len(edges), g.EdgeCount(), "seed %d", seed)
 	}
+}
+
+// edgeSet returns g's edges with their kinds, read from the lists of successors, and
+// requires the lists of predecessors to hold the same edges and every list to be
+// strictly ascending.
+func edgeSet(t *testing.T, g *Graph) map[[2]int64]EdgeKind {
+	t.Helper()
+	ascending := func(l []int32) bool {
+		for i := 1; i < len(l); i++ {
+			if l[i-1] >= l[i] {
+				return false
+			}
+		}
+		return true
+	}
+	succs, preds := map[[2]int64]EdgeKind{}, map[[2]int64]EdgeKind{}
+	for u := range int64(g.Len()) {
+		succ, pred := g.Successors(u), g.Predecessors(u)
+		require.True(t, ascending(succ), "successors of %d: %v", u, succ)
+		require.True(t, ascending(pred), "predecessors of %d: %v", u, pred)
+		for _, v := range succ {
+			succs[[2]int64{u, int64(v)}] = g.EdgeFromTo(u, int64(v)).Kinds
+		}
+		for _, p := range pred {
+			var k EdgeKind // none, when the successors lack the edge
+			if e := g.EdgeFromTo(int64(p), u); e != nil {
+				k = e.Kinds
+			}
+			preds[[2]int64{int64(p), u}] = k
+		}
+	}
+	require.Equal(t, succs, preds)
+	return succs
 }
