@@ -17,7 +17,7 @@ type Options struct {
 	Rules []Rule
 }
 
-// rawEdge is an edge before adjacency is built.
+// rawEdge is an edge found after the lists are built (depends-on annotations).
 type rawEdge struct {
 	from, to int32
 	kind     EdgeKind
@@ -31,17 +31,28 @@ type builder struct {
 
 	// What index finds in its pass over the items: each item's namespace as a dense
 	// index (0 for cluster-scoped items); the items' positions grouped by namespace,
-	// ascending within each, namespace k's at byNS[start[k]:start[k+1]]; and the
-	// items that declare dependencies.
+	// ascending within each, namespace k's at byNS[start[k]:start[k+1]]; the items
+	// that declare dependencies; and each item's UID and its owners' UIDs, item i's
+	// at ownerUIDs[ownerOff[i]:ownerOff[i+1]], so that the owners are resolved without
+	// reading the items (192 bytes each) again.
 	nsIndex   map[string]int32
 	ns        []int32
 	byNS      []int32
 	start     []int32
 	dependsOn []int32
+	uids      []types.UID
+	ownerOff  []int32
+	ownerUIDs []types.UID
+	// ownerPos[j] is the position of the item ownerUIDs[j] names, or -1.
+	ownerPos []int32
 }
 
 // New builds the restore DAG of m. The graph is always returned; the error, when not
 // nil, joins a *CycleError and any *DependsOnError, and says what the graph leaves out.
+//
+// The edges are found an item at a time, as lists of predecessors laid end to end in
+// the items' order, and the lists of successors are those turned around: no list of
+// every edge is made and sorted, which at a million items costs more than finding them.
 func New(m *manifest.Manifest, opts Options) (*Graph, error) {
 	items := m.Items()
 	g := &Graph{nodes: make([]*Node, len(items)), items: len(items), m: m}
@@ -50,13 +61,14 @@ func New(m *manifest.Manifest, opts Options) (*Graph, error) {
 		slab[i] = Node{id: int64(i), Item: it}
 		g.nodes[i] = &slab[i]
 	}
-	b := &builder{g: g, items: items, raw: make([]rawEdge, 0, 2*len(items))}
+	b := &builder{g: g, items: items}
 	b.index()
-	b.ownerEdges()
-	b.crdEdges()
-	b.namespaceEdges()
+	b.resolveOwners()
+	g.successors(b.predecessors())
 	b.dependsOnEdges()
-	g.setEdges(b.raw)
+	for _, e := range b.raw {
+		g.addEdge(e.from, e.to, e.kind)
+	}
 	b.raw = nil
 	if err := g.sort(); err != nil {
 		b.errs = append(b.errs, err)
@@ -68,29 +80,87 @@ func New(m *manifest.Manifest, opts Options) (*Graph, error) {
 }
 
 func (b *builder) edge(from, to int32, kind EdgeKind) {
-	if from == to {
-		b.g.warn(b.g.nodes[to], kind.String()+" edge to itself dropped")
-		return
+	if !b.g.selfEdge(from, to, kind) {
+		b.raw = append(b.raw, rawEdge{from, to, kind})
 	}
-	b.raw = append(b.raw, rawEdge{from, to, kind})
+}
+
+// selfEdge reports whether from → to is an edge from a node to itself, and warns that
+// it is dropped.
+func (g *Graph) selfEdge(from, to int32, kind EdgeKind) bool {
+	if from != to {
+		return false
+	}
+	g.warn(g.nodes[to], kind.String()+" edge to itself dropped")
+	return true
 }
 
 func (g *Graph) warn(n *Node, msg string) {
 	g.warnings = append(g.warnings, Warning{Node: n, Message: msg})
 }
 
-// ownerEdges resolves every owner reference to an edge from the owner. Kubernetes lets
+// index makes one pass over the items for what the edges need (builder's fields):
+// the later passes then read only what is theirs, where each pass over a million items
+// costs a cache miss an item. Items come sorted by group, version and namespace, so a
+// namespace is looked up once per run of items, not once per item.
+func (b *builder) index() {
+	n := len(b.items)
+	b.nsIndex = map[string]int32{"": 0}
+	b.ns = make([]int32, n)
+	b.uids, b.ownerOff = make([]types.UID, n), make([]int32, n+1)
+	b.ownerUIDs = make([]types.UID, 0, n) // most objects have at most one owner
+	count := []int32{0}
+	last, lastIdx := "", int32(0)
+	for i, it := range b.items {
+		if it.Namespace != last {
+			idx, ok := b.nsIndex[it.Namespace]
+			if !ok {
+				idx = int32(len(count))
+				b.nsIndex[it.Namespace] = idx
+				count = append(count, 0)
+			}
+			last, lastIdx = it.Namespace, idx
+		}
+		b.ns[i] = lastIdx
+		count[lastIdx]++
+		b.uids[i] = it.UID
+		b.ownerUIDs = append(b.ownerUIDs, it.OwnerUIDs...)
+		b.ownerOff[i+1] = int32(len(b.ownerUIDs))
+		if len(it.Annotations) > 0 {
+			if _, ok := it.Annotations.Lookup(DependsOnAnnotation); ok {
+				b.dependsOn = append(b.dependsOn, int32(i))
+			}
+		}
+	}
+	// A counting sort by namespace.
+	b.start = make([]int32, len(count)+1)
+	for k, c := range count {
+		b.start[k+1] = b.start[k] + c
+	}
+	b.byNS = make([]int32, n)
+	next := slices.Clone(b.start[:len(count)])
+	for i, k := range b.ns {
+		b.byNS[next[k]] = int32(i)
+		next[k]++
+	}
+}
+
+// clusterScoped returns the positions of the cluster-scoped items.
+func (b *builder) clusterScoped() []int32 { return b.byNS[b.start[0]:b.start[1]] }
+
+// resolveOwners finds the item every owner reference names (ownerPos). Kubernetes lets
 // an owner be in its dependent's namespace or cluster-scoped, so each namespace's
 // items are resolved together, against a map of that namespace's UIDs and one of the
 // cluster-scoped items': maps small enough to stay in the cache, where one map of a
 // million UIDs misses it on nearly every probe. An owner in neither (in another
 // namespace, which the garbage collector does not honour, or not in the backup) is
 // looked up in a map of every UID, built the first time one is.
-func (b *builder) ownerEdges() {
-	items, byNS, start := b.items, b.byNS, b.start
+func (b *builder) resolveOwners() {
+	uids, byNS, start, off := b.uids, b.byNS, b.start, b.ownerOff
+	b.ownerPos = make([]int32, len(b.ownerUIDs))
 	uidMap := func(positions []int32, m map[types.UID]int32) map[types.UID]int32 {
 		for _, i := range positions {
-			m[items[i].UID] = i
+			m[uids[i]] = i
 		}
 		return m
 	}
@@ -98,22 +168,22 @@ func (b *builder) ownerEdges() {
 	var all map[types.UID]int32
 	resolve := func(positions []int32, local map[types.UID]int32) {
 		for _, i := range positions {
-			for _, uid := range items[i].OwnerUIDs {
+			for j := off[i]; j < off[i+1]; j++ {
+				uid := b.ownerUIDs[j]
 				o, ok := local[uid]
 				if !ok {
 					o, ok = cluster[uid]
 				}
 				if !ok {
 					if all == nil {
-						all = uidMap(byNS, make(map[types.UID]int32, len(items)))
+						all = uidMap(byNS, make(map[types.UID]int32, len(uids)))
 					}
 					o, ok = all[uid]
 				}
-				if ok {
-					b.edge(o, i, EdgeOwner)
-				} else {
-					b.g.warn(b.g.nodes[i], "owner "+string(uid)+" is not in the backup; restored without it")
+				if !ok {
+					o = -1
 				}
+				b.ownerPos[j] = o
 			}
 		}
 	}
@@ -133,79 +203,29 @@ func (b *builder) ownerEdges() {
 		held = max(held, len(positions))
 		resolve(positions, uidMap(positions, local))
 	}
-	// Warnings in the items' order, as a single pass over them would give.
-	slices.SortStableFunc(b.g.warnings, func(x, y Warning) int { return cmp.Compare(x.Node.id, y.Node.id) })
 }
 
-func (b *builder) crdEdges() {
-	// Keyed by the group-resource a CRD's name <plural>.<group> splits into, so that
-	// looking up an item's CRD builds no string.
-	crds := map[schema.GroupResource]int32{}
+// crds returns the position of each CustomResourceDefinition in the backup, by the
+// group-resource its name <plural>.<group> splits into (so that looking up an item's
+// CRD builds no string), or nil when there is none.
+func (b *builder) crds() map[schema.GroupResource]int32 {
+	var crds map[schema.GroupResource]int32
 	for _, i := range b.clusterScoped() {
 		if it := b.items[i]; it.GroupResource() == manifest.CRDGroupResource {
 			if gr, ok := manifest.DefinedBy(it.Name); ok {
+				if crds == nil {
+					crds = map[schema.GroupResource]int32{}
+				}
 				crds[gr] = i
 			}
 		}
 	}
-	if len(crds) == 0 {
-		return
-	}
-	for i, it := range b.items {
-		if it.Group == "" {
-			continue
-		}
-		if c, ok := crds[it.GroupResource()]; ok {
-			b.edge(c, int32(i), EdgeCRD)
-		}
-	}
+	return crds
 }
 
-// index makes one pass over the items for what the edges need (builder's fields):
-// the edge passes then read only what is theirs, where each pass over a million items
-// costs a cache miss an item. Items come sorted by group, version and namespace, so a
-// namespace is looked up once per run of items, not once per item.
-func (b *builder) index() {
-	b.nsIndex = map[string]int32{"": 0}
-	b.ns = make([]int32, len(b.items))
-	count := []int32{0}
-	last, lastIdx := "", int32(0)
-	for i, it := range b.items {
-		if it.Namespace != last {
-			idx, ok := b.nsIndex[it.Namespace]
-			if !ok {
-				idx = int32(len(count))
-				b.nsIndex[it.Namespace] = idx
-				count = append(count, 0)
-			}
-			last, lastIdx = it.Namespace, idx
-		}
-		b.ns[i] = lastIdx
-		count[lastIdx]++
-		if len(it.Annotations) > 0 {
-			if _, ok := it.Annotations.Lookup(DependsOnAnnotation); ok {
-				b.dependsOn = append(b.dependsOn, int32(i))
-			}
-		}
-	}
-	// A counting sort by namespace.
-	b.start = make([]int32, len(count)+1)
-	for k, c := range count {
-		b.start[k+1] = b.start[k] + c
-	}
-	b.byNS = make([]int32, len(b.items))
-	next := slices.Clone(b.start[:len(count)])
-	for i, k := range b.ns {
-		b.byNS[next[k]] = int32(i)
-		next[k]++
-	}
-}
-
-// clusterScoped returns the positions of the cluster-scoped items.
-func (b *builder) clusterScoped() []int32 { return b.byNS[b.start[0]:b.start[1]] }
-
-func (b *builder) namespaceEdges() {
-	// The Namespace object of each namespace index, if the backup holds it.
+// namespaceObjects returns the Namespace object of each namespace index, -1 where the
+// backup does not hold it, or nil when it holds none.
+func (b *builder) namespaceObjects() []int32 {
 	object := make([]int32, len(b.start)-1)
 	for k := range object {
 		object[k] = -1
@@ -219,71 +239,108 @@ func (b *builder) namespaceEdges() {
 		}
 	}
 	if !found {
-		return
+		return nil
 	}
-	for i, k := range b.ns {
-		if o := object[k]; k != 0 && o >= 0 {
-			b.edge(o, int32(i), EdgeNamespace)
-		}
-	}
+	return object
 }
 
-// setEdges builds the adjacency lists from raw edges, merging duplicates. Edges are
-// bucketed by source with a counting sort (linear in the edge count), and each node's
-// few edges sorted by target.
-func (g *Graph) setEdges(raw []rawEdge) {
-	n := len(g.nodes)
-	start := make([]int32, n+1)
-	for _, e := range raw {
-		start[e.from+1]++
+// predecessors lays out every item's list of predecessors, with each edge's kinds
+// (in g.pred and the kinds returned), item by item: its owners, its CRD, its
+// namespace, sorted and merged where one object is a predecessor twice. It returns
+// each node's number of successors.
+func (b *builder) predecessors() (outDeg []int32, kinds []EdgeKind) {
+	g, n := b.g, len(b.items)
+	crds, object := b.crds(), b.namespaceObjects()
+	spans := make([]span, n)
+	ids := make([]int32, 0, len(b.ownerUIDs)+n)
+	kinds = make([]EdgeKind, 0, cap(ids))
+	outDeg = make([]int32, n)
+	type pred struct {
+		from int32
+		kind EdgeKind
 	}
-	for u := range n {
-		start[u+1] += start[u]
+	var preds []pred
+	add := func(from, to int32, kind EdgeKind) {
+		if !g.selfEdge(from, to, kind) {
+			preds = append(preds, pred{from, kind})
+		}
 	}
-	bucketed := make([]rawEdge, len(raw))
-	next := slices.Clone(start[:n])
-	for _, e := range raw {
-		bucketed[next[e.from]] = e
-		next[e.from]++
-	}
-	ids, kinds := make([]int32, 0, len(raw)), make([]EdgeKind, 0, len(raw))
-	succ := make([]span, n)
-	inDeg := make([]int32, n)
-	for u := range n {
-		seg := bucketed[start[u]:start[u+1]]
-		if len(seg) > 1 {
-			slices.SortFunc(seg, func(a, b rawEdge) int { return cmp.Compare(a.to, b.to) })
+	for i := range int32(n) {
+		preds = preds[:0]
+		for j := b.ownerOff[i]; j < b.ownerOff[i+1]; j++ {
+			if o := b.ownerPos[j]; o >= 0 {
+				add(o, i, EdgeOwner)
+			} else {
+				g.warn(g.nodes[i], "owner "+string(b.ownerUIDs[j])+" is not in the backup; restored without it")
+			}
+		}
+		if crds != nil {
+			if it := b.items[i]; it.Group != "" {
+				if c, ok := crds[it.GroupResource()]; ok {
+					add(c, i, EdgeCRD)
+				}
+			}
+		}
+		if object != nil {
+			if o := object[b.ns[i]]; o >= 0 {
+				add(o, i, EdgeNamespace)
+			}
+		}
+		switch {
+		case len(preds) == 2 && preds[0].from > preds[1].from:
+			preds[0], preds[1] = preds[1], preds[0]
+		case len(preds) > 2:
+			slices.SortFunc(preds, func(x, y pred) int { return cmp.Compare(x.from, y.from) })
 		}
 		first := int32(len(ids))
-		for k, e := range seg {
-			if k > 0 && seg[k-1].to == e.to {
-				kinds[len(kinds)-1] |= e.kind
+		for k, p := range preds {
+			if k > 0 && preds[k-1].from == p.from {
+				kinds[len(kinds)-1] |= p.kind
 				continue
 			}
-			ids = append(ids, e.to)
-			kinds = append(kinds, e.kind)
-			inDeg[e.to]++
+			ids = append(ids, p.from)
+			kinds = append(kinds, p.kind)
+			outDeg[p.from]++
 		}
 		d := int32(len(ids)) - first
-		succ[u] = span{off: first, n: d, cap: d}
+		spans[i] = span{off: first, n: d, cap: d}
 	}
-	g.succ = adjacency{span: succ, ids: ids, kinds: kinds}
-	pred := make([]span, n)
+	g.pred = adjacency{span: spans, ids: ids}
+	return outDeg, kinds
+}
+
+// successors turns the lists of predecessors around. Filled in ascending order of the
+// items, every list comes out sorted.
+func (g *Graph) successors(outDeg []int32, kinds []EdgeKind) {
+	n := len(outDeg)
+	succ := make([]span, n)
 	var o int32
-	for v := range n {
-		pred[v] = span{off: o, cap: inDeg[v]}
-		o += inDeg[v]
+	for u, d := range outDeg {
+		succ[u] = span{off: o, cap: d}
+		o += d
 	}
-	predIDs := make([]int32, len(ids))
-	for u := range n { // ascending u, so every list of predecessors comes out sorted
-		for _, v := range g.succ.list(int32(u)) {
-			s := &pred[v]
-			predIDs[s.off+s.n] = int32(u)
-			s.n++
+	ids, succKinds := make([]int32, o), make([]EdgeKind, o)
+	for v := range int32(n) {
+		s := g.pred.span[v]
+		for k := s.off; k < s.off+s.n; k++ {
+			u := g.pred.ids[k]
+			t := &succ[u]
+			ids[t.off+t.n], succKinds[t.off+t.n] = v, kinds[k]
+			t.n++
 		}
 	}
-	g.pred = adjacency{span: pred, ids: predIDs}
-	g.edges = len(ids)
+	g.succ = adjacency{span: succ, ids: ids, kinds: succKinds}
+	g.edges = int(o)
+}
+
+// addEdge adds the edge from → to, or gives an existing one kind too, without keeping
+// any order: for edges found after the lists are built, before the graph is sorted.
+func (g *Graph) addEdge(from, to int32, kind EdgeKind) {
+	if i, ok := slices.BinarySearch(g.succ.list(from), to); ok {
+		g.succ.kindsOf(from)[i] |= kind
+		return
+	}
+	g.link(from, to, kind)
 }
 
 // sort computes a topological position for every node (Kahn's algorithm, roots in ID
