@@ -150,9 +150,9 @@ func (g *appWriter) app(ns, app string, service bool) error {
 	template := func(hash string) string {
 		return fmt.Sprintf(`"template":{"metadata":{"creationTimestamp":null,"labels":{"app.kubernetes.io/name":%q,"pod-template-hash":%q}},"spec":{%s}}`, app, hash, container)
 	}
-	rev := g.shape.OldReplicaSets + 1 // the current ReplicaSet's revision, and the Deployment's generation
+	rev := g.shape.OldReplicaSets + 1 // the current ReplicaSet's revision, and the Deployment's generation, observed
 	dep, err := put("apps/v1", "Deployment", "deployments", app, fmt.Sprintf(`,"generation":%d,"annotations":{"deployment.kubernetes.io/revision":"%d"},`, rev, rev)+labels,
-		fmt.Sprintf(`,"spec":{"replicas":3,"selector":{"matchLabels":{"app.kubernetes.io/name":%q}},%s,"strategy":{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":"25%%","maxSurge":"25%%"}},"revisionHistoryLimit":10,"progressDeadlineSeconds":600},"status":{"observedGeneration":1,"replicas":3,"updatedReplicas":3,"readyReplicas":3,"availableReplicas":3,"conditions":[{"type":"Available","status":"True","lastUpdateTime":"2026-11-01T10:00:10Z","lastTransitionTime":"2026-11-01T10:00:10Z","reason":"MinimumReplicasAvailable","message":"Deployment has minimum availability."}]}`, app, template("7d9f8c6b5")))
+		fmt.Sprintf(`,"spec":{"replicas":3,"selector":{"matchLabels":{"app.kubernetes.io/name":%q}},%s,"strategy":{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":"25%%","maxSurge":"25%%"}},"revisionHistoryLimit":10,"progressDeadlineSeconds":600},"status":{"observedGeneration":%d,"replicas":3,"updatedReplicas":3,"readyReplicas":3,"availableReplicas":3,"conditions":[{"type":"Available","status":"True","lastUpdateTime":"2026-11-01T10:00:10Z","lastTransitionTime":"2026-11-01T10:00:10Z","reason":"MinimumReplicasAvailable","message":"Deployment has minimum availability."}]}`, app, template("7d9f8c6b5"), rev))
 	if err != nil {
 		return err
 	}

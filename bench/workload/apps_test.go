@@ -3,6 +3,7 @@ package workload
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/restoregraph/restoregraph/archive"
@@ -45,6 +46,27 @@ func TestEnvelopeShape(t *testing.T) {
 	} {
 		if count[resource] != want {
 			t.Errorf("%d %s for %d applications, want %d", count[resource], resource, apps, want)
+		}
+	}
+	// Every Deployment has settled after its rollouts: its status has observed the
+	// generation its last rollout made.
+	for _, it := range m.Items() {
+		if it.Resource != "deployments" {
+			continue
+		}
+		body, err := b.Body(it.GroupResource(), it.Version, it.Namespace, it.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d struct {
+			Metadata struct{ Generation int64 }
+			Status   struct{ ObservedGeneration int64 }
+		}
+		if err := json.Unmarshal(body, &d); err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(Envelope.OldReplicaSets + 1); d.Metadata.Generation != want || d.Status.ObservedGeneration != want {
+			t.Fatalf("Deployment %s/%s: generation %d, observed %d; want both %d", it.Namespace, it.Name, d.Metadata.Generation, d.Status.ObservedGeneration, want)
 		}
 	}
 	// At a million objects, within the thresholds.
