@@ -52,7 +52,7 @@ type builder struct {
 //
 // The edges are found an item at a time, as lists of predecessors laid end to end in
 // the items' order, and the lists of successors are those turned around: no list of
-// every edge is made and sorted, which at a million items costs more than finding them.
+// every edge is made, bucketed and sorted.
 func New(m *manifest.Manifest, opts Options) (*Graph, error) {
 	items := m.Items()
 	g := &Graph{nodes: make([]*Node, len(items)), items: len(items), m: m}
