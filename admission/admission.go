@@ -70,6 +70,13 @@ type Admitter interface {
 	Conflicts(ctx context.Context, op Operation) ([]Conflict, error)
 }
 
+// Idler is an Admitter that tells, cheaply, that no operation is live: Conflicts of any
+// operation is then empty. A caller asks it before making the operation it would ask
+// Conflicts about, which for a million objects is a set of a million identities.
+type Idler interface {
+	Idle(ctx context.Context) (bool, error)
+}
+
 // maxExamples bounds the identities a Conflict names.
 const maxExamples = 3
 

@@ -60,7 +60,10 @@ type Cluster struct {
 	nsErr     error
 }
 
-var _ Admitter = (*Cluster)(nil)
+var (
+	_ Admitter = (*Cluster)(nil)
+	_ Idler    = (*Cluster)(nil)
+)
 
 const (
 	leaseLabel      = "restoregraph.dev/admission"
@@ -161,6 +164,25 @@ func (c *Cluster) TryAdmit(ctx context.Context, op Operation) (func(), []Conflic
 func (c *Cluster) Conflicts(ctx context.Context, op Operation) ([]Conflict, error) {
 	c.defaults()
 	return c.conflictsOf(ctx, &ticketed{c: c, op: op, fp: stableFootprint(op)}, false)
+}
+
+// Idle implements Idler: the cluster holds no operation's Lease but expired ones, which
+// Conflicts passes over too.
+func (c *Cluster) Idle(ctx context.Context) (bool, error) {
+	c.defaults()
+	list, err := c.Client.CoordinationV1().Leases(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: leaseLabel + "=operation"})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("admission: list operations: %w", err)
+	}
+	for i := range list.Items {
+		if !c.expired(&list.Items[i]) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // ticketed is this process's operation in the cluster.

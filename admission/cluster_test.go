@@ -213,3 +213,33 @@ func TestClusterConflictsLeavesExpiredLeases(t *testing.T) {
 	r()
 	assert.Equal(t, 0, left(t, cs), "Admit removes them")
 }
+
+// Idle: no operation's Lease in the cluster but expired ones, whichever replica holds
+// it. Conflicts of any operation is then empty.
+func TestClusterIdle(t *testing.T) {
+	a, b, _ := replicas(t, time.Second) // Leases count whole seconds
+	ctx := context.Background()
+	idle := func() bool {
+		t.Helper()
+		ok, err := b.Idle(ctx)
+		require.NoError(t, err)
+		return ok
+	}
+	x := cm("shop", "settings")
+	assert.True(t, idle(), "nothing was ever admitted: the records' namespace is not there")
+	r, err := a.Admit(ctx, op("restore-1", []manifest.ID{x}, nil))
+	require.NoError(t, err)
+	assert.False(t, idle(), "another replica runs an operation")
+	r()
+	assert.True(t, idle(), "it ended")
+	crashed, err := a.enter(ctx, op("restore-2", []manifest.ID{x}, nil))
+	require.NoError(t, err)
+	require.NoError(t, crashed.markAdmitted(ctx))
+	crashed.stopRenewing()
+	assert.False(t, idle(), "its Lease is live")
+	time.Sleep(1500 * time.Millisecond)
+	assert.True(t, idle(), "its Lease has expired")
+	cs, err := b.Conflicts(ctx, op("restore-3", []manifest.ID{x}, nil))
+	require.NoError(t, err)
+	assert.Empty(t, cs, "as Conflicts sees it")
+}

@@ -22,7 +22,10 @@ type Local struct {
 	OnEvent func(Event)
 }
 
-var _ Admitter = (*Local)(nil)
+var (
+	_ Admitter = (*Local)(nil)
+	_ Idler    = (*Local)(nil)
+)
 
 // EventType says what happened to an operation.
 type EventType string
@@ -101,6 +104,13 @@ func (l *Local) Conflicts(_ context.Context, op Operation) ([]Conflict, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.conflicts(l.enter(op)), nil
+}
+
+// Idle implements Idler: no operation is running or waiting.
+func (l *Local) Idle(context.Context) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.coarse) == 0, nil
 }
 
 // enter makes the entry of a new operation, last in arrival order. The caller holds l.mu.

@@ -133,6 +133,32 @@ func TestWithdrawn(t *testing.T) {
 	assert.Empty(t, l.coarse)
 }
 
+// Idle: nothing running or waiting. Then Conflicts of any operation is empty.
+func TestIdle(t *testing.T) {
+	var l Local
+	ctx := context.Background()
+	idle := func() bool {
+		t.Helper()
+		ok, err := l.Idle(ctx)
+		require.NoError(t, err)
+		return ok
+	}
+	x := cm("n", "x")
+	assert.True(t, idle())
+	a, err := l.Admit(ctx, op("a", []manifest.ID{x}, nil))
+	require.NoError(t, err)
+	assert.False(t, idle(), "one running")
+	b := admitAsync(&l, ctx, op("b", []manifest.ID{x}, nil))
+	notYet(t, b)
+	a()
+	assert.False(t, idle(), "the waiting one is running now")
+	admitted(t, b)()
+	assert.True(t, idle(), "both ended")
+	_, cs, err := l.TryAdmit(ctx, op("c", nil, nil))
+	require.NoError(t, err)
+	assert.Empty(t, cs)
+}
+
 // TestProperty runs thousands of random operations from many goroutines: at no moment
 // do two running operations conflict; every one is admitted; among conflicting ones,
 // the earlier arrival is admitted first.

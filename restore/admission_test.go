@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -73,6 +74,44 @@ func TestRestoresAdmittedByWhatTheyTouch(t *testing.T) {
 	cs2, err := adm.Conflicts(ctx, admission.Operation{ID: "q", Writes: manifest.NewSet(manifest.ID{Resource: "configmaps", Namespace: "shop", Name: "settings"})})
 	require.NoError(t, err)
 	assert.Empty(t, cs2, "the restores released what they held")
+}
+
+// idleAdmitter is a Local that says it is idle as told, and counts what it is asked.
+type idleAdmitter struct {
+	admission.Local
+	idle  bool
+	err   error
+	asked int
+}
+
+func (a *idleAdmitter) Idle(context.Context) (bool, error) { return a.idle, a.err }
+
+func (a *idleAdmitter) Conflicts(ctx context.Context, op admission.Operation) ([]admission.Conflict, error) {
+	a.asked++
+	return a.Local.Conflicts(ctx, op)
+}
+
+// A plan asks an idle admitter nothing more: no operation is made, which for a million
+// objects is a set of a million identities, to learn that nothing conflicts with it. An
+// admitter that cannot tell is an error, not an empty answer.
+func TestPlanConflictsOfAnIdleAdmitter(t *testing.T) {
+	ctx := context.Background()
+	p, err := planAll(ctx, shopTarget(t), shop(t), testOptions{})
+	require.NoError(t, err)
+	idle := &idleAdmitter{idle: true}
+	cs, err := p.Conflicts(ctx, RunOptions{Admitter: idle})
+	require.NoError(t, err)
+	assert.Empty(t, cs)
+	assert.Zero(t, idle.asked)
+
+	busy := &idleAdmitter{}
+	_, err = p.Conflicts(ctx, RunOptions{Admitter: busy})
+	require.NoError(t, err)
+	assert.Equal(t, 1, busy.asked, "a busy admitter is asked")
+
+	failing := &idleAdmitter{err: errors.New("admission: list operations: forbidden")}
+	_, err = p.Conflicts(ctx, RunOptions{Admitter: failing})
+	assert.ErrorContains(t, err, "forbidden")
 }
 
 // requestLog records the method and path of every request a client sends.

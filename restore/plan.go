@@ -233,6 +233,12 @@ func (p *Plan) Conflicts(ctx context.Context, opts RunOptions) ([]admission.Conf
 	if opts.Admitter == nil {
 		return nil, nil
 	}
+	if a, ok := opts.Admitter.(admission.Idler); ok {
+		// Nothing live: no conflict, and no need to make the operation's sets.
+		if idle, err := a.Idle(ctx); err != nil || idle {
+			return nil, err
+		}
+	}
 	opts = opts.withDefaults(p.source.Name)
 	return opts.Admitter.Conflicts(ctx, p.operation(opts.Name))
 }
