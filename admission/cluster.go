@@ -170,12 +170,9 @@ func (c *Cluster) Conflicts(ctx context.Context, op Operation) ([]Conflict, erro
 // Conflicts passes over too.
 func (c *Cluster) Idle(ctx context.Context) (bool, error) {
 	c.defaults()
-	list, err := c.Client.CoordinationV1().Leases(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: leaseLabel + "=operation"})
+	list, err := c.operations(ctx)
 	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, fmt.Errorf("admission: list operations: %w", err)
+		return false, err
 	}
 	for i := range list.Items {
 		if !c.expired(&list.Items[i]) {
@@ -183,6 +180,19 @@ func (c *Cluster) Idle(ctx context.Context) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// operations lists the operations' Leases: none when the records' namespace is not
+// there yet.
+func (c *Cluster) operations(ctx context.Context) (*coordinationv1.LeaseList, error) {
+	list, err := c.Client.CoordinationV1().Leases(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: leaseLabel + "=operation"})
+	if apierrors.IsNotFound(err) {
+		return &coordinationv1.LeaseList{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("admission: list operations: %w", err)
+	}
+	return list, nil
 }
 
 // ticketed is this process's operation in the cluster.
@@ -421,12 +431,9 @@ func (c *Cluster) remove(ctx context.Context, lease string, n int, pre *metav1.P
 // ticket that conflict with it, and those with no ticket yet. Expired Leases are
 // removed when prune is set. The keys of operations no longer listed are forgotten.
 func (c *Cluster) conflictsOf(ctx context.Context, mine *ticketed, prune bool) ([]Conflict, error) {
-	list, err := c.Client.CoordinationV1().Leases(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: leaseLabel + "=operation"})
+	list, err := c.operations(ctx)
 	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("admission: list operations: %w", err)
+		return nil, err
 	}
 	live := make(map[types.UID]bool, len(list.Items))
 	for i := range list.Items {

@@ -17,16 +17,9 @@ type Options struct {
 	Rules []Rule
 }
 
-// rawEdge is an edge found after the lists are built (depends-on annotations).
-type rawEdge struct {
-	from, to int32
-	kind     EdgeKind
-}
-
 type builder struct {
 	g     *Graph
 	items []*manifest.Item
-	raw   []rawEdge
 	errs  []error
 
 	// What index finds in its pass over the items: each item's namespace as a dense
@@ -66,10 +59,6 @@ func New(m *manifest.Manifest, opts Options) (*Graph, error) {
 	b.resolveOwners()
 	g.successors(b.predecessors())
 	b.dependsOnEdges()
-	for _, e := range b.raw {
-		g.addEdge(e.from, e.to, e.kind)
-	}
-	b.raw = nil
 	if err := g.sort(); err != nil {
 		b.errs = append(b.errs, err)
 	}
@@ -79,9 +68,11 @@ func New(m *manifest.Manifest, opts Options) (*Graph, error) {
 	return g, errors.Join(b.errs...)
 }
 
+// edge adds an edge found after the lists are built (a depends-on annotation's), or
+// gives an existing one kind too. The graph is not sorted yet: no order to keep.
 func (b *builder) edge(from, to int32, kind EdgeKind) {
-	if !b.g.selfEdge(from, to, kind) {
-		b.raw = append(b.raw, rawEdge{from, to, kind})
+	if g := b.g; !g.selfEdge(from, to, kind) && !g.mergeKind(from, to, kind) {
+		g.link(from, to, kind)
 	}
 }
 
@@ -286,10 +277,7 @@ func (b *builder) predecessors() (outDeg []int32, kinds []EdgeKind) {
 				add(o, i, EdgeNamespace)
 			}
 		}
-		switch {
-		case len(preds) == 2 && preds[0].from > preds[1].from:
-			preds[0], preds[1] = preds[1], preds[0]
-		case len(preds) > 2:
+		if len(preds) > 1 {
 			slices.SortFunc(preds, func(x, y pred) int { return cmp.Compare(x.from, y.from) })
 		}
 		first := int32(len(ids))
@@ -331,16 +319,6 @@ func (g *Graph) successors(outDeg []int32, kinds []EdgeKind) {
 	}
 	g.succ = adjacency{span: succ, ids: ids, kinds: succKinds}
 	g.edges = int(o)
-}
-
-// addEdge adds the edge from → to, or gives an existing one kind too, without keeping
-// any order: for edges found after the lists are built, before the graph is sorted.
-func (g *Graph) addEdge(from, to int32, kind EdgeKind) {
-	if i, ok := slices.BinarySearch(g.succ.list(from), to); ok {
-		g.succ.kindsOf(from)[i] |= kind
-		return
-	}
-	g.link(from, to, kind)
 }
 
 // sort computes a topological position for every node (Kahn's algorithm, roots in ID

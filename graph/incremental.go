@@ -40,8 +40,7 @@ func (g *Graph) AddEdge(from, to int64, kind EdgeKind) error {
 	case from == to:
 		return fmt.Errorf("graph: %s depends on itself: %w", u, ErrWouldCycle)
 	}
-	if i, ok := slices.BinarySearch(g.succ.list(int32(from)), int32(to)); ok {
-		g.succ.kindsOf(int32(from))[i] |= kind
+	if g.mergeKind(int32(from), int32(to), kind) {
 		return nil
 	}
 	if pu, pv := g.pos[from], g.pos[to]; pu > pv {
@@ -115,6 +114,15 @@ func (g *Graph) reorder(back, fwd []int32) {
 		g.pos[n] = positions[i]
 		g.at[positions[i]] = n
 	}
+}
+
+// mergeKind gives the edge from → to kind too, and reports whether the edge exists.
+func (g *Graph) mergeKind(from, to int32, kind EdgeKind) bool {
+	i, ok := slices.BinarySearch(g.succ.list(from), to)
+	if ok {
+		g.succ.kindsOf(from)[i] |= kind
+	}
+	return ok
 }
 
 func (g *Graph) link(from, to int32, kind EdgeKind) {
