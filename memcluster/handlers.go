@@ -208,12 +208,23 @@ func (s *Server) listHandler(w http.ResponseWriter, r *http.Request, req *reques
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request) {
 	obj, err := readObject(r)
+	var st *stored
 	if err == nil {
-		err = req.checkBody(obj)
+		st, err = s.createObject(req, obj)
 	}
 	if err != nil {
 		writeStatus(w, err)
 		return
+	}
+	writeRaw(w, http.StatusCreated, st.raw)
+}
+
+// createObject creates obj, decoded from a create's body, as req asks: it checks obj
+// against the request, sets what the server sets and stores it. obj is then the object
+// as stored. An error is an *apierrors.StatusError, as the request is answered with.
+func (s *Server) createObject(req *request, obj object) (*stored, error) {
+	if err := req.checkBody(obj); err != nil {
+		return nil, err
 	}
 	md := meta(obj)
 	name, _ := md["name"].(string)
@@ -222,35 +233,29 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request) {
 		md["name"] = name
 	}
 	if err := req.validateName(name); err != nil {
-		writeStatus(w, err)
-		return
+		return nil, err
 	}
 	if err := s.validateKind(req, obj); err != nil {
-		writeStatus(w, err)
-		return
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if req.rt.namespaced {
 		nsObj, ok := s.objects[key{schema.GroupResource{Resource: "namespaces"}, "", req.namespace}]
 		if !ok {
-			writeStatus(w, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, req.namespace))
-			return
+			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, req.namespace)
 		}
 		if nsObj.deleting {
-			writeStatus(w, apierrors.NewForbidden(req.rt.gr, name, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", req.namespace)))
-			return
+			return nil, apierrors.NewForbidden(req.rt.gr, name, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", req.namespace))
 		}
 	}
 	k := req.key(name)
 	if _, exists := s.objects[k]; exists {
-		writeStatus(w, apierrors.NewAlreadyExists(req.rt.gr, name))
-		return
+		return nil, apierrors.NewAlreadyExists(req.rt.gr, name)
 	}
 	md["uid"] = uuid.NewString()
 	if err := s.admit(req, k, obj); err != nil {
-		writeStatus(w, err)
-		return
+		return nil, err
 	}
 	md["resourceVersion"] = s.nextRV()
 	md["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
@@ -271,7 +276,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request) {
 	obj["apiVersion"], obj["kind"] = req.gvk().GroupVersion().String(), req.rt.kind
 	st := s.record(watch.Added, k, obj)
 	s.afterWrite(req, obj)
-	writeRaw(w, http.StatusCreated, st.raw)
+	return st, nil
 }
 
 // validateKind applies the few rules memcluster checks beyond metadata.

@@ -159,16 +159,24 @@ func (s *Server) Close() {
 	s.tasks.Wait()
 }
 
-// ServeHTTP routes a request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// enter counts a request in, for Close to wait for it; the caller calls
+// s.handlers.Done when it is served. Once the server is stopping, it refuses it.
+func (s *Server) enter() error {
 	s.hmu.Lock()
+	defer s.hmu.Unlock()
 	if s.closing {
-		s.hmu.Unlock()
-		writeStatus(w, apierrors.NewServiceUnavailable("memcluster is stopping"))
-		return
+		return apierrors.NewServiceUnavailable("memcluster is stopping")
 	}
 	s.handlers.Add(1)
-	s.hmu.Unlock()
+	return nil
+}
+
+// ServeHTTP routes a request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := s.enter(); err != nil {
+		writeStatus(w, err)
+		return
+	}
 	defer s.handlers.Done()
 	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {

@@ -61,24 +61,21 @@ func (s *Server) admit(req *request, k key, obj object) error {
 
 // service allocates what obj asks for, or refuses it as the real server does.
 func (a *allocations) service(k key, obj object) error {
+	// obj is changed only once it is accepted: a client in this process (Server.Create)
+	// may send it again.
 	spec, _ := obj["spec"].(map[string]any)
-	if spec == nil {
-		spec = map[string]any{}
-		obj["spec"] = spec
-	}
 	typ, _ := spec["type"].(string)
 	if typ == "" {
 		typ = "ClusterIP"
-		spec["type"] = typ
 	}
 	var errs field.ErrorList
 	var ip netip.Addr
 	var ports []int64
+	var given []map[string]any // the port that ports[i] is given to (nil: it asked for it)
 	if typ != "ExternalName" {
 		requested, _ := spec["clusterIP"].(string)
 		switch {
-		case requested == "None":
-			spec["clusterIPs"] = []any{"None"}
+		case requested == "None": // headless: clusterIPs set below
 		case requested == "":
 			if ip = a.nextIP(); !ip.IsValid() {
 				errs = append(errs, field.Invalid(field.NewPath("spec", "clusterIPs"), []string{}, "range is full"))
@@ -103,13 +100,14 @@ func (a *allocations) service(k key, obj object) error {
 			}
 			n, _ := toInt64(pm["nodePort"])
 			path := field.NewPath("spec", "ports").Index(i).Child("nodePort")
+			var fill map[string]any
 			switch {
 			case n == 0:
 				if n = a.nextNodePort(taken); n == 0 {
 					errs = append(errs, field.Invalid(path, n, "range is full"))
 					continue
 				}
-				pm["nodePort"] = n
+				fill = pm
 			case n < nodePortFirst || n > nodePortLast:
 				errs = append(errs, field.Invalid(path, n, fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %d-%d", nodePortFirst, nodePortLast)))
 				continue
@@ -118,18 +116,29 @@ func (a *allocations) service(k key, obj object) error {
 				continue
 			}
 			taken[n] = true
-			ports = append(ports, n)
+			ports, given = append(ports, n), append(given, fill)
 		}
 	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, k.name, errs)
 	}
+	if spec == nil {
+		spec = map[string]any{}
+		obj["spec"] = spec
+	}
+	spec["type"] = typ
+	if requested, _ := spec["clusterIP"].(string); typ != "ExternalName" && requested == "None" {
+		spec["clusterIPs"] = []any{"None"}
+	}
 	if ip.IsValid() {
 		a.ips[ip] = k
 		spec["clusterIP"], spec["clusterIPs"] = ip.String(), []any{ip.String()}
 	}
-	for _, n := range ports {
+	for i, n := range ports {
 		a.nodePorts[n] = k
+		if given[i] != nil {
+			given[i]["nodePort"] = n
+		}
 	}
 	if ip.IsValid() || len(ports) > 0 {
 		a.held[k] = holding{ip: ip, ports: ports}
@@ -232,21 +241,11 @@ func generateJobSelector(obj object) error {
 	if manual, _ := spec["manualSelector"].(bool); manual {
 		return nil
 	}
+	// Nothing is changed until the Job is accepted: a client in this process
+	// (Server.Create) may send it again.
 	tmpl, _ := spec["template"].(map[string]any)
-	if tmpl == nil {
-		tmpl = map[string]any{}
-		spec["template"] = tmpl
-	}
 	tmd, _ := tmpl["metadata"].(map[string]any)
-	if tmd == nil {
-		tmd = map[string]any{}
-		tmpl["metadata"] = tmd
-	}
 	labels, _ := tmd["labels"].(map[string]any)
-	if labels == nil {
-		labels = map[string]any{}
-		tmd["labels"] = labels
-	}
 	var errs field.ErrorList
 	for _, l := range []string{legacyJobUIDLabel, jobUIDLabel} {
 		if v, ok := labels[l].(string); ok && v != uid {
@@ -258,6 +257,18 @@ func generateJobSelector(obj object) error {
 	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Group: "batch", Kind: "Job"}, name, errs)
+	}
+	if tmpl == nil {
+		tmpl = map[string]any{}
+		spec["template"] = tmpl
+	}
+	if tmd == nil {
+		tmd = map[string]any{}
+		tmpl["metadata"] = tmd
+	}
+	if labels == nil {
+		labels = map[string]any{}
+		tmd["labels"] = labels
 	}
 	spec["selector"] = map[string]any{"matchLabels": map[string]any{jobUIDLabel: uid}}
 	for l, v := range map[string]string{legacyJobUIDLabel: uid, jobUIDLabel: uid, legacyJobName: name, jobNameLabel: name} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -26,6 +27,9 @@ import (
 // Deployments, ...) are ready once they exist, and decoding whole answers was a third
 // of the client's allocations.
 func (r *run) createBody(ctx context.Context, o *Object) (*unstructured.Unstructured, error) {
+	if c := r.target.Creator; c != nil && o.Client == o.made {
+		return r.createInProcess(ctx, o, c)
+	}
 	rd, ok := r.target.Dynamic.(*restDynamic)
 	if !ok || o.Client != o.made {
 		var created *unstructured.Unstructured
@@ -63,6 +67,27 @@ func (r *run) createBody(ctx context.Context, o *Object) (*unstructured.Unstruct
 		return nil
 	})
 	return created, err
+}
+
+// createInProcess creates o.Body through c, a server in this process. The server changes
+// the object's top level and metadata as it stores it, and returns nothing else: each
+// attempt hands it a copy of those two, so that o.Body stays what was sent, for another
+// attempt or the Existing policy's update. What lies deeper is shared, and the server
+// changes it only once it has accepted the object (a Service's cluster IP), after which
+// o.Body is not sent again.
+func (r *run) createInProcess(ctx context.Context, o *Object, c Creator) (*unstructured.Unstructured, error) {
+	var obj map[string]any
+	err := r.retry(ctx, o, func() error {
+		obj = maps.Clone(o.Body.Object)
+		if md, ok := obj["metadata"].(map[string]any); ok {
+			obj["metadata"] = maps.Clone(md)
+		}
+		return c.Create(ctx, o.resource, o.namespace, obj)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: obj}, nil
 }
 
 // readsAnswer reports whether the restore reads more of o's answer than its metadata.

@@ -152,10 +152,31 @@ func TestReportListsEveryObjectOnce(t *testing.T) {
 	}
 }
 
+// inProcess is tgt with its creates handed to s in this process (Target.Creator).
+func inProcess(s *memcluster.Server, tgt Target) Target {
+	tgt.Creator = s
+	return tgt
+}
+
 func TestCAPIRestoreLosesNothingToTheGarbageCollector(t *testing.T) {
 	b := capiBackup(t, 3)
 	gcOpts := memcluster.Options{GC: true, GCDelay: 30 * time.Millisecond, EstablishDelay: 20 * time.Millisecond}
 	ctx := context.Background()
+
+	t.Run("in-process", func(t *testing.T) {
+		srv, cfg := cluster(t, gcOpts)
+		cfg = inProcess(srv, cfg)
+		rep, err := restoreAll(ctx, cfg, b, testOptions{Workers: 8, Retry: fastRetry})
+		require.NoError(t, err)
+		require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
+		assert.Equal(t, b.Manifest().Len(), rep.Count(Restored))
+		p, err := planAll(ctx, cfg, b, testOptions{})
+		require.NoError(t, err)
+		assertOrder(t, rep, p)
+		time.Sleep(10 * gcOpts.GCDelay)
+		assertComplete(t, cfg, b)
+		assert.Zero(t, srv.Collected(), "the collector deleted nothing restoregraph restored")
+	})
 
 	srv, cfg := cluster(t, gcOpts)
 	rep, err := restoreAll(ctx, cfg, b, testOptions{Workers: 8, Retry: fastRetry})
@@ -336,9 +357,13 @@ func TestResumeWithoutJournal(t *testing.T) {
 
 func TestExistingPolicies(t *testing.T) {
 	b := capiBackup(t, 1)
-	for _, policy := range []Existing{Adopt, Update, Fail} {
+	for _, policy := range []Existing{Adopt, Update, Fail, Update + " in-process"} {
 		t.Run(string(policy), func(t *testing.T) {
-			_, cfg := cluster(t, memcluster.Options{})
+			s, cfg := cluster(t, memcluster.Options{})
+			if policy == Update+" in-process" {
+				// What the server refused is sent again, as the update.
+				policy, cfg = Update, inProcess(s, cfg)
+			}
 			dyn := cfg.Dynamic
 			ctx := context.Background()
 			ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "fleet-00"}}}

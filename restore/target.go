@@ -1,9 +1,12 @@
 package restore
 
 import (
+	"context"
+
 	"github.com/restoregraph/restoregraph/hook"
 	"github.com/restoregraph/restoregraph/versionselect"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -26,6 +29,17 @@ type Target struct {
 	Mapper meta.RESTMapper
 	// Exec runs Pods' exec hooks; nil fails each Pod that has one, saying so.
 	Exec hook.Executor
+	// Creator, when set, creates the objects instead of Dynamic: a server in this process
+	// (memcluster's Server) is handed each object as the steps left it, with nothing
+	// encoded or decoded on either side. Everything else still goes through Dynamic.
+	Creator Creator
+}
+
+// Creator creates an object in a server in this process from its decoded form, as a
+// POST of its JSON would: the same checks and defaults, the server's Status as an
+// apierrors error. obj becomes the server's: on success it is the object as created.
+type Creator interface {
+	Create(ctx context.Context, gvr schema.GroupVersionResource, namespace string, obj map[string]any) error
 }
 
 // NewTarget returns the target reached through cfg: a dynamic client, discovery, and a RESTMapper over cached discovery that refreshes

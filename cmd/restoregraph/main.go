@@ -119,7 +119,8 @@ type target struct {
 	embedded bool
 	qps      float32
 	burst    int
-	limiter  *meteredLimiter // set by config for a kubeconfig's cluster
+	limiter  *meteredLimiter    // set by config for a kubeconfig's cluster
+	server   *memcluster.Server // set by config for --embedded
 	reach    reachability
 	// limitSet: --client-qps or --client-burst given. Otherwise a server with API
 	// Priority and Fairness is sent requests unthrottled.
@@ -174,6 +175,7 @@ func (t *target) config() (*rest.Config, func(), error) {
 			return nil, nil, err
 		}
 		// Served in this process, without a connection.
+		t.server = s
 		return s.InProcessConfig(), s.Close, nil
 	}
 	cfg, err := t.flags.ToRESTConfig()
@@ -211,6 +213,11 @@ func (t *target) restoreTarget() (restore.Target, *rest.Config, func(), error) {
 	if err != nil {
 		stop()
 		return restore.Target{}, nil, nil, err
+	}
+	if t.server != nil {
+		// Handed each object as the restore holds it, decoded: nothing is encoded for the
+		// server to decode again, nor its answer decoded.
+		tgt.Creator = t.server
 	}
 	return tgt, cfg, stop, nil
 }

@@ -1,0 +1,62 @@
+package memcluster
+
+import (
+	"context"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Create creates obj in the resource gvr names, in namespace ("" for a cluster-scoped
+// resource), as a POST of obj's JSON to that resource's collection would: the same
+// checks, the same defaults, the same errors (an *apierrors.StatusError, as client-go
+// makes of the server's Status), and the same object stored. It is for a client in this
+// process that holds its objects decoded, as a restore does (restore.Target.Creator):
+// nothing is encoded for the request, and no answer is decoded.
+//
+// obj must hold what JSON decodes to (map[string]any, []any, string, bool, int64,
+// float64, nil), as an unstructured object does. obj becomes the server's and is changed
+// as the server stores it: on success it is the object as created, which a read at gvr's
+// version serves, and nobody may change it afterwards; on an error it may have been
+// given its namespace, a generated name and a uid, and nothing else.
+//
+// Options.Latency delays it as it delays a request. Options.Faults do not apply: they
+// are a connection's faults (429s, lost answers), and there is no connection.
+func (s *Server) Create(ctx context.Context, gvr schema.GroupVersionResource, namespace string, obj map[string]any) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.handlers.Done()
+	if s.opts.Latency != nil {
+		t := time.NewTimer(s.opts.Latency())
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.done:
+			return apierrors.NewServiceUnavailable("memcluster is stopping")
+		}
+	}
+	// The request a POST to the collection's path would make, by the same rules.
+	segs := []string{"api", gvr.Version}
+	if gvr.Group != "" {
+		segs = []string{"apis", gvr.Group, gvr.Version}
+	}
+	if namespace != "" {
+		segs = append(segs, "namespaces", namespace)
+	}
+	segs = append(segs, gvr.Resource)
+	s.mu.Lock()
+	req, err := s.parse(segs)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if !req.rt.verbAllowed("create") {
+		return apierrors.NewMethodNotSupported(req.rt.gr, "create")
+	}
+	_, err = s.createObject(req, obj)
+	return err
+}
