@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -109,3 +111,31 @@ func BenchmarkCLIRestore(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCLIRestoreEmbedded runs `restoregraph restore --embedded`, default flags, of
+// the generated backups of 100k and a million objects, and reports the command's wall
+// time, objects per second and peak resident memory: the whole process, the embedded
+// server and what it stores included, from reading the tarball to the report.
+func BenchmarkCLIRestoreEmbedded(b *testing.B) {
+	for _, n := range scaleSizes {
+		b.Run(fmt.Sprintf("objects=%d", n), func(b *testing.B) {
+			path := appsTarball(b, n, false)
+			cliBinary(b)
+			var last clirun.Run
+			for b.Loop() {
+				last = runCLI(b, "restore", "--backup", path, "--embedded")
+			}
+			// "N objects in D: N restored", and nothing else.
+			m := everyObjectRestored.FindSubmatch(last.Stdout)
+			if m == nil || !bytes.Equal(m[1], m[2]) {
+				b.Fatalf("not every object was restored: %s", last.Stdout)
+			}
+			if restored, _ := strconv.Atoi(string(m[1])); restored < n {
+				b.Fatalf("%d objects restored of a backup of %d and more", restored, n)
+			}
+			last.Report(b, n)
+		})
+	}
+}
+
+var everyObjectRestored = regexp.MustCompile(`^(\d+) objects in \S+: (\d+) restored\n$`)

@@ -93,7 +93,8 @@ type Object struct {
 	// created through the Dynamic that NewTarget makes, it holds only the answer's
 	// apiVersion, kind and metadata (without managedFields) unless the restore reads
 	// more of it: its readiness is judged from its content, its status is restored, or
-	// it is a Pod that may have exec hooks.
+	// it is a Pod that may have exec hooks. As created through Target.Creator, it is
+	// the whole object as the server stored it, which nobody may change.
 	Target *unstructured.Unstructured
 	// Result is the object's line of the report.
 	Result *ObjectResult
