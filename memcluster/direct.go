@@ -16,10 +16,12 @@ import (
 // nothing is encoded for the request, and no answer is decoded.
 //
 // obj must hold what JSON decodes to (map[string]any, []any, string, bool, int64,
-// float64, nil), as an unstructured object does. obj becomes the server's and is changed
-// as the server stores it: on success it is the object as created, which a read at gvr's
-// version serves, and nobody may change it afterwards; on an error it may have been
-// given its namespace, a generated name and a uid, and nothing else.
+// float64, nil), as an unstructured object does. Create changes obj's top level and its
+// metadata as the server stores it; what lies deeper it replaces where it changes it (a
+// Service's cluster IP, a Job's selector), so the caller may share those values with
+// other objects. On success obj is the object as created, which a read at gvr's version
+// serves, and nobody may change it afterwards; on an error it may have been given its
+// namespace, a generated name and a uid, and nothing else.
 //
 // Options.Latency delays it as it delays a request. Options.Faults do not apply: they
 // are a connection's faults (429s, lost answers), and there is no connection.

@@ -3,6 +3,7 @@ package memcluster
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -78,8 +79,17 @@ func TestCreateIsAPost(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range directCases() {
 		sent := (&unstructured.Unstructured{Object: c.obj}).DeepCopy()
-		obj := sent.DeepCopy().Object
+		// What lies below the top level and metadata is shared with c.obj.
+		obj := maps.Clone(c.obj)
+		if md, ok := obj["metadata"].(map[string]any); ok {
+			obj["metadata"] = maps.Clone(md)
+		}
 		require.NoError(t, direct.Create(ctx, c.gvr, c.ns, obj), c.name)
+		for k, v := range sent.Object {
+			if k != "metadata" {
+				assert.Equal(t, v, c.obj[k], "%s: %s is replaced where the server changes it, not changed", c.name, k)
+			}
+		}
 		p, err := postClient.Resource(c.gvr).Namespace(c.ns).Create(ctx, sent, metav1.CreateOptions{})
 		require.NoError(t, err, c.name)
 		if c.gvr.Resource == "customresourcedefinitions" {

@@ -2,7 +2,9 @@ package memcluster
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,8 +63,8 @@ func (s *Server) admit(req *request, k key, obj object) error {
 
 // service allocates what obj asks for, or refuses it as the real server does.
 func (a *allocations) service(k key, obj object) error {
-	// obj is changed only once it is accepted: a client in this process (Server.Create)
-	// may send it again.
+	// obj is changed only once it is accepted, and below its top level only in copies: a
+	// client in this process (Server.Create) may send it again, and may share its spec.
 	spec, _ := obj["spec"].(map[string]any)
 	typ, _ := spec["type"].(string)
 	if typ == "" {
@@ -71,7 +73,7 @@ func (a *allocations) service(k key, obj object) error {
 	var errs field.ErrorList
 	var ip netip.Addr
 	var ports []int64
-	var given []map[string]any // the port that ports[i] is given to (nil: it asked for it)
+	var given []int // the index in spec.ports of the port that ports[i] is given to, -1 when it asked for it
 	if typ != "ExternalName" {
 		requested, _ := spec["clusterIP"].(string)
 		switch {
@@ -100,14 +102,14 @@ func (a *allocations) service(k key, obj object) error {
 			}
 			n, _ := toInt64(pm["nodePort"])
 			path := field.NewPath("spec", "ports").Index(i).Child("nodePort")
-			var fill map[string]any
+			fill := -1
 			switch {
 			case n == 0:
 				if n = a.nextNodePort(taken); n == 0 {
 					errs = append(errs, field.Invalid(path, n, "range is full"))
 					continue
 				}
-				fill = pm
+				fill = i
 			case n < nodePortFirst || n > nodePortLast:
 				errs = append(errs, field.Invalid(path, n, fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %d-%d", nodePortFirst, nodePortLast)))
 				continue
@@ -122,10 +124,11 @@ func (a *allocations) service(k key, obj object) error {
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, k.name, errs)
 	}
+	spec = maps.Clone(spec)
 	if spec == nil {
 		spec = map[string]any{}
-		obj["spec"] = spec
 	}
+	obj["spec"] = spec
 	spec["type"] = typ
 	if requested, _ := spec["clusterIP"].(string); typ != "ExternalName" && requested == "None" {
 		spec["clusterIPs"] = []any{"None"}
@@ -134,10 +137,17 @@ func (a *allocations) service(k key, obj object) error {
 		a.ips[ip] = k
 		spec["clusterIP"], spec["clusterIPs"] = ip.String(), []any{ip.String()}
 	}
+	var list []any
 	for i, n := range ports {
 		a.nodePorts[n] = k
-		if given[i] != nil {
-			given[i]["nodePort"] = n
+		if at := given[i]; at >= 0 {
+			if list == nil {
+				list = slices.Clone(spec["ports"].([]any))
+				spec["ports"] = list
+			}
+			pm := maps.Clone(list[at].(map[string]any))
+			pm["nodePort"] = n
+			list[at] = pm
 		}
 	}
 	if ip.IsValid() || len(ports) > 0 {
@@ -241,8 +251,9 @@ func generateJobSelector(obj object) error {
 	if manual, _ := spec["manualSelector"].(bool); manual {
 		return nil
 	}
-	// Nothing is changed until the Job is accepted: a client in this process
-	// (Server.Create) may send it again.
+	// Nothing is changed until the Job is accepted, and below its top level only in
+	// copies: a client in this process (Server.Create) may send it again, and may share
+	// its spec.
 	tmpl, _ := spec["template"].(map[string]any)
 	tmd, _ := tmpl["metadata"].(map[string]any)
 	labels, _ := tmd["labels"].(map[string]any)
@@ -258,18 +269,18 @@ func generateJobSelector(obj object) error {
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Group: "batch", Kind: "Job"}, name, errs)
 	}
+	// Copies of what is changed, each put into a copy of the map that holds it.
+	spec, tmpl, tmd, labels = maps.Clone(spec), maps.Clone(tmpl), maps.Clone(tmd), maps.Clone(labels)
 	if tmpl == nil {
 		tmpl = map[string]any{}
-		spec["template"] = tmpl
 	}
 	if tmd == nil {
 		tmd = map[string]any{}
-		tmpl["metadata"] = tmd
 	}
 	if labels == nil {
 		labels = map[string]any{}
-		tmd["labels"] = labels
 	}
+	obj["spec"], spec["template"], tmpl["metadata"], tmd["labels"] = spec, tmpl, tmd, labels
 	spec["selector"] = map[string]any{"matchLabels": map[string]any{jobUIDLabel: uid}}
 	for l, v := range map[string]string{legacyJobUIDLabel: uid, jobUIDLabel: uid, legacyJobName: name, jobNameLabel: name} {
 		labels[l] = v
