@@ -32,6 +32,7 @@ func (r *run) createBody(ctx context.Context, o *Object) (*unstructured.Unstruct
 	}
 	rd, ok := r.target.Dynamic.(*restDynamic)
 	if !ok || o.Client != o.made {
+		o.own() // a caller's client may change what it is given
 		var created *unstructured.Unstructured
 		err := r.retry(ctx, o, func() (err error) {
 			created, err = o.Client.Create(ctx, o.Body, metav1.CreateOptions{})

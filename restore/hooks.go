@@ -50,6 +50,7 @@ func (r *run) stepInitHooks(_ context.Context, o *Object) error {
 	if len(add) == 0 {
 		return nil
 	}
+	o.own()
 	own, _, _ := unstructured.NestedSlice(o.Body.Object, "spec", "initContainers")
 	all := make([]any, 0, len(add)+len(own))
 	for _, c := range add {

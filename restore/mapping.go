@@ -50,6 +50,7 @@ func (r *run) stepMapNamespaces(_ context.Context, o *Object) error {
 	case "persistentvolumes":
 		if ns, _, _ := unstructured.NestedString(body.Object, "spec", "claimRef", "namespace"); ns != "" {
 			if dst, ok := m[ns]; ok {
+				o.own()
 				unstructured.SetNestedField(body.Object, dst, "spec", "claimRef", "namespace")
 			}
 		}

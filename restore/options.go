@@ -161,6 +161,9 @@ type RunOptions struct {
 	Logger *slog.Logger
 	// Clock stamps the report and drives readiness waits; default the real clock.
 	Clock clock.Clock
+
+	// inspect, for this package's tests, sees each object once its steps have run.
+	inspect func(*Object)
 }
 
 func (s Selection) withDefaults() Selection {

@@ -3,6 +3,7 @@ package restore
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -287,4 +288,62 @@ func TestRestoreABackupVeleroWrote(t *testing.T) {
 	v, err := verifyAll(ctx, tgt, b, testOptions{Retry: fastRetry})
 	require.NoError(t, err)
 	assert.True(t, v.OK(), "%v", v.Summary)
+}
+
+// TestBackupObjectsAreNotChanged: whatever the steps and the server do to the objects
+// they create, each object as the backup holds it (Object.Backup, which plugins are
+// given as ItemFromBackup and status is restored from) stays as it was read, though the
+// default steps share what they do not change with it.
+func TestBackupObjectsAreNotChanged(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name      string
+		backup    func(*testing.T) *archive.Backup
+		inProcess bool
+		cidr      string // the target's Service range, when not the shop's
+		opts      testOptions
+	}{
+		{name: "shop", backup: shop},
+		{name: "shop in-process", backup: shop, inProcess: true},
+		// Services reach the server as the backup has them, cluster IPs and all.
+		{name: "shop in-process, no Service action", backup: shop, inProcess: true, cidr: "10.0.0.0/16", opts: testOptions{Disable: []string{builtin.Service}}},
+		{name: "shop mapped", backup: shop, inProcess: true, opts: testOptions{NamespaceMappings: map[string]string{"shop": "shop-2"}}},
+		{name: "fleet in-process", backup: func(t *testing.T) *archive.Backup { return capiBackup(t, 2) }, inProcess: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := c.backup(t)
+			if c.cidr == "" {
+				c.cidr = "10.96.0.0/24"
+			}
+			s, tgt := cluster(t, memcluster.Options{ServiceCIDR: c.cidr})
+			if c.inProcess {
+				tgt = inProcess(s, tgt)
+			}
+			var mu sync.Mutex
+			shared := 0
+			po, ro := c.opts.split()
+			ro.Retry = fastRetry
+			ro.inspect = func(o *Object) {
+				if o.Backup == nil {
+					return
+				}
+				body, err := b.Body(o.Item.GroupResource(), o.Resource.Version, o.Item.Namespace, o.Item.Name)
+				require.NoError(t, err)
+				read, err := decodeObject(body)
+				require.NoError(t, err)
+				assert.Equal(t, read.Object, o.Backup.Object, "%s", o.Item)
+				mu.Lock()
+				if o.shared {
+					shared++
+				}
+				mu.Unlock()
+			}
+			p, err := NewPlan(ctx, b, tgt, po)
+			require.NoError(t, err)
+			rep, err := Apply(ctx, p, tgt, ro)
+			require.NoError(t, err)
+			require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
+			assert.Positive(t, shared, "some objects were restored without a copy of their own")
+		})
+	}
 }

@@ -87,7 +87,10 @@ type Object struct {
 	// Backup is the object as the backup holds it at that version, set by StepRead.
 	// Steps must not change it.
 	Backup *unstructured.Unstructured
-	// Body is what will be created; steps change it.
+	// Body is what will be created; steps change it. Under the default steps it shares
+	// what lies below its top level and metadata with Backup until a default step
+	// changes that (it then takes its own copy); with steps of a caller's, it is a copy
+	// of Backup throughout.
 	Body *unstructured.Unstructured
 	// Target is the object as it is in the target, once created, adopted or found. As
 	// created through the Dynamic that NewTarget makes, it holds only the answer's
@@ -111,6 +114,7 @@ type Object struct {
 	modifiedMeta []metaChange // set by StepModify for Verify
 	ops          []Operation  // the plugins' asynchronous operations on it
 	hooksRan     bool         // its exec hooks ran, in an earlier run
+	shared       bool         // Body shares values below its top level and metadata with Backup (own)
 	finished     bool
 	skipTo       string
 }
@@ -166,7 +170,11 @@ func (r *run) restoreNode(ctx context.Context, n *scheduler.Node) (err error) {
 		return err
 	}
 	o.node = n
-	if err := r.runSteps(ctx, o, r.steps); err != nil {
+	err = r.runSteps(ctx, o, r.steps)
+	if r.opts.inspect != nil {
+		r.opts.inspect(o)
+	}
+	if err != nil {
 		r.abandon(ctx, o, err)
 		return err
 	}

@@ -37,7 +37,9 @@ type Target struct {
 
 // Creator creates an object in a server in this process from its decoded form, as a
 // POST of its JSON would: the same checks and defaults, the server's Status as an
-// apierrors error. obj becomes the server's: on success it is the object as created.
+// apierrors error. It may change obj's top level and metadata, and on success obj is
+// the object as created; what lies deeper it must replace where it changes it, not
+// change, for the restore shares those values with the object as the backup holds it.
 type Creator interface {
 	Create(ctx context.Context, gvr schema.GroupVersionResource, namespace string, obj map[string]any) error
 }
