@@ -3,7 +3,11 @@ package archive
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"testing"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -50,14 +54,82 @@ func TestStoreSpillWriteError(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.add(make([]byte, chunkSize)) // spills the first
 	require.NoError(t, err)
-	require.NoError(t, s.spill.wait(chunkSize))
+	_, err = s.spill.wait(chunkSize)
+	require.NoError(t, err)
 	require.NoError(t, s.spill.file.Close())
 	_, err = s.add(make([]byte, chunkSize)) // spills the second, which fails
 	require.NoError(t, err)
-	require.Error(t, s.spill.wait(2*chunkSize))
+	_, err = s.spill.wait(2 * chunkSize)
+	require.Error(t, err)
 	_, err = s.add(make([]byte, chunkSize))
 	assert.ErrorContains(t, err, "spill file")
 	_, err = s.get(first)
 	assert.ErrorContains(t, err, "spill file")
 	assert.ErrorContains(t, s.settle(), "spill file")
+}
+
+// Bodies read from the spill file in any order, at once, across the blocks it is read
+// in and larger than one, are what was added: the blocks kept hold the file's bytes.
+func TestStoreReadsSpilledBodiesInAnyOrder(t *testing.T) {
+	s := bodyStore{dir: t.TempDir(), budget: chunkSize}
+	defer s.close()
+	body := func(i int) []byte {
+		n := 1 + i%5000
+		if i%997 == 0 {
+			n = spillBlock + 1000 // larger than a block
+		}
+		return bytes.Repeat([]byte(fmt.Sprintf("%07d,", i)), n/8+1)
+	}
+	var refs []bodyRef
+	for i := range 4000 {
+		ref, err := s.add(body(i))
+		require.NoError(t, err)
+		refs = append(refs, ref)
+	}
+	require.NoError(t, s.settle())
+	s.endReuse()
+	require.Greater(t, s.fileLen, int64(spillBlocks*spillBlock), "more blocks than are kept")
+	order := rand.New(rand.NewPCG(1, 2)).Perm(len(refs))
+	var g errgroup.Group
+	for w := range 4 {
+		g.Go(func() error {
+			for _, i := range order[w*len(order)/4 : (w+1)*len(order)/4] {
+				got, err := s.get(refs[i])
+				if err != nil {
+					return err
+				}
+				if !bytes.Equal(body(i), got) {
+					return fmt.Errorf("body %d: %.40q", i, got)
+				}
+			}
+			return nil
+		})
+	}
+	require.NoError(t, g.Wait())
+	got, err := s.get(refs[1])
+	require.NoError(t, err)
+	got[0] = 'x' // a copy: the block kept is not changed
+	again, err := s.get(refs[1])
+	require.NoError(t, err)
+	assert.Equal(t, body(1), again)
+}
+
+// A block read before the file held all of it is read again for a body past what it
+// held.
+func TestBlockReadBeforeItWasWhole(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "spill")
+	require.NoError(t, err)
+	defer f.Close()
+	first, second := bytes.Repeat([]byte("a"), 1000), bytes.Repeat([]byte("b"), 1000)
+	_, err = f.Write(first)
+	require.NoError(t, err)
+	var c blockCache
+	got, err := c.body(f, 0, 1000, bodyRef{off: 0, n: 1000})
+	require.NoError(t, err)
+	assert.Equal(t, first, got)
+	_, err = f.Write(second)
+	require.NoError(t, err)
+	got, err = c.body(f, 0, 2000, bodyRef{off: 1000, n: 1000})
+	require.NoError(t, err)
+	assert.Equal(t, second, got)
 }
