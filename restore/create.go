@@ -73,9 +73,8 @@ func (r *run) createBody(ctx context.Context, o *Object) (*unstructured.Unstruct
 // createInProcess creates o.Body through c, a server in this process. The server changes
 // the object's top level and metadata as it stores it, and returns nothing else: each
 // attempt hands it a copy of those two, so that o.Body stays what was sent, for another
-// attempt or the Existing policy's update. What lies deeper is shared, and the server
-// changes it only once it has accepted the object (a Service's cluster IP), after which
-// o.Body is not sent again.
+// attempt or the Existing policy's update. What lies deeper is shared with o.Body (and
+// perhaps o.Backup), which the server replaces where it changes it (Creator).
 func (r *run) createInProcess(ctx context.Context, o *Object, c Creator) (*unstructured.Unstructured, error) {
 	var obj map[string]any
 	err := r.retry(ctx, o, func() error {
