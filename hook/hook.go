@@ -238,8 +238,8 @@ func parseCommand(v string) []string {
 }
 
 func firstContainer(pod *unstructured.Unstructured) string {
-	cs, _, _ := unstructured.NestedSlice(pod.Object, "spec", "containers")
-	if len(cs) > 0 {
+	cs, _, _ := unstructured.NestedFieldNoCopy(pod.Object, "spec", "containers") // read, not changed
+	if cs, _ := cs.([]any); len(cs) > 0 {
 		if c, ok := cs[0].(map[string]any); ok {
 			name, _ := c["name"].(string)
 			return name
