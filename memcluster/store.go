@@ -136,6 +136,9 @@ func (s *Server) record(typ watch.EventType, k key, obj object) *stored {
 		shown = newStored(obj)
 	} else {
 		st = newStored(obj)
+		if prev == nil && k.name == st.name && k.namespace == st.namespace {
+			k.name, k.namespace = st.name, st.namespace // the key keeps no strings of its own
+		}
 		s.objects[k] = st
 		s.byUID[st.uid] = k
 		s.gcWatch(k, st, prev)

@@ -1,0 +1,113 @@
+package jsontree
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	kjson "k8s.io/apimachinery/pkg/util/json"
+)
+
+// Marshal encodes as encoding/json does, byte for byte, what decoded objects hold and
+// what code puts in them (other numbers, typed slices, nil maps and slices); and as
+// json/v2 under encoding/json's options does (which it replaces in the embedded
+// server), byte for byte, invalid UTF-8 too: both write U+FFFD for it, encoding/json
+// escaped and json/v2 as it is.
+func TestMarshalEncodesAsEncodingJSON(t *testing.T) {
+	invalid := map[string]any{"bad": "a\xffb", "\xff": "name"}
+	got, err := Marshal(invalid)
+	require.NoError(t, err)
+	want, err := marshalV2(invalid)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got))
+
+	trees := []map[string]any{
+		{},
+		{"b": int64(-7), "a": 1.5, "c": []any{"x", nil, true, false, map[string]any{}}, "e": 1e21, "f": 1e-7, "g": 0.000001, "h": 100.0},
+		{"html": "<a href=\"x\">&amp;</a>", "sep": "\u2028\u2029", "ctl": "\x00\x1f\t"},
+		{"int": 3, "int32": int32(-4), "uint8": uint8(200), "float32": float32(0.1), "strings": []string{"a"}, "map": map[string]string{"z": "1", "y": "2"}},
+		{"nil map": map[string]any(nil), "nil slice": []any(nil), "deep": map[string]any{"z": map[string]any{"y": []any{map[string]any{"b": 1.0, "a": int64(2)}}}}},
+	}
+	for i := range 20 {
+		trees = append(trees, map[string]any{"pod": mustObject(t, podJSON(i))})
+	}
+	for _, tree := range trees {
+		want, err := json.Marshal(tree)
+		require.NoError(t, err)
+		got, err := Marshal(tree)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got))
+		v2, err := marshalV2(tree)
+		require.NoError(t, err)
+		assert.Equal(t, string(v2), string(got))
+	}
+}
+
+func TestMarshalRefusesWhatEncodingJSONRefuses(t *testing.T) {
+	for _, v := range []any{math.NaN(), math.Inf(1), func() {}} {
+		_, want := json.Marshal(map[string]any{"v": v})
+		require.Error(t, want)
+		_, err := Marshal(map[string]any{"v": v})
+		assert.Error(t, err, "%v", v)
+	}
+}
+
+func FuzzMarshal(f *testing.F) {
+	for _, doc := range docs {
+		f.Add([]byte(doc))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var tree map[string]any
+		if kjson.Unmarshal(data, &tree) != nil || tree == nil {
+			return
+		}
+		want, err := json.Marshal(tree)
+		require.NoError(t, err)
+		got, err := Marshal(tree)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got), "%q", data)
+	})
+}
+
+func mustObject(t *testing.T, data []byte) map[string]any {
+	obj, err := Object(data)
+	require.NoError(t, err)
+	return obj
+}
+
+// BenchmarkMarshal encodes a thousand Pods one after the other, as the embedded
+// server stores them, and the same with json/v2's reflection under encoding/json's
+// options, which Marshal replaces.
+func BenchmarkMarshal(b *testing.B) {
+	pods := make([]map[string]any, 1000)
+	for i := range pods {
+		var err error
+		if pods[i], err = Object(podJSON(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, m := range []struct {
+		name string
+		f    func(map[string]any) ([]byte, error)
+	}{{"jsontree", Marshal}, {"jsonv2", marshalV2}} {
+		b.Run(m.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := m.f(pods[i%len(pods)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+func marshalV2(obj map[string]any) ([]byte, error) {
+	return jsonv2.Marshal(obj, jsonv1.DefaultOptionsV1())
+}
