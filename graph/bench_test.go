@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/restoregraph/restoregraph/manifest"
 	"k8s.io/apimachinery/pkg/types"
@@ -113,4 +114,31 @@ func BenchmarkUIDMap(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkBuildScaling builds, orders and computes the longest remaining paths of the
+// 100k- and the million-item manifests of BenchmarkBuildSortLongestPath one after the
+// other in every iteration, so that both sizes meet the same state of the machine, and
+// reports the ratio of their total times: 10 when the build is linear in the items.
+// ns/op is one iteration, both builds.
+func BenchmarkBuildScaling(b *testing.B) {
+	small, large := appManifest(100_000), appManifest(1_000_000)
+	build := func(m *manifest.Manifest) time.Duration {
+		runtime.GC() // a collection over the manifests' heap is not the graph's cost
+		start := time.Now()
+		g, err := New(m, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = g.LongestRemaining(nil)
+		return time.Since(start)
+	}
+	var tSmall, tLarge time.Duration
+	for b.Loop() {
+		tSmall += build(small)
+		tLarge += build(large)
+	}
+	b.ReportMetric(float64(tSmall.Nanoseconds())/float64(b.N), "ns/100k")
+	b.ReportMetric(float64(tLarge.Nanoseconds())/float64(b.N), "ns/1M")
+	b.ReportMetric(tLarge.Seconds()/tSmall.Seconds(), "1M/100k")
 }
