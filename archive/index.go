@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/restoregraph/restoregraph/internal/scoped"
 	"github.com/restoregraph/restoregraph/manifest"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -36,8 +37,8 @@ func (c candidate) rank() int {
 // reading is what reading a backup without a manifest gathers for index.
 type reading struct {
 	meta      *metaReader
-	chosen    map[objKey]candidate
-	items     []manifest.Item // the current chunk of the candidates' items
+	chosen    *scoped.Map[objScope, candidate] // by the object's scope and name
+	items     []manifest.Item                  // the current chunk of the candidates' items
 	versions  map[schema.GroupResource]map[string]bool
 	preferred map[schema.GroupResource]string
 }
@@ -49,7 +50,7 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 	if err != nil {
 		return err
 	}
-	rd := &reading{meta: newMetaReader(b.strs), chosen: map[objKey]candidate{},
+	rd := &reading{meta: newMetaReader(b.strs), chosen: scoped.New[objScope, candidate](0),
 		versions: map[schema.GroupResource]map[string]bool{}, preferred: map[schema.GroupResource]string{}}
 	var dec decoding
 	defer dec.stop()
@@ -254,8 +255,8 @@ func (b *Backup) readItem(last *lastBody, rd *reading, p *pending, data []byte) 
 		rd.preferred[loc.gr] = version
 	}
 	c := candidate{item: it, dir: loc.dir}
-	if prev, ok := rd.chosen[k]; !ok || c.rank() > prev.rank() {
-		rd.chosen[k] = c
+	if prev, ok := rd.chosen.Get(k.scope(), k.name); !ok || c.rank() > prev.rank() {
+		rd.chosen.Set(k.scope(), k.name, c)
 	}
 	return nil
 }
@@ -341,14 +342,14 @@ func (b *Backup) checkFormat() error {
 // index builds the manifest once every entry of a backup without one has been read.
 // Each object enters the manifest once, described by its preferred copy.
 func (b *Backup) index(rd *reading) error {
-	b.manifest = manifest.New(len(rd.chosen))
+	b.manifest = manifest.New(rd.chosen.Len())
 	for gr, vs := range rd.versions {
 		// With no preferred directory (format 1.0), the highest version is preferred.
 		b.manifest.SetVersions(gr, slices.Collect(maps.Keys(vs)), rd.preferred[gr])
 	}
-	for k, c := range rd.chosen {
+	for k, c := range rd.chosen.All() {
 		if _, err := b.manifest.Add(c.item); err != nil {
-			return &EntryError{Path: itemPath(location{gr: k.gr, dir: c.dir, namespace: k.namespace, name: k.name}), Err: err}
+			return &EntryError{Path: itemPath(location{gr: k.Scope.gr, dir: c.dir, namespace: k.Scope.namespace, name: k.Name}), Err: err}
 		}
 	}
 	return nil
@@ -375,6 +376,15 @@ type objKey struct {
 	gr              schema.GroupResource
 	namespace, name string
 }
+
+// objScope is an objKey but the name: the objects of one group-resource in one
+// namespace.
+type objScope struct {
+	gr        schema.GroupResource
+	namespace string
+}
+
+func (k objKey) scope() objScope { return objScope{k.gr, k.namespace} }
 
 // manifestVersion is the version the manifest records for an object of gr, it being
 // the item the manifest lists under the object's identity (nil when none): the item's
