@@ -1,15 +1,18 @@
 package archive
 
 import (
+	"sync/atomic"
+
 	"github.com/restoregraph/restoregraph/internal/strslab"
 )
 
-// A backup without a manifest is read in three stages, so that decoding the bodies'
-// metadata, the costliest part of the read after the inflate, runs beside the walk of
-// the tarball: the walk copies resource entries into batches; a decoder, on a
-// goroutine of its own, reads each batch's metadata; the index takes the batches back
-// in the order they were read and places each body (readItem). Errors are met in the
-// tarball's order, as in a read with one goroutine.
+// A backup without a manifest is read in three stages, each on a goroutine of its
+// own, so that the walk of the tarball, decoding the bodies' metadata (the costliest
+// part of the read after the inflate) and the index run side by side: the walk copies
+// resource entries into batches; the decoder reads each batch's metadata; the index
+// takes the batches in the order they were read and places each body (readItem).
+// Errors are met in the tarball's order, as in a read with one goroutine: the first
+// the index meets stops it, and the walk stops at its next batch.
 
 // pending is an entry read by the walk, waiting to be indexed.
 type pending struct {
@@ -36,26 +39,29 @@ func (bt *batch) bytes(i int) []byte {
 const (
 	batchEntries = 256
 	batchBytes   = 512 << 10
-	batchesAhead = 2 // batches sent to the decoder and not yet indexed, at most
+	batchesAhead = 2 // batches waiting for each stage, at most
 )
 
-// decoding passes batches to the decoder and takes them back, in order.
+// decoding passes batches from the walk to the decoder, from the decoder to the index,
+// and from the index back to the walk for reuse.
 type decoding struct {
 	cur      *batch
-	todo     chan *batch
-	done     chan *batch
-	free     []*batch
-	inFlight int
+	todo     chan *batch // to the decoder
+	free     chan *batch // indexed, for reuse
+	ended    chan error  // the index's first error, or nil once every batch is indexed
+	failed   atomic.Bool // the index met an error
 	started  bool
+	finished bool
 }
 
-// add copies an entry into the current batch; it returns a batch decoded and ready to
-// be indexed, or nil.
-func (d *decoding) add(p pending, data []byte) *batch {
+// add copies an entry into the current batch, and sends the batch on when it is full.
+// It returns the index's error once the index has met one: the walk then stops.
+func (d *decoding) add(p pending, data []byte, index func(*batch) error) error {
 	if d.cur == nil {
-		if n := len(d.free); n > 0 {
-			d.cur, d.free = d.free[n-1], d.free[:n-1]
-		} else {
+		select {
+		case d.cur = <-d.free:
+			d.cur.data, d.cur.entries = d.cur.data[:0], d.cur.entries[:0]
+		default:
 			d.cur = &batch{data: make([]byte, 0, batchBytes), entries: make([]pending, 0, batchEntries)}
 		}
 	}
@@ -66,61 +72,72 @@ func (d *decoding) add(p pending, data []byte) *batch {
 	if len(d.cur.entries) < batchEntries && len(d.cur.data) < batchBytes {
 		return nil
 	}
-	return d.send()
+	return d.send(index)
 }
 
-// send sends the current batch to the decoder, starting it first; it returns the
-// oldest batch back from it once batchesAhead are out.
-func (d *decoding) send() *batch {
+// send sends the current batch to the decoder, starting the decoder and the index
+// first.
+func (d *decoding) send(index func(*batch) error) error {
 	if !d.started {
 		d.started = true
-		d.todo, d.done = make(chan *batch, batchesAhead), make(chan *batch, batchesAhead+1)
-		go decode(d.todo, d.done)
+		d.todo, d.free, d.ended = make(chan *batch, batchesAhead), make(chan *batch, 2*batchesAhead+2), make(chan error, 1)
+		decoded := make(chan *batch, batchesAhead)
+		go decode(d.todo, decoded)
+		go d.index(decoded, index)
+	}
+	if d.failed.Load() {
+		return d.finish(index)
 	}
 	d.todo <- d.cur
 	d.cur = nil
-	if d.inFlight++; d.inFlight <= batchesAhead {
+	return nil
+}
+
+// index indexes the decoded batches in order until one fails, then only drains them.
+func (d *decoding) index(decoded <-chan *batch, index func(*batch) error) {
+	var err error
+	for bt := range decoded {
+		if err == nil {
+			if err = index(bt); err != nil {
+				d.failed.Store(true)
+			}
+		}
+		if cap(bt.data) <= 2*batchBytes { // unless a large body grew it
+			select {
+			case d.free <- bt:
+			default:
+			}
+		}
+	}
+	d.ended <- err
+}
+
+// finish sends what is in the current batch and waits until every batch is indexed; it
+// returns the index's error, if any.
+func (d *decoding) finish(index func(*batch) error) error {
+	if d.finished {
 		return nil
 	}
-	d.inFlight--
-	return <-d.done
-}
-
-// flush sends what is in the current batch and returns every batch still out, in order.
-func (d *decoding) flush() []*batch {
-	var out []*batch
-	if d.cur != nil && len(d.cur.entries) > 0 {
-		if bt := d.send(); bt != nil {
-			out = append(out, bt)
+	if d.cur != nil && len(d.cur.entries) > 0 && !d.failed.Load() {
+		if err := d.send(index); err != nil {
+			return err
 		}
 	}
-	return append(out, d.rest()...)
-}
-
-func (d *decoding) rest() []*batch {
-	var out []*batch
-	for ; d.inFlight > 0; d.inFlight-- {
-		out = append(out, <-d.done)
+	d.finished = true
+	if !d.started {
+		return nil
 	}
-	return out
+	close(d.todo)
+	return <-d.ended
 }
 
-// recycle returns an indexed batch for reuse, unless a large body grew it.
-func (d *decoding) recycle(bt *batch) {
-	if cap(bt.data) > 2*batchBytes {
-		return
-	}
-	bt.data, bt.entries = bt.data[:0], bt.entries[:0]
-	d.free = append(d.free, bt)
-}
-
-// stop ends the decoder once the batches sent are decoded.
+// stop ends the decoder and the index, if they still run, once the batches sent are
+// through.
 func (d *decoding) stop() {
-	if d.started {
+	if d.started && !d.finished {
+		d.finished = true
 		close(d.todo)
-		for range d.done {
-		}
-		d.started = false
+		<-d.ended
 	}
 }
 

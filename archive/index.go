@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/restoregraph/restoregraph/internal/scoped"
+	"github.com/restoregraph/restoregraph/internal/strslab"
 	"github.com/restoregraph/restoregraph/manifest"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -50,20 +51,19 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 	if err != nil {
 		return err
 	}
-	rd := &reading{meta: newMetaReader(b.strs), chosen: scoped.New[objScope, candidate](0),
+	// The metadata reader of the index (for copies the decoder leaves to it) keeps its
+	// strings in a slab of its own: the walk's own(b.strs, ...) runs beside the index.
+	rd := &reading{meta: newMetaReader(strslab.New(1 << 16)), chosen: scoped.New[objScope, candidate](0),
 		versions: map[schema.GroupResource]map[string]bool{}, preferred: map[schema.GroupResource]string{}}
 	var dec decoding
 	defer dec.stop()
-	// index indexes decoded batches, in the order read.
-	index := func(bts ...*batch) error {
-		for _, bt := range bts {
-			for i := range bt.entries {
-				p := &bt.entries[i]
-				if err := b.readItem(&e.last, rd, p, bt.bytes(i)); err != nil {
-					return &EntryError{Path: p.raw, Err: err}
-				}
+	// index indexes a decoded batch, on the index's goroutine.
+	index := func(bt *batch) error {
+		for i := range bt.entries {
+			p := &bt.entries[i]
+			if err := b.readItem(&e.last, rd, p, bt.bytes(i)); err != nil {
+				return &EntryError{Path: p.raw, Err: err}
 			}
-			dec.recycle(bt)
 		}
 		return nil
 	}
@@ -106,18 +106,16 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 				if p.loc, p.err = parseItemPath(name); p.err == nil {
 					p.loc = own(b.strs, p.loc)
 				}
-				if bt := dec.add(p, data); bt != nil {
-					if err := index(bt); err != nil {
-						e.close() // the decoder's later batches are not looked at
-						return err
-					}
+				if err := dec.add(p, data, index); err != nil {
+					e.close() // the index met an error in an earlier entry
+					return err
 				}
 			default:
 				b.warnings = append(b.warnings, fmt.Sprintf("skipped %s: not part of the backup layout", name))
 			}
 		}
 		if err != nil { // the tarball's: what was read before it is judged first
-			if ierr := index(dec.flush()...); ierr != nil {
+			if ierr := dec.finish(index); ierr != nil {
 				err = ierr
 			}
 			e.close()
@@ -125,7 +123,7 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 		}
 	}
 	e.close()
-	if err := index(dec.flush()...); err != nil {
+	if err := dec.finish(index); err != nil {
 		return err
 	}
 	if err := b.checkFormat(); err != nil {
