@@ -36,7 +36,8 @@
 // The reader is split by concern: reader.go is the API (Read, the Backup and its
 // accessors), entries.go walks the tarball under the limits, index.go builds the
 // manifest from the copies it meets and places their bodies, meta.go decodes an
-// object's metadata, decode.go does that beside the walk, store.go keeps bodies in
+// object's metadata, decode.go does that and the index beside the walk, each on a
+// goroutine of its own, store.go keeps bodies in
 // memory or spilled (the spill file written beside the walk too), source.go opens a
 // backup by file, URL or location, layout.go reads and makes the paths of both
 // formats, and writer.go writes a backup.
