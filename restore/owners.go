@@ -40,7 +40,31 @@ func (r *run) remapOwners(ctx context.Context, o *Object) {
 	if len(kept) == 0 {
 		kept = nil
 	}
-	obj.SetOwnerReferences(kept)
+	setOwnerReferences(obj, kept)
+}
+
+// setOwnerReferences is obj.SetOwnerReferences(refs) (nil removes the field),
+// without the reflection of runtime.DefaultUnstructuredConverter, which it spends on
+// every reference of every object restored.
+func setOwnerReferences(obj *unstructured.Unstructured, refs []metav1.OwnerReference) {
+	if refs == nil {
+		unstructured.RemoveNestedField(obj.Object, "metadata", "ownerReferences")
+		return
+	}
+	out := make([]any, len(refs))
+	for i, ref := range refs {
+		m := map[string]any{"apiVersion": ref.APIVersion, "kind": ref.Kind, "name": ref.Name, "uid": string(ref.UID)}
+		if ref.Controller != nil {
+			m["controller"] = *ref.Controller
+		}
+		if ref.BlockOwnerDeletion != nil {
+			m["blockOwnerDeletion"] = *ref.BlockOwnerDeletion
+		}
+		out[i] = m
+	}
+	if md, ok := obj.Object["metadata"].(map[string]any); ok { // as remapOwners found it
+		md["ownerReferences"] = out
+	}
 }
 
 // relabelOwnerUID points the labels that hold an owner's UID at its new one. A Job
@@ -48,16 +72,13 @@ func (r *run) remapOwners(ctx context.Context, o *Object) {
 // a Pod restored with the old value is released by the restored Job, which removes the
 // ownerReference that the restore made, and ownership is lost.
 func relabelOwnerUID(obj *unstructured.Unstructured, old, uid types.UID) {
-	labels := obj.GetLabels()
-	changed := false
-	for k, v := range labels {
+	// The body's own labels (stepRead copied its metadata), changed where they are.
+	labels, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "labels")
+	m, _ := labels.(map[string]any)
+	for k, v := range m {
 		if v == string(old) {
-			labels[k] = string(uid)
-			changed = true
+			m[k] = string(uid)
 		}
-	}
-	if changed {
-		obj.SetLabels(labels)
 	}
 }
 
