@@ -11,11 +11,7 @@ import (
 	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
-var encoders = sync.Pool{New: func() any {
-	e := new(encoder)
-	e.enc.Reset(&e.buf, jsonv1.DefaultOptionsV1())
-	return e
-}}
+var encoders = sync.Pool{New: func() any { return new(encoder) }}
 
 type encoder struct {
 	buf   bytes.Buffer
@@ -48,7 +44,7 @@ func (e *encoder) object(m map[string]any) error {
 	if e.depth == len(e.names) {
 		e.names = append(e.names, nil)
 	}
-	names := append(e.names[e.depth][:0], nil...)
+	names := e.names[e.depth][:0]
 	for k := range m {
 		names = append(names, k)
 	}
