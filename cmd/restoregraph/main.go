@@ -176,7 +176,10 @@ func (t *target) config() (*rest.Config, func(), error) {
 		}
 		// Served in this process, without a connection.
 		t.server = s
-		return s.InProcessConfig(), s.Close, nil
+		return s.InProcessConfig(), func() {
+			writeHeapProfile() // its error is the run's end's to report
+			s.Close()
+		}, nil
 	}
 	cfg, err := t.flags.ToRESTConfig()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"sync"
 
 	"github.com/spf13/cobra"
 )
@@ -13,13 +14,47 @@ import (
 // memory go, for go tool pprof.
 func addProfileFlags(root *cobra.Command) {
 	root.PersistentFlags().String("cpu-profile", "", "write a CPU profile of the run to this file (go tool pprof reads it)")
-	root.PersistentFlags().String("heap-profile", "", "write a heap profile at the run's end to this file: what was allocated over the run, and what is live")
+	root.PersistentFlags().String("heap-profile", "", "write a heap profile at the run's end to this file: what was allocated over the run, and what is live (with --embedded, before the embedded server closes, so that its store is in it)")
+}
+
+// heapProfile writes the run's heap profile once: when the embedded server is about to
+// close, so that what it holds is in the live view, or else at the run's end. A process
+// runs one command.
+var heapProfile struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// writeHeapProfile writes the heap profile --heap-profile asks for, the first time it
+// is called.
+func writeHeapProfile() error {
+	heapProfile.once.Do(func() {
+		if heapProfile.path == "" {
+			return
+		}
+		f, err := os.Create(heapProfile.path)
+		if err != nil {
+			heapProfile.err = fmt.Errorf("--heap-profile: %w", err)
+			return
+		}
+		runtime.GC() // the live heap as of now
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			f.Close()
+			heapProfile.err = fmt.Errorf("writing a profile: %w", err)
+			return
+		}
+		if err := f.Close(); err != nil {
+			heapProfile.err = fmt.Errorf("writing a profile: %w", err)
+		}
+	})
+	return heapProfile.err
 }
 
 // startProfiles starts what cmd's profile flags ask for, and returns what ends them.
 func startProfiles(cmd *cobra.Command) (stop func() error, err error) {
 	cpuPath, _ := cmd.Flags().GetString("cpu-profile")
-	heapPath, _ := cmd.Flags().GetString("heap-profile")
+	heapProfile.path, _ = cmd.Flags().GetString("heap-profile")
 	var cpu *os.File
 	if cpuPath != "" {
 		if cpu, err = os.Create(cpuPath); err != nil {
@@ -36,19 +71,11 @@ func startProfiles(cmd *cobra.Command) (stop func() error, err error) {
 			pprof.StopCPUProfile()
 			errs = append(errs, cpu.Close())
 		}
-		if heapPath != "" {
-			f, err := os.Create(heapPath)
-			if err != nil {
-				return fmt.Errorf("--heap-profile: %w", err)
-			}
-			runtime.GC() // the live heap as of the end
-			errs = append(errs, pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
-		}
 		for _, err := range errs {
 			if err != nil {
 				return fmt.Errorf("writing a profile: %w", err)
 			}
 		}
-		return nil
+		return writeHeapProfile()
 	}, nil
 }
