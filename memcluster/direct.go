@@ -20,8 +20,9 @@ import (
 // metadata as the server stores it; what lies deeper it replaces where it changes it (a
 // Service's cluster IP, a Job's selector), so the caller may share those values with
 // other objects. On success obj is the object as created, which a read at gvr's version
-// serves, and nobody may change it afterwards; on an error it may have been given its
-// namespace, a generated name and a uid, and nothing else.
+// serves, and nobody may change it afterwards. On an error its top level and metadata
+// may have been changed as for storing it (a uid, a generated name, defaults): a caller
+// that tries again sends a copy of what it sent first.
 //
 // Options.Latency delays it as it delays a request. Options.Faults do not apply: they
 // are a connection's faults (429s, lost answers), and there is no connection.

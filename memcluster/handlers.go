@@ -238,26 +238,9 @@ func (s *Server) createObject(req *request, obj object) (*stored, error) {
 	if err := s.validateKind(req, obj); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if req.rt.namespaced {
-		nsObj, ok := s.objects[key{schema.GroupResource{Resource: "namespaces"}, "", req.namespace}]
-		if !ok {
-			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, req.namespace)
-		}
-		if nsObj.deleting {
-			return nil, apierrors.NewForbidden(req.rt.gr, name, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", req.namespace))
-		}
-	}
-	k := req.key(name)
-	if _, exists := s.objects[k]; exists {
-		return nil, apierrors.NewAlreadyExists(req.rt.gr, name)
-	}
+	// What the server sets that needs not its lock, and the encoding, which is most
+	// of a create's work, unless admission changes the object under the lock.
 	md["uid"] = uuid.NewString()
-	if err := s.admit(req, k, obj); err != nil {
-		return nil, err
-	}
-	md["resourceVersion"] = s.nextRV()
 	md["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
 	if req.rt.generation {
 		md["generation"] = int64(1)
@@ -274,7 +257,37 @@ func (s *Server) createObject(req *request, obj object) (*stored, error) {
 		obj["status"] = map[string]any{"phase": "Active"}
 	}
 	obj["apiVersion"], obj["kind"] = req.gvk().GroupVersion().String(), req.rt.kind
-	st := s.record(watch.Added, k, obj)
+	early := !admitChanges(req.rt.gr)
+	var enc unversioned
+	if early {
+		enc = encodeUnversioned(obj)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if req.rt.namespaced {
+		nsObj, ok := s.objects[key{schema.GroupResource{Resource: "namespaces"}, "", req.namespace}]
+		if !ok {
+			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, req.namespace)
+		}
+		if nsObj.deleting {
+			return nil, apierrors.NewForbidden(req.rt.gr, name, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", req.namespace))
+		}
+	}
+	k := req.key(name)
+	if _, exists := s.objects[k]; exists {
+		return nil, apierrors.NewAlreadyExists(req.rt.gr, name)
+	}
+	if err := s.admit(req, k, obj); err != nil {
+		return nil, err
+	}
+	var st *stored
+	if rv := s.nextRV(); early {
+		st = s.recordStored(watch.Added, k, enc.version(obj, rv))
+	} else {
+		md["resourceVersion"] = rv
+		st = s.record(watch.Added, k, obj)
+	}
 	s.afterWrite(req, obj)
 	return st, nil
 }

@@ -121,6 +121,11 @@ func metaString(obj object, field string) string {
 // for the event), bumps the resourceVersion, keeps the history and tells the watchers.
 // It returns what it stored. The caller holds s.mu.
 func (s *Server) record(typ watch.EventType, k key, obj object) *stored {
+	return s.recordStored(typ, k, newStored(obj))
+}
+
+// recordStored is record with the object encoded: for Deleted, the object deleted.
+func (s *Server) recordStored(typ watch.EventType, k key, encoded *stored) *stored {
 	prev := s.objects[k]
 	var st, shown *stored // what is stored, what the event shows
 	if typ == watch.Deleted {
@@ -133,9 +138,9 @@ func (s *Server) record(typ watch.EventType, k key, obj object) *stored {
 			delete(s.orphanSince, k)
 			s.gcWatch(k, nil, prev)
 		}
-		shown = newStored(obj)
+		shown = encoded
 	} else {
-		st = newStored(obj)
+		st = encoded
 		if prev == nil && k.name == st.name && k.namespace == st.namespace {
 			k.name, k.namespace = st.name, st.namespace // the key keeps no strings of its own
 		}

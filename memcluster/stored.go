@@ -30,19 +30,67 @@ func newStored(obj object) *stored {
 	if err != nil {
 		panic("memcluster: an object decoded from JSON does not encode: " + err.Error())
 	}
+	st := describe(obj, raw)
+	st.identify(metaString(obj, "name"), metaString(obj, "uid"), metaString(obj, "resourceVersion"))
+	return st
+}
+
+// describe returns obj, encoded as raw, with the fields of its metadata the server looks
+// at, but its name, UID and resourceVersion (identify's).
+func describe(obj object, raw []byte) *stored {
 	md := meta(obj)
 	st := &stored{raw: raw, owners: ownerUIDs(obj), deleting: metaString(obj, "deletionTimestamp") != "", finalizers: len(finalizers(obj)) > 0}
 	st.apiVersion, _ = obj["apiVersion"].(string)
 	st.namespace, _ = md["namespace"].(string)
-	// The name, UID and resourceVersion in one allocation, which substrings share: a
-	// million objects are then a million strings fewer, twice over, for the collector
-	// to mark. (An apiVersion and a namespace are most often shared with other objects.)
-	name, _ := md["name"].(string)
-	uid, rv := metaString(obj, "uid"), metaString(obj, "resourceVersion")
-	all := name + uid + rv
-	st.name, st.uid, st.rv = all[:len(name)], types.UID(all[len(name):len(name)+len(uid)]), all[len(name)+len(uid):]
 	st.labels = labelsOf(obj)
 	return st
+}
+
+// identify sets st's name, UID and resourceVersion in one allocation, which substrings
+// share: a million objects are then a million strings fewer, twice over, for the
+// collector to mark. (An apiVersion and a namespace are most often shared with other
+// objects.)
+func (st *stored) identify(name, uid, rv string) {
+	all := name + uid + rv
+	st.name, st.uid, st.rv = all[:len(name)], types.UID(all[len(name):len(name)+len(uid)]), all[len(name)+len(uid):]
+}
+
+// maxRV is the length of the longest resourceVersion: a uint64's digits.
+const maxRV = 20
+
+// unversioned is an object being created, encoded before the store has given it a
+// resourceVersion, for that needs the store's lock and the encoding does not.
+type unversioned struct {
+	st        *stored
+	at        int // where the resourceVersion goes in st.raw
+	name, uid string
+}
+
+// encodeUnversioned encodes obj, a created object whose resourceVersion the store has
+// yet to give.
+func encodeUnversioned(obj object) unversioned {
+	meta(obj)["resourceVersion"] = ""
+	raw, at, err := jsontree.MarshalSlot(obj, "metadata", "resourceVersion", maxRV)
+	if err != nil {
+		panic("memcluster: an object decoded from JSON does not encode: " + err.Error())
+	}
+	if at < 0 {
+		panic("memcluster: a created object has no metadata")
+	}
+	return unversioned{st: describe(obj, raw), at: at, name: metaString(obj, "name"), uid: metaString(obj, "uid")}
+}
+
+// version returns the object at resourceVersion rv, which obj, the object encoded,
+// is given too.
+func (u unversioned) version(obj object, rv string) *stored {
+	meta(obj)["resourceVersion"] = rv
+	raw, n := u.st.raw, len(u.st.raw)
+	raw = raw[:n+len(rv)] // within the room MarshalSlot left
+	copy(raw[u.at+len(rv):], raw[u.at:n])
+	copy(raw[u.at:], rv)
+	u.st.raw = raw
+	u.st.identify(u.name, u.uid, rv)
+	return u.st
 }
 
 // object decodes the stored JSON into a tree the caller may change.

@@ -33,6 +33,20 @@ func TestStoredEncodingIsEncodingJSONs(t *testing.T) {
 	require.Equal(t, "{\"invalid\":\"a\uFFFDb\"}", string(raw))
 }
 
+// A created object, encoded before the store gives it its resourceVersion, is stored as
+// it would be encoded with it, whatever its length.
+func TestUnversionedIsEncodedWithItsVersion(t *testing.T) {
+	for _, rv := range []string{"1", "1234", "18446744073709551615"} {
+		obj, err := jsontree.Object([]byte(podJSON))
+		require.NoError(t, err)
+		st := encodeUnversioned(obj).version(obj, rv)
+		assert.Equal(t, rv, metaString(obj, "resourceVersion"))
+		want := newStored(obj)
+		assert.Equal(t, string(want.raw), string(st.raw))
+		assert.Equal(t, []string{want.name, string(want.uid), want.rv}, []string{st.name, string(st.uid), st.rv})
+	}
+}
+
 // BenchmarkEncode encodes a Pod's tree as the store does, against json/v2 under
 // encoding/json's options (which the store used before) and encoding/json.
 func BenchmarkEncode(b *testing.B) {

@@ -61,6 +61,10 @@ func (s *Server) admit(req *request, k key, obj object) error {
 	return nil
 }
 
+// admitChanges reports whether admit may change an object of gr: one that it does not
+// change can be encoded before it is admitted.
+func admitChanges(gr schema.GroupResource) bool { return gr == servicesGR || gr == jobsGR }
+
 // service allocates what obj asks for, or refuses it as the real server does.
 func (a *allocations) service(k key, obj object) error {
 	// obj is changed only once it is accepted, and below its top level only in copies: a

@@ -18,6 +18,13 @@ type encoder struct {
 	enc   jsontext.Encoder
 	names [][]string // a stack of scratch slices, one for each depth of objects
 	depth int
+
+	// For MarshalSlot: the names of the value asked for, at depths 0 and 1; whether
+	// the object being encoded at depth 1 is the one under slot[0]; and the offset of
+	// the end of the value found, 0 until it is.
+	slot   [2]string
+	inSlot bool
+	slotAt int64
 }
 
 // Marshal encodes obj as encoding/json encodes it: object names sorted, '<', '>', '&',
@@ -35,6 +42,32 @@ func Marshal(obj map[string]any) ([]byte, error) {
 	}
 	// The encoder ends a top-level value with a newline, which Marshal does not.
 	return bytes.Clone(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))), nil
+}
+
+// MarshalSlot encodes obj as Marshal does, where obj[outer][inner] is an empty string,
+// and returns where that string's bytes go: the bytes of a string that JSON needs not
+// escape (digits, letters), put at data[at:at], make the JSON of obj with that string
+// as obj[outer][inner]. data has room bytes of capacity beyond its length, so that
+// they are put without a copy. at is -1 when obj[outer][inner] is not an empty string.
+//
+// A store encodes an object once, outside its lock, and puts in under the lock the one
+// value only the lock can give (a resourceVersion).
+func MarshalSlot(obj map[string]any, outer, inner string, room int) (data []byte, at int, err error) {
+	e := encoders.Get().(*encoder)
+	defer encoders.Put(e)
+	e.buf.Reset()
+	e.enc.Reset(&e.buf, jsonv1.DefaultOptionsV1())
+	e.slot, e.inSlot, e.slotAt = [2]string{outer, inner}, false, 0
+	defer func() { e.slot, e.inSlot = [2]string{}, false }()
+	if err := e.object(obj); err != nil {
+		return nil, -1, err
+	}
+	out := bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))
+	data = append(make([]byte, 0, len(out)+room), out...)
+	if e.slotAt == 0 {
+		return data, -1, nil
+	}
+	return data, int(e.slotAt) - 1, nil // between the quotes of ""
 }
 
 func (e *encoder) object(m map[string]any) error {
@@ -59,11 +92,37 @@ func (e *encoder) object(m map[string]any) error {
 		if err := e.enc.WriteToken(jsontext.String(k)); err != nil {
 			return err
 		}
+		if e.slot[0] != "" && e.depth <= 2 {
+			if err := e.slotValue(k, m[k]); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := e.value(m[k]); err != nil {
 			return err
 		}
 	}
 	return e.enc.WriteToken(jsontext.EndObject)
+}
+
+// slotValue encodes v, the value of name k in an object at depth 0 or 1, and notes
+// where it ends when it is MarshalSlot's empty string. Only the object that is the
+// value of slot[0] at depth 0 is looked in: objects in arrays are deeper.
+func (e *encoder) slotValue(k string, v any) error {
+	switch {
+	case e.depth == 1 && k == e.slot[0]:
+		_, e.inSlot = v.(map[string]any)
+		defer func() { e.inSlot = false }()
+	case e.depth == 2 && e.inSlot && k == e.slot[1]:
+		if s, ok := v.(string); ok && s == "" {
+			if err := e.enc.WriteToken(jsontext.String("")); err != nil {
+				return err
+			}
+			e.slotAt = e.enc.OutputOffset()
+			return nil
+		}
+	}
+	return e.value(v)
 }
 
 func (e *encoder) value(v any) error {

@@ -71,7 +71,57 @@ func FuzzMarshal(f *testing.F) {
 		got, err := Marshal(tree)
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(got), "%q", data)
+		if md, ok := tree["metadata"].(map[string]any); ok {
+			md["resourceVersion"] = ""
+			assertSlot(t, tree)
+		}
 	})
+}
+
+// MarshalSlot's JSON, with a resourceVersion put where it says, is Marshal's of the
+// object with that resourceVersion, wherever else the same name and an empty string
+// appear; and where there is no slot, it says so.
+func TestMarshalSlot(t *testing.T) {
+	for i := range 5 {
+		pod := mustObject(t, podJSON(i))
+		pod["metadata"].(map[string]any)["resourceVersion"] = ""
+		assertSlot(t, pod)
+	}
+	decoys := mustObject(t, []byte(`{
+		"data": {"resourceVersion": "", "metadata": ""},
+		"items": [{"metadata": {"resourceVersion": ""}}],
+		"metadata": {"annotations": {"resourceVersion": ""}, "name": "x", "resourceVersion": "", "uid": "u"},
+		"spec": {"metadata": {"resourceVersion": ""}, "resourceVersion": ""}}`))
+	assertSlot(t, decoys)
+
+	for _, tree := range []map[string]any{
+		{"metadata": map[string]any{"name": "x"}},
+		{"metadata": map[string]any{"resourceVersion": "7"}},
+		{"metadata": []any{map[string]any{"resourceVersion": ""}}},
+		{"spec": map[string]any{"metadata": map[string]any{"resourceVersion": ""}}},
+	} {
+		data, at, err := MarshalSlot(tree, "metadata", "resourceVersion", 0)
+		require.NoError(t, err)
+		assert.Equal(t, -1, at, "%s", data)
+		want, err := Marshal(tree)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(data))
+	}
+}
+
+// assertSlot checks MarshalSlot on tree, whose metadata.resourceVersion is "".
+func assertSlot(t *testing.T, tree map[string]any) {
+	t.Helper()
+	const rv = "18446744073709551615"
+	data, at, err := MarshalSlot(tree, "metadata", "resourceVersion", len(rv))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, at, 0, "%s", data)
+	assert.GreaterOrEqual(t, cap(data), len(data)+len(rv))
+	got := string(data[:at]) + rv + string(data[at:])
+	tree["metadata"].(map[string]any)["resourceVersion"] = rv
+	want, err := Marshal(tree)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), got)
 }
 
 func mustObject(t *testing.T, data []byte) map[string]any {
