@@ -216,7 +216,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request) {
 		writeStatus(w, err)
 		return
 	}
-	writeRaw(w, http.StatusCreated, st.raw)
+	writeRaw(w, http.StatusCreated, st.json())
 }
 
 // createObject creates obj, decoded from a create's body, as req asks: it checks obj
@@ -260,7 +260,7 @@ func (s *Server) createObject(req *request, obj object) (*stored, error) {
 	early := !admitChanges(req.rt.gr)
 	var enc unversioned
 	if early {
-		enc = encodeUnversioned(obj)
+		enc = encodeUnversioned(req.rt, obj)
 	}
 
 	s.mu.Lock()
@@ -322,7 +322,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request) {
 		writeStatus(w, err)
 		return
 	}
-	writeRaw(w, http.StatusOK, out.raw)
+	writeRaw(w, http.StatusOK, out.json())
 }
 
 // replace stores obj over the existing object, as an update of the resource or of its
@@ -414,7 +414,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request) {
 		writeStatus(w, apierrors.NewNotFound(req.rt.gr, req.name))
 		return
 	}
-	current := old.raw
+	current := old.json()
 	if old.apiVersion != req.gvk().GroupVersion().String() {
 		current, _ = json.Marshal(req.at(old.object()))
 	}
@@ -455,7 +455,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request) {
 		writeStatus(w, err)
 		return
 	}
-	writeRaw(w, http.StatusOK, out.raw)
+	writeRaw(w, http.StatusOK, out.json())
 }
 
 func (s *Server) deleteHandler(w http.ResponseWriter, r *http.Request, req *request) {

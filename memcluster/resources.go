@@ -22,6 +22,7 @@ type resourceType struct {
 	status     bool   // has a status subresource
 	generation bool   // sets metadata.generation, as kinds with a spec do
 	crd        string // the CRD that serves it; "" for built-ins
+	codec      codec  // compresses its objects' JSON
 }
 
 func (rt *resourceType) serves(v string) bool { return slices.Contains(rt.versions, v) }

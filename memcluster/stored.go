@@ -3,15 +3,22 @@ package memcluster
 import (
 	stdjson "encoding/json"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/restoregraph/restoregraph/internal/jsontree"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// stored is an object as the store keeps it: its JSON, which reads serve as it is, and
-// the few fields of its metadata the server itself looks at. A million objects are then a
+// stored is an object as the store keeps it: its JSON, which reads serve, and the few
+// fields of its metadata the server itself looks at. A million objects are then a
 // million byte slices, not a million trees of maps for the Go collector to walk.
+//
+// A created object's JSON is kept without its resourceVersion, which the store gives it
+// under its lock after encoding it, and compressed once its resource has a dictionary
+// (codec): json puts them together again.
 type stored struct {
-	raw        []byte // its JSON, with apiVersion and kind
+	raw        []byte   // its JSON, with apiVersion and kind; compressed with dict
+	dict       *s2.Dict // nil when raw is not compressed
+	at         int32    // where rv goes in the JSON raw holds; -1 when it is there
 	apiVersion string
 	namespace  string
 	name       string
@@ -39,7 +46,7 @@ func newStored(obj object) *stored {
 // at, but its name, UID and resourceVersion (identify's).
 func describe(obj object, raw []byte) *stored {
 	md := meta(obj)
-	st := &stored{raw: raw, owners: ownerUIDs(obj), deleting: metaString(obj, "deletionTimestamp") != "", finalizers: len(finalizers(obj)) > 0}
+	st := &stored{raw: raw, at: -1, owners: ownerUIDs(obj), deleting: metaString(obj, "deletionTimestamp") != "", finalizers: len(finalizers(obj)) > 0}
 	st.apiVersion, _ = obj["apiVersion"].(string)
 	st.namespace, _ = md["namespace"].(string)
 	st.labels = labelsOf(obj)
@@ -55,47 +62,60 @@ func (st *stored) identify(name, uid, rv string) {
 	st.name, st.uid, st.rv = all[:len(name)], types.UID(all[len(name):len(name)+len(uid)]), all[len(name)+len(uid):]
 }
 
-// maxRV is the length of the longest resourceVersion: a uint64's digits.
-const maxRV = 20
+// json returns st's JSON. The caller does not change it.
+func (st *stored) json() []byte {
+	raw := st.raw
+	if st.dict != nil {
+		var err error
+		if raw, err = st.dict.Decode(nil, raw); err != nil {
+			panic("memcluster: a stored object does not decompress: " + err.Error())
+		}
+	}
+	if st.at < 0 {
+		return raw
+	}
+	out := make([]byte, 0, len(raw)+len(st.rv))
+	return append(append(append(out, raw[:st.at]...), st.rv...), raw[st.at:]...)
+}
 
 // unversioned is an object being created, encoded before the store has given it a
 // resourceVersion, for that needs the store's lock and the encoding does not.
 type unversioned struct {
 	st        *stored
-	at        int // where the resourceVersion goes in st.raw
 	name, uid string
 }
 
-// encodeUnversioned encodes obj, a created object whose resourceVersion the store has
-// yet to give.
-func encodeUnversioned(obj object) unversioned {
+// encodeUnversioned encodes obj, a created object of rt whose resourceVersion the store
+// has yet to give, and compresses it as rt's codec does.
+func encodeUnversioned(rt *resourceType, obj object) unversioned {
 	meta(obj)["resourceVersion"] = ""
-	raw, at, err := jsontree.MarshalSlot(obj, "metadata", "resourceVersion", maxRV)
+	buf := scratch.Get().(*[]byte)
+	defer scratch.Put(buf)
+	raw, at, err := jsontree.MarshalSlot((*buf)[:0], obj, "metadata", "resourceVersion")
+	*buf = raw
 	if err != nil {
 		panic("memcluster: an object decoded from JSON does not encode: " + err.Error())
 	}
 	if at < 0 {
 		panic("memcluster: a created object has no metadata")
 	}
-	return unversioned{st: describe(obj, raw), at: at, name: metaString(obj, "name"), uid: metaString(obj, "uid")}
+	data, dict := rt.codec.compress(raw)
+	st := describe(obj, data)
+	st.dict, st.at = dict, int32(at)
+	return unversioned{st: st, name: metaString(obj, "name"), uid: metaString(obj, "uid")}
 }
 
 // version returns the object at resourceVersion rv, which obj, the object encoded,
 // is given too.
 func (u unversioned) version(obj object, rv string) *stored {
 	meta(obj)["resourceVersion"] = rv
-	raw, n := u.st.raw, len(u.st.raw)
-	raw = raw[:n+len(rv)] // within the room MarshalSlot left
-	copy(raw[u.at+len(rv):], raw[u.at:n])
-	copy(raw[u.at:], rv)
-	u.st.raw = raw
 	u.st.identify(u.name, u.uid, rv)
 	return u.st
 }
 
 // object decodes the stored JSON into a tree the caller may change.
 func (st *stored) object() object {
-	obj, err := jsontree.Object(st.raw)
+	obj, err := jsontree.Object(st.json())
 	if err != nil {
 		panic("memcluster: a stored object does not decode: " + err.Error())
 	}
@@ -107,7 +127,7 @@ func (st *stored) object() object {
 // often), otherwise decoded and served at req's version.
 func (req *request) served(st *stored) any {
 	if st.apiVersion == req.gvk().GroupVersion().String() {
-		return stdjson.RawMessage(st.raw)
+		return stdjson.RawMessage(st.json())
 	}
 	return req.at(st.object())
 }

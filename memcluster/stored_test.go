@@ -3,6 +3,8 @@ package memcluster
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -33,17 +35,30 @@ func TestStoredEncodingIsEncodingJSONs(t *testing.T) {
 	require.Equal(t, "{\"invalid\":\"a\uFFFDb\"}", string(raw))
 }
 
-// A created object, encoded before the store gives it its resourceVersion, is stored as
-// it would be encoded with it, whatever its length.
+// A created object, encoded before the store gives it its resourceVersion, is read as
+// it would be encoded with it, whatever its length, before its resource has a
+// dictionary and after, when it is kept compressed.
 func TestUnversionedIsEncodedWithItsVersion(t *testing.T) {
-	for _, rv := range []string{"1", "1234", "18446744073709551615"} {
+	rt := &resourceType{}
+	compressed := 0
+	for i := 0; compressed < 3; i++ {
+		rv := strconv.Itoa(i)
+		if i%2 == 1 {
+			rv = "18446744073709551615"
+		}
 		obj, err := jsontree.Object([]byte(podJSON))
 		require.NoError(t, err)
-		st := encodeUnversioned(obj).version(obj, rv)
+		meta(obj)["name"] = fmt.Sprintf("pod-%d", i)
+		st := encodeUnversioned(rt, obj).version(obj, rv)
 		assert.Equal(t, rv, metaString(obj, "resourceVersion"))
 		want := newStored(obj)
-		assert.Equal(t, string(want.raw), string(st.raw))
+		require.Equal(t, string(want.raw), string(st.json()), "object %d", i)
 		assert.Equal(t, []string{want.name, string(want.uid), want.rv}, []string{st.name, string(st.uid), st.rv})
+		if st.dict != nil {
+			compressed++
+			assert.Less(t, len(st.raw), len(want.raw)/4, "object %d is kept compressed", i)
+		}
+		require.Less(t, i, 2*dictBytes/len(podJSON), "no dictionary made")
 	}
 }
 

@@ -44,15 +44,15 @@ func Marshal(obj map[string]any) ([]byte, error) {
 	return bytes.Clone(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))), nil
 }
 
-// MarshalSlot encodes obj as Marshal does, where obj[outer][inner] is an empty string,
-// and returns where that string's bytes go: the bytes of a string that JSON needs not
-// escape (digits, letters), put at data[at:at], make the JSON of obj with that string
-// as obj[outer][inner]. data has room bytes of capacity beyond its length, so that
-// they are put without a copy. at is -1 when obj[outer][inner] is not an empty string.
+// MarshalSlot appends to dst the encoding of obj, as Marshal encodes it, where
+// obj[outer][inner] is an empty string, and returns where that string's bytes go: the
+// bytes of a string that JSON needs not escape (digits, letters), put at data[at:at],
+// make the JSON of obj with that string as obj[outer][inner]. at is -1 when
+// obj[outer][inner] is not an empty string.
 //
-// A store encodes an object once, outside its lock, and puts in under the lock the one
-// value only the lock can give (a resourceVersion).
-func MarshalSlot(obj map[string]any, outer, inner string, room int) (data []byte, at int, err error) {
+// A store encodes an object outside its lock, and has the one value only the lock gives
+// (a resourceVersion) put in when the JSON is read.
+func MarshalSlot(dst []byte, obj map[string]any, outer, inner string) (data []byte, at int, err error) {
 	e := encoders.Get().(*encoder)
 	defer encoders.Put(e)
 	e.buf.Reset()
@@ -60,14 +60,14 @@ func MarshalSlot(obj map[string]any, outer, inner string, room int) (data []byte
 	e.slot, e.inSlot, e.slotAt = [2]string{outer, inner}, false, 0
 	defer func() { e.slot, e.inSlot = [2]string{}, false }()
 	if err := e.object(obj); err != nil {
-		return nil, -1, err
+		return dst, -1, err
 	}
-	out := bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))
-	data = append(make([]byte, 0, len(out)+room), out...)
+	start := len(dst)
+	data = append(dst, bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))...)
 	if e.slotAt == 0 {
 		return data, -1, nil
 	}
-	return data, int(e.slotAt) - 1, nil // between the quotes of ""
+	return data, start + int(e.slotAt) - 1, nil // between the quotes of ""
 }
 
 func (e *encoder) object(m map[string]any) error {

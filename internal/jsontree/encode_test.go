@@ -100,7 +100,7 @@ func TestMarshalSlot(t *testing.T) {
 		{"metadata": []any{map[string]any{"resourceVersion": ""}}},
 		{"spec": map[string]any{"metadata": map[string]any{"resourceVersion": ""}}},
 	} {
-		data, at, err := MarshalSlot(tree, "metadata", "resourceVersion", 0)
+		data, at, err := MarshalSlot(nil, tree, "metadata", "resourceVersion")
 		require.NoError(t, err)
 		assert.Equal(t, -1, at, "%s", data)
 		want, err := Marshal(tree)
@@ -113,11 +113,11 @@ func TestMarshalSlot(t *testing.T) {
 func assertSlot(t *testing.T, tree map[string]any) {
 	t.Helper()
 	const rv = "18446744073709551615"
-	data, at, err := MarshalSlot(tree, "metadata", "resourceVersion", len(rv))
+	data, at, err := MarshalSlot([]byte("prefix"), tree, "metadata", "resourceVersion")
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, at, 0, "%s", data)
-	assert.GreaterOrEqual(t, cap(data), len(data)+len(rv))
-	got := string(data[:at]) + rv + string(data[at:])
+	require.Equal(t, "prefix", string(data[:6]), "appended to dst")
+	got := string(data[6:at]) + rv + string(data[at:])
 	tree["metadata"].(map[string]any)["resourceVersion"] = rv
 	want, err := Marshal(tree)
 	require.NoError(t, err)
