@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	jsonv2 "github.com/go-json-experiment/json"
