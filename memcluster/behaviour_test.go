@@ -132,7 +132,8 @@ func TestTerminatingNamespaceRefusesContent(t *testing.T) {
 	s.mu.Lock() // hold the namespace controller back
 	k := key{gr: schema.GroupResource{Resource: "namespaces"}, name: "ns"}
 	req := &request{rt: s.types[k.gr], version: "v1", name: "ns"}
-	s.remove(req, k, s.objects[k])
+	st, _ := s.objects.get(k)
+	s.remove(req, k, st)
 	s.mu.Unlock()
 	_, err := c.Resource(cmGVR).Namespace("ns").Create(ctx, u("v1", "ConfigMap", "ns", "late", nil), metav1.CreateOptions{})
 	assert.True(t, apierrors.IsForbidden(err) || apierrors.IsNotFound(err), "%v", err)

@@ -35,9 +35,9 @@ func (s *Server) gcWatch(k key, st, old *stored) {
 	}
 	if st == nil {
 		for _, dep := range s.dependents[old.uid] {
-			if dk, ok := s.byUID[dep]; ok {
-				if _, seen := s.orphanSince[dk]; !seen {
-					s.orphanSince[dk] = time.Now()
+			if d, ok := s.byUID[dep]; ok {
+				if _, seen := s.orphanSince[d.key()]; !seen {
+					s.orphanSince[d.key()] = time.Now()
 				}
 			}
 		}
@@ -67,7 +67,7 @@ func (s *Server) gcPass(now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, since := range s.orphanSince {
-		st, ok := s.objects[k]
+		st, ok := s.objects.get(k)
 		if !ok || s.ownerAlive(st) {
 			delete(s.orphanSince, k)
 			continue

@@ -134,7 +134,7 @@ func (req *request) validateName(name string) error {
 
 func (s *Server) get(w http.ResponseWriter, req *request) {
 	s.mu.Lock()
-	st, ok := s.objects[req.key(req.name)]
+	st, ok := s.objects.get(req.key(req.name))
 	s.mu.Unlock()
 	if !ok {
 		writeStatus(w, apierrors.NewNotFound(req.rt.gr, req.name))
@@ -266,7 +266,7 @@ func (s *Server) createObject(req *request, obj object) (*stored, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if req.rt.namespaced {
-		nsObj, ok := s.objects[key{schema.GroupResource{Resource: "namespaces"}, "", req.namespace}]
+		nsObj, ok := s.objects.get(key{schema.GroupResource{Resource: "namespaces"}, "", req.namespace})
 		if !ok {
 			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, req.namespace)
 		}
@@ -275,7 +275,7 @@ func (s *Server) createObject(req *request, obj object) (*stored, error) {
 		}
 	}
 	k := req.key(name)
-	if _, exists := s.objects[k]; exists {
+	if _, exists := s.objects.get(k); exists {
 		return nil, apierrors.NewAlreadyExists(req.rt.gr, name)
 	}
 	if err := s.admit(req, k, obj); err != nil {
@@ -329,7 +329,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, req *request) {
 // status subresource, and returns it (at req's version). The caller holds s.mu.
 func (s *Server) replace(req *request, obj object) (*stored, error) {
 	k := req.key(req.name)
-	oldSt, ok := s.objects[k]
+	oldSt, ok := s.objects.get(k)
 	if !ok {
 		return nil, apierrors.NewNotFound(req.rt.gr, req.name)
 	}
@@ -409,7 +409,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old, ok := s.objects[req.key(req.name)]
+	old, ok := s.objects.get(req.key(req.name))
 	if !ok {
 		writeStatus(w, apierrors.NewNotFound(req.rt.gr, req.name))
 		return
@@ -469,7 +469,7 @@ func (s *Server) deleteHandler(w http.ResponseWriter, r *http.Request, req *requ
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := req.key(req.name)
-	st, ok := s.objects[k]
+	st, ok := s.objects.get(k)
 	if !ok {
 		writeStatus(w, apierrors.NewNotFound(req.rt.gr, req.name))
 		return

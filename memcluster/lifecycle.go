@@ -120,7 +120,7 @@ func (s *Server) afterWrite(req *request, obj object) {
 // marks it Established. The caller holds s.mu.
 func (s *Server) establish(name string, uid types.UID) {
 	k := key{gr: crdGR, name: name}
-	st, ok := s.objects[k]
+	st, ok := s.objects.get(k)
 	if !ok || st.uid != uid {
 		return
 	}
@@ -190,10 +190,11 @@ func (s *Server) afterDelete(req *request, obj object) {
 		return
 	}
 	delete(s.types, gr)
-	for k, st := range s.objects {
-		if k.gr == gr {
-			s.record(watch.Deleted, k, st.object())
-		}
+	var keys []key
+	s.objects.inResource(gr, "", func(k key, _ *stored) { keys = append(keys, k) })
+	for _, k := range keys {
+		st, _ := s.objects.get(k)
+		s.record(watch.Deleted, k, st.object())
 	}
 }
 
@@ -207,17 +208,14 @@ func (s *Server) terminateNamespace(ns string) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		var keys []key
-		for k := range s.objects {
-			if k.namespace == ns {
-				keys = append(keys, k)
-			}
-		}
+		s.objects.inNamespace(ns, func(k key, _ *stored) { keys = append(keys, k) })
 		slices.SortFunc(keys, func(a, b key) int { return strings.Compare(a.gr.String()+"/"+a.name, b.gr.String()+"/"+b.name) })
 		for _, k := range keys {
-			s.record(watch.Deleted, k, s.objects[k].object())
+			st, _ := s.objects.get(k)
+			s.record(watch.Deleted, k, st.object())
 		}
 		k := key{gr: schema.GroupResource{Resource: "namespaces"}, name: ns}
-		if st, ok := s.objects[k]; ok {
+		if st, ok := s.objects.get(k); ok {
 			s.record(watch.Deleted, k, st.object())
 		}
 	}()

@@ -48,8 +48,8 @@ type Server struct {
 
 	mu          sync.Mutex
 	types       map[schema.GroupResource]*resourceType
-	objects     map[key]*stored
-	byUID       map[types.UID]key
+	objects     objectIndex
+	byUID       map[types.UID]*stored
 	rv          uint64
 	history     ring
 	watchers    map[*watcher]struct{}
@@ -101,7 +101,7 @@ func StartServer(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, listener: ln, alloc: alloc,
-		types: map[schema.GroupResource]*resourceType{}, objects: map[key]*stored{}, byUID: map[types.UID]key{},
+		types: map[schema.GroupResource]*resourceType{}, objects: objectIndex{}, byUID: map[types.UID]*stored{},
 		history: newRing(opts.History), watchers: map[*watcher]struct{}{},
 		orphanSince: map[key]time.Time{}, dependents: map[types.UID][]types.UID{}, timers: map[*time.Timer]struct{}{}, done: make(chan struct{}),
 	}

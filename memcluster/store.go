@@ -126,7 +126,7 @@ func (s *Server) record(typ watch.EventType, k key, obj object) *stored {
 
 // recordStored is record with the object encoded: for Deleted, the object deleted.
 func (s *Server) recordStored(typ watch.EventType, k key, encoded *stored) *stored {
-	prev := s.objects[k]
+	prev, _ := s.objects.get(k)
 	var st, shown *stored // what is stored, what the event shows
 	if typ == watch.Deleted {
 		if prev != nil {
@@ -134,7 +134,7 @@ func (s *Server) recordStored(typ watch.EventType, k key, encoded *stored) *stor
 			if k.gr == servicesGR {
 				s.alloc.release(k)
 			}
-			delete(s.objects, k)
+			s.objects.delete(k)
 			delete(s.orphanSince, k)
 			s.gcWatch(k, nil, prev)
 		}
@@ -144,8 +144,9 @@ func (s *Server) recordStored(typ watch.EventType, k key, encoded *stored) *stor
 		if prev == nil && k.name == st.name && k.namespace == st.namespace {
 			k.name, k.namespace = st.name, st.namespace // the key keeps no strings of its own
 		}
-		s.objects[k] = st
-		s.byUID[st.uid] = k
+		st.rt = s.types[k.gr]
+		s.objects.set(k, st)
+		s.byUID[st.uid] = st
 		s.gcWatch(k, st, prev)
 		shown = st
 	}
@@ -182,17 +183,17 @@ func (s *Server) list(gr schema.GroupResource, ns, name string, sel labels.Selec
 	if rt := s.types[gr]; name != "" && rt != nil && (ns != "" || !rt.namespaced) {
 		// One object by its name (a readiness watch's field selector): looked up, not
 		// found by scanning the store.
-		if st, ok := s.objects[key{gr: gr, namespace: ns, name: name}]; ok && sel.Matches(st.labels) {
+		if st, ok := s.objects.get(key{gr: gr, namespace: ns, name: name}); ok && sel.Matches(st.labels) {
 			return []*stored{st}
 		}
 		return nil
 	}
 	var out []*stored
-	for k, st := range s.objects {
-		if k.gr == gr && (ns == "" || k.namespace == ns) && (name == "" || k.name == name) && sel.Matches(st.labels) {
+	s.objects.inResource(gr, ns, func(k key, st *stored) {
+		if (name == "" || k.name == name) && sel.Matches(st.labels) {
 			out = append(out, st)
 		}
-	}
+	})
 	slices.SortFunc(out, func(a, b *stored) int {
 		if c := strings.Compare(a.namespace, b.namespace); c != 0 {
 			return c

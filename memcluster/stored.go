@@ -16,9 +16,12 @@ import (
 // under its lock after encoding it, and compressed once its resource has a dictionary
 // (codec): json puts them together again.
 type stored struct {
-	raw        []byte   // its JSON, with apiVersion and kind; compressed with dict
-	dict       *s2.Dict // nil when raw is not compressed
-	at         int32    // where rv goes in the JSON raw holds; -1 when it is there
+	raw        []byte        // its JSON, with apiVersion and kind; compressed with dict
+	dict       *s2.Dict      // nil when raw is not compressed
+	rt         *resourceType // its resource, once stored
+	at         int32         // where rv goes in the JSON raw holds; -1 when it is there
+	deleting   bool          // it has a deletionTimestamp
+	finalizers bool          // it has finalizers
 	apiVersion string
 	namespace  string
 	name       string
@@ -26,8 +29,6 @@ type stored struct {
 	rv         string
 	labels     labelSet // nil when it has none
 	owners     []types.UID
-	deleting   bool // it has a deletionTimestamp
-	finalizers bool // it has finalizers
 }
 
 // newStored encodes obj. The caller never changes obj afterwards: events share it.
