@@ -281,13 +281,10 @@ func (s *Server) createObject(req *request, obj object) (*stored, error) {
 	if err := s.admit(req, k, obj); err != nil {
 		return nil, err
 	}
-	var st *stored
-	if rv := s.nextRV(); early {
-		st = s.recordStored(watch.Added, k, enc.version(obj, rv))
-	} else {
-		md["resourceVersion"] = rv
-		st = s.record(watch.Added, k, obj)
+	if !early {
+		enc = encodeUnversioned(req.rt, obj) // as admission left it
 	}
+	st := s.recordStored(watch.Added, k, enc.version(obj, s.nextRV()))
 	s.afterWrite(req, obj)
 	return st, nil
 }
