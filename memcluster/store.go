@@ -1,9 +1,11 @@
 package memcluster
 
 import (
+	"hash/maphash"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -71,18 +73,67 @@ func (w *watcher) view(e event) (event, bool) {
 // times the memory, for each of a million objects.
 type labelSet []string
 
-func labelsOf(obj object) labelSet {
+// labelsOf returns obj's labels, in the order of their keys; the set sets kept, when
+// it holds an equal one, or else a set of their own, which sets keeps (sets may be nil).
+func labelsOf(obj object, sets *labelSets) labelSet {
 	md, _ := obj["metadata"].(map[string]any)
 	raw, _ := md["labels"].(map[string]any)
 	if len(raw) == 0 {
 		return nil
 	}
-	out := make(labelSet, 0, 2*len(raw))
+	if sets == nil {
+		return sortedLabels(make(labelSet, 0, 2*len(raw)), raw)
+	}
+	return sets.intern(raw)
+}
+
+// sortedLabels appends the pairs of raw to l, in the order of their keys.
+func sortedLabels(l labelSet, raw map[string]any) labelSet {
 	for k, v := range raw {
 		s, _ := v.(string)
-		out = append(out, k, s)
+		l = append(l, k, s)
+		for j := len(l) - 2; j >= 2 && l[j] < l[j-2]; j -= 2 { // an insertion sort of a few pairs
+			l[j], l[j+1], l[j-2], l[j-1] = l[j-2], l[j-1], l[j], l[j+1]
+		}
 	}
-	return out
+	return l
+}
+
+// labelSets keeps the label sets objects were stored with lately, so that objects with
+// the same labels share one: an application's objects most often carry the same few,
+// and a restore puts the same two on all it restores. A set is kept in one of
+// labelSlots slots, by a hash of its pairs, until a set that hashes to the same slot
+// replaces it: the memory they take is bounded however many sets there are.
+type labelSets struct {
+	mu      sync.Mutex
+	slots   []labelSet // made on first use
+	seed    maphash.Seed
+	scratch labelSet
+}
+
+const labelSlots = 4096
+
+// intern returns the labels raw holds (a metadata.labels map), as a set kept before when
+// one is equal, or as a new one, which it keeps.
+func (ls *labelSets) intern(raw map[string]any) labelSet {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.slots == nil {
+		ls.slots, ls.seed = make([]labelSet, labelSlots), maphash.MakeSeed()
+	}
+	l := sortedLabels(ls.scratch[:0], raw)
+	ls.scratch = l
+	var h maphash.Hash
+	h.SetSeed(ls.seed)
+	for _, s := range l {
+		h.WriteString(s)
+		h.WriteByte(0)
+	}
+	slot := &ls.slots[h.Sum64()%labelSlots]
+	if !slices.Equal(*slot, l) {
+		*slot = slices.Clone(l)
+	}
+	return *slot
 }
 
 // Lookup returns the value of label k, and whether there is one.

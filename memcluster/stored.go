@@ -38,19 +38,20 @@ func newStored(obj object) *stored {
 	if err != nil {
 		panic("memcluster: an object decoded from JSON does not encode: " + err.Error())
 	}
-	st := describe(obj, raw)
+	st := describe(obj, raw, nil)
 	st.identify(metaString(obj, "name"), metaString(obj, "uid"), metaString(obj, "resourceVersion"))
 	return st
 }
 
 // describe returns obj, encoded as raw, with the fields of its metadata the server looks
-// at, but its name, UID and resourceVersion (identify's).
-func describe(obj object, raw []byte) *stored {
+// at, but its name, UID and resourceVersion (identify's); its labels shared with objects
+// before it through sets, when not nil.
+func describe(obj object, raw []byte, sets *labelSets) *stored {
 	md := meta(obj)
 	st := &stored{raw: raw, at: -1, owners: ownerUIDs(obj), deleting: metaString(obj, "deletionTimestamp") != "", finalizers: len(finalizers(obj)) > 0}
 	st.apiVersion, _ = obj["apiVersion"].(string)
 	st.namespace, _ = md["namespace"].(string)
-	st.labels = labelsOf(obj)
+	st.labels = labelsOf(obj, sets)
 	return st
 }
 
@@ -87,8 +88,8 @@ type unversioned struct {
 }
 
 // encodeUnversioned encodes obj, a created object of rt whose resourceVersion the store
-// has yet to give, and compresses it as rt's codec does.
-func encodeUnversioned(rt *resourceType, obj object) unversioned {
+// has yet to give, and compresses it as rt's codec does; its labels shared through sets.
+func encodeUnversioned(rt *resourceType, sets *labelSets, obj object) unversioned {
 	meta(obj)["resourceVersion"] = ""
 	buf := scratch.Get().(*[]byte)
 	defer scratch.Put(buf)
@@ -101,7 +102,7 @@ func encodeUnversioned(rt *resourceType, obj object) unversioned {
 		panic("memcluster: a created object has no metadata")
 	}
 	data, dict := rt.codec.compress(raw)
-	st := describe(obj, data)
+	st := describe(obj, data, sets)
 	st.dict, st.at = dict, int32(at)
 	return unversioned{st: st, name: metaString(obj, "name"), uid: metaString(obj, "uid")}
 }

@@ -49,7 +49,7 @@ func TestUnversionedIsEncodedWithItsVersion(t *testing.T) {
 		obj, err := jsontree.Object([]byte(podJSON))
 		require.NoError(t, err)
 		meta(obj)["name"] = fmt.Sprintf("pod-%d", i)
-		st := encodeUnversioned(rt, obj).version(obj, rv)
+		st := encodeUnversioned(rt, &labelSets{}, obj).version(obj, rv)
 		assert.Equal(t, rv, metaString(obj, "resourceVersion"))
 		want := newStored(obj)
 		require.Equal(t, string(want.raw), string(st.json()), "object %d", i)
@@ -121,4 +121,28 @@ func TestReadBody(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+// Objects with the same labels share one set, in the order of its keys,
+// whatever order their maps give; other labels, or labels that differ in one value, get
+// sets of their own, and a lookup reads each object's own.
+func TestLabelSetsShared(t *testing.T) {
+	rt, sets := &resourceType{}, &labelSets{}
+	labelled := func(labels map[string]any) *stored {
+		obj, err := jsontree.Object([]byte(podJSON))
+		require.NoError(t, err)
+		meta(obj)["labels"] = labels
+		return encodeUnversioned(rt, sets, obj).st
+	}
+	app := func(name string) map[string]any {
+		return map[string]any{"app": name, "tier": "web", "velero.io/restore-name": "r", "velero.io/backup-name": "b", "a": "first"}
+	}
+	web1, web2, db := labelled(app("web")), labelled(app("web")), labelled(app("db"))
+	assert.Equal(t, labelSet{"a", "first", "app", "web", "tier", "web", "velero.io/backup-name", "b", "velero.io/restore-name", "r"}, web1.labels)
+	assert.Same(t, &web1.labels[0], &web2.labels[0], "equal labels share a set")
+	assert.NotSame(t, &web1.labels[0], &db.labels[0])
+	assert.Equal(t, "db", db.labels.Get("app"))
+	assert.Equal(t, "web", web2.labels.Get("app"))
+	assert.Nil(t, labelled(nil).labels)
+	assert.Equal(t, labelSet{"app", "web"}, newStored(map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}}}).labels, "an object stored without sets has its own")
 }
