@@ -27,12 +27,20 @@ type codec struct {
 // largest dictionary.
 const dictBytes = s2.MaxDictSize
 
+// compressMax is the JSON of the largest object compressed: s2's dictionary encoder
+// assumes blocks of at most 4 MiB, and etcd keeps objects of at most 1.5 MiB. A larger
+// one, which only an in-process create can store, is kept as it is.
+const compressMax = 1 << 20
+
 // scratch holds buffers that an object is encoded into before it is compressed.
 var scratch = sync.Pool{New: func() any { return new([]byte) }}
 
 // compress returns raw, or raw compressed and the dictionary to decompress it with.
 // raw, which the caller may use again, is copied when it is returned as it is.
 func (c *codec) compress(raw []byte) ([]byte, *s2.Dict) {
+	if len(raw) > compressMax {
+		return bytes.Clone(raw), nil
+	}
 	if d := c.dict.Load(); d != nil {
 		return encode(d, raw), d
 	}

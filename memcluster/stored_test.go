@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -60,6 +61,14 @@ func TestUnversionedIsEncodedWithItsVersion(t *testing.T) {
 		}
 		require.Less(t, i, 2*dictBytes/len(podJSON), "no dictionary made")
 	}
+
+	// An object too large to compress is kept as it is, and read whole.
+	obj, err := jsontree.Object([]byte(podJSON))
+	require.NoError(t, err)
+	obj["data"] = map[string]any{"big": strings.Repeat("x", compressMax)}
+	st := encodeUnversioned(rt, &labelSets{}, obj).version(obj, "7")
+	assert.Nil(t, st.dict)
+	assert.Equal(t, string(newStored(obj).raw), string(st.json()))
 }
 
 // BenchmarkEncode encodes a Pod's tree as the store does, against json/v2 under
