@@ -73,8 +73,8 @@ func (w *watcher) view(e event) (event, bool) {
 // times the memory, for each of a million objects.
 type labelSet []string
 
-// labelsOf returns obj's labels, in the order of their keys; the set sets kept, when
-// it holds an equal one, or else a set of their own, which sets keeps (sets may be nil).
+// labelsOf returns obj's labels, in the order of their keys: through sets, when not
+// nil, an equal set kept before, or a new one that sets then keeps.
 func labelsOf(obj object, sets *labelSets) labelSet {
 	md, _ := obj["metadata"].(map[string]any)
 	raw, _ := md["labels"].(map[string]any)
@@ -101,9 +101,9 @@ func sortedLabels(l labelSet, raw map[string]any) labelSet {
 
 // labelSets keeps the label sets objects were stored with lately, so that objects with
 // the same labels share one: an application's objects most often carry the same few,
-// and a restore puts the same two on all it restores. A set is kept in one of
-// labelSlots slots, by a hash of its pairs, until a set that hashes to the same slot
-// replaces it: the memory they take is bounded however many sets there are.
+// and a restore labels all it restores with its name and its backup's. A set is kept
+// in one of labelSlots slots, by a hash of its pairs, until a set that hashes to the
+// same slot replaces it: the memory they take is bounded however many sets there are.
 type labelSets struct {
 	mu      sync.Mutex
 	slots   []labelSet // made on first use
