@@ -116,8 +116,21 @@ type Action struct {
 	Version string
 	// Selector is what AppliesTo said.
 	Selector ria.ResourceSelector
+	// SharesItem: the implementation says, as an ItemSharer, that it changes what lies
+	// below the item's top level and metadata only by replacing it.
+	SharesItem bool
 	v2.RestoreItemAction
 	matcher *ria.Matcher
+}
+
+// ItemSharer is implemented by an action, registered in this process, that may be given
+// an item whose values below its top level and metadata are shared with another object
+// (the backup's): where it changes one, it puts a new map or slice in its place, and
+// changes none it was given. A restore then gives it its item without a deep copy.
+// Actions that do not say so, and every action in another process, are given an item
+// of their own to change as they like.
+type ItemSharer interface {
+	SharesItem() bool
 }
 
 // AppliesTo reports whether the action is called for an item.
@@ -146,7 +159,11 @@ func (r *Registry) Actions() ([]*Action, error) {
 		if err != nil {
 			return nil, fmt.Errorf("plugin %q: label selector %q: %w", name, sel.LabelSelector, err)
 		}
-		out = append(out, &Action{Name: name, Version: r.version(name), Selector: sel, RestoreItemAction: impl, matcher: m})
+		version := r.version(name)
+		r.mu.RLock()
+		sharer, ok := r.plugins[name][version].(ItemSharer)
+		r.mu.RUnlock()
+		out = append(out, &Action{Name: name, Version: version, Selector: sel, SharesItem: ok && sharer.SharesItem(), RestoreItemAction: impl, matcher: m})
 	}
 	return out, nil
 }

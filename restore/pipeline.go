@@ -111,7 +111,9 @@ func (r *run) stepActions(ctx context.Context, o *Object) error {
 		if !a.AppliesTo(it.GroupResource(), it.Namespace, it.Labels) {
 			continue
 		}
-		o.own()
+		if !a.SharesItem {
+			o.own()
+		}
 		// The call is charged to the object's time (a plugin that hangs fails its object),
 		// what the plugin then asks to wait for is bounded by the plugin's own timeout.
 		var out *ria.ExecuteOutput

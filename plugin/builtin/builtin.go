@@ -3,7 +3,11 @@
 // acceptable to another cluster. Each is an ordinary RestoreItemAction, registered by
 // name in a plugin.Registry, and each can be left out by name. Each changes the item
 // it is given and returns it, as Velero's own actions may: a restore gives an action
-// its working copy of the object, never the backup's.
+// its working copy of the object, never the backup's. Service and Pod, which every
+// application's restore meets many times, change nothing below the item's top level
+// and metadata but by putting a new map or slice in its place (plugin.ItemSharer): the
+// restore gives them an item that shares the rest with the backup's object, not a deep
+// copy of it.
 //
 //   - Service: clusterIP and clusterIPs cleared unless headless (None), so that the
 //     target allocates from its own range; node ports and healthCheckNodePort cleared
@@ -25,6 +29,7 @@
 package builtin
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -61,11 +66,11 @@ func Register(r *plugin.Registry, opts Options, disabled ...string) error {
 		opts.InBackup = func(manifest.ID) bool { return false }
 	}
 	actions := map[string]action{
-		Service:               {"services", func(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return service(in, opts) }},
-		Pod:                   {"pods", func(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return pod(in, opts) }},
-		Job:                   {"jobs.batch", job},
-		PersistentVolumeClaim: {"persistentvolumeclaims", func(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return claim(in, opts) }},
-		PersistentVolume:      {"persistentvolumes", volume},
+		Service:               {"services", func(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return service(in, opts) }, true},
+		Pod:                   {"pods", func(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return pod(in, opts) }, true},
+		Job:                   {"jobs.batch", job, false},
+		PersistentVolumeClaim: {"persistentvolumeclaims", func(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return claim(in, opts) }, false},
+		PersistentVolume:      {"persistentvolumes", volume, false},
 	}
 	for _, name := range Names {
 		if slices.Contains(disabled, name) {
@@ -78,11 +83,17 @@ func Register(r *plugin.Registry, opts Options, disabled ...string) error {
 	return nil
 }
 
-// action is a built-in RestoreItemAction v1: the resource it applies to, and what it does.
+// action is a built-in RestoreItemAction v1: the resource it applies to, what it does,
+// and whether it replaces, never changes, what it changes below the item's top level and
+// metadata.
 type action struct {
 	resource string
 	execute  func(*ria.ExecuteInput) (*ria.ExecuteOutput, error)
+	replaces bool
 }
+
+// SharesItem implements plugin.ItemSharer.
+func (a action) SharesItem() bool { return a.replaces }
 
 func (a action) AppliesTo() (ria.ResourceSelector, error) {
 	return ria.ResourceSelector{IncludedResources: []string{a.resource}}, nil
@@ -90,12 +101,15 @@ func (a action) AppliesTo() (ria.ResourceSelector, error) {
 
 func (a action) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return a.execute(in) }
 
+// service replaces what it changes: the item may share it (action.replaces).
 func service(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
 	obj := in.Item
-	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
+	spec, _ := obj.Object["spec"].(map[string]any)
 	if spec == nil {
 		return ria.NewExecuteOutput(obj), nil
 	}
+	spec = maps.Clone(spec)
+	obj.Object["spec"] = spec
 	if ip, _ := spec["clusterIP"].(string); ip != "None" {
 		delete(spec, "clusterIP")
 		delete(spec, "clusterIPs")
@@ -103,17 +117,23 @@ func service(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
 	if !opts.PreserveNodePorts {
 		delete(spec, "healthCheckNodePort")
 		if ports, ok := spec["ports"].([]any); ok {
-			for _, p := range ports {
+			ports = slices.Clone(ports)
+			for i, p := range ports {
 				if m, ok := p.(map[string]any); ok {
-					delete(m, "nodePort")
+					if _, set := m["nodePort"]; set {
+						m = maps.Clone(m)
+						delete(m, "nodePort")
+						ports[i] = m
+					}
 				}
 			}
+			spec["ports"] = ports
 		}
 	}
-	obj.Object["spec"] = spec
 	return ria.NewExecuteOutput(obj), nil
 }
 
+// pod replaces what it changes: the item may share it (action.replaces).
 func pod(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
 	obj := in.Item
 	out := ria.NewExecuteOutput(obj)
@@ -139,6 +159,8 @@ func pod(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
 	if spec == nil {
 		return out, nil
 	}
+	spec = maps.Clone(spec)
+	obj.Object["spec"] = spec
 	delete(spec, "nodeName")
 	delete(spec, "priority")
 	sa, _ := spec["serviceAccountName"].(string)
@@ -151,11 +173,24 @@ func pod(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
 	}
 	for _, field := range []string{"containers", "initContainers", "ephemeralContainers"} {
 		containers, _ := spec[field].([]any)
-		for _, c := range containers {
-			if m, ok := c.(map[string]any); ok {
-				if mounts, ok := m["volumeMounts"].([]any); ok {
-					m["volumeMounts"] = dropNamed(mounts, legacyToken)
+		var replaced []any // containers, once one of them has lost a mount
+		for i, c := range containers {
+			m, ok := c.(map[string]any)
+			if !ok {
+				continue
+			}
+			mounts, ok := m["volumeMounts"].([]any)
+			if !ok {
+				continue
+			}
+			if kept := dropNamed(mounts, legacyToken); len(kept) < len(mounts) {
+				if replaced == nil {
+					replaced = slices.Clone(containers)
+					spec[field] = replaced
 				}
+				m = maps.Clone(m)
+				m["volumeMounts"] = kept
+				replaced[i] = m
 			}
 		}
 	}

@@ -2,6 +2,8 @@ package builtin
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/restoregraph/restoregraph/manifest"
@@ -10,19 +12,29 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// run executes the built-in action name on obj, as a restore does.
+// run executes the built-in action name on obj, as a restore does: an action that shares
+// its item (plugin.ItemSharer) is given one that shares all below its top level and
+// metadata with the backup's object, the others a deep copy.
 func run(t *testing.T, name string, opts Options, obj string) *ria.ExecuteOutput {
 	t.Helper()
 	var reg plugin.Registry
 	require.NoError(t, Register(&reg, opts))
-	a, err := reg.Lookup(name)
+	actions, err := reg.Actions()
 	require.NoError(t, err)
-	u := &unstructured.Unstructured{}
-	require.NoError(t, json.Unmarshal([]byte(obj), &u.Object))
-	backup := u.DeepCopy()
+	i := slices.IndexFunc(actions, func(a *plugin.Action) bool { return a.Name == name })
+	require.GreaterOrEqual(t, i, 0)
+	a := actions[i]
+	backup := &unstructured.Unstructured{}
+	require.NoError(t, json.Unmarshal([]byte(obj), &backup.Object))
+	u := backup.DeepCopy()
+	if a.SharesItem {
+		u = &unstructured.Unstructured{Object: maps.Clone(backup.Object)}
+		u.Object["metadata"] = runtime.DeepCopyJSONValue(backup.Object["metadata"])
+	}
 	out, err := a.Execute(&ria.ExecuteInput{Item: u, ItemFromBackup: backup, Restore: &ria.Restore{Name: "r"}})
 	require.NoError(t, err)
 	// The item given is the one changed and returned; the backup's is left alone.
@@ -154,4 +166,18 @@ func TestDisabledByName(t *testing.T) {
 		names = append(names, a.Name)
 	}
 	assert.Equal(t, []string{Service, PersistentVolumeClaim, PersistentVolume}, names)
+}
+
+// Service and Pod, which a restore of applications meets most, share their item with the
+// backup's object (run checks that they leave it alone); the others are given a copy.
+func TestSharers(t *testing.T) {
+	var reg plugin.Registry
+	require.NoError(t, Register(&reg, Options{}))
+	actions, err := reg.Actions()
+	require.NoError(t, err)
+	sharing := map[string]bool{}
+	for _, a := range actions {
+		sharing[a.Name] = a.SharesItem
+	}
+	assert.Equal(t, map[string]bool{Service: true, Pod: true, Job: false, PersistentVolumeClaim: false, PersistentVolume: false}, sharing)
 }
