@@ -663,14 +663,17 @@ func TestVeleroRestoreFlags(t *testing.T) {
 }
 
 // --cpu-profile and --heap-profile write pprof's files (gzipped protobuf) at the run's
-// end, whatever its exit code; a path that cannot be written is bad input naming the
-// flag.
+// end, whatever its exit code, and --trace an execution trace; a path that cannot be
+// written is bad input naming the flag.
 func TestProfiles(t *testing.T) {
 	backup := capiTarball(t, 1)
 	dir := t.TempDir()
-	cpu, heap := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "heap.prof")
-	r := rg(t, "restore", "--backup", backup, "--embedded", "--admission", "local", "--cpu-profile", cpu, "--heap-profile", heap)
+	cpu, heap, trace := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "heap.prof"), filepath.Join(dir, "trace.out")
+	r := rg(t, "restore", "--backup", backup, "--embedded", "--admission", "local", "--cpu-profile", cpu, "--heap-profile", heap, "--trace", trace)
 	require.Equal(t, 0, r.code, r.stderr)
+	data, err := os.ReadFile(trace)
+	require.NoError(t, err)
+	assert.True(t, bytes.HasPrefix(data, []byte("go 1.")), "%s is an execution trace: %.16q", trace, data)
 	for _, p := range []string{cpu, heap} {
 		data, err := os.ReadFile(p)
 		require.NoError(t, err)
@@ -680,10 +683,13 @@ func TestProfiles(t *testing.T) {
 	failed := filepath.Join(dir, "failed.prof")
 	r = rg(t, "plan", "--backup", backup, "--embedded", "--include-resources", "nosuchthing", "--cpu-profile", failed)
 	require.Equal(t, 2, r.code, r.stderr)
-	data, err := os.ReadFile(failed)
+	data, err = os.ReadFile(failed)
 	require.NoError(t, err, "a run that fails writes its profile too")
 	assert.Equal(t, []byte{0x1f, 0x8b}, data[:2])
 	r = rg(t, "plan", "--backup", backup, "--embedded", "--cpu-profile", filepath.Join(dir, "missing", "cpu.prof"))
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, "--cpu-profile: open "+filepath.Join(dir, "missing", "cpu.prof"))
+	r = rg(t, "plan", "--backup", backup, "--embedded", "--trace", filepath.Join(dir, "missing", "trace.out"))
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "--trace: open "+filepath.Join(dir, "missing", "trace.out"))
 }
