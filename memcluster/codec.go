@@ -32,7 +32,8 @@ const dictBytes = s2.MaxDictSize
 // one, which only an in-process create can store, is kept as it is.
 const compressMax = 1 << 20
 
-// scratch holds buffers that an object is encoded into before it is compressed.
+// scratch holds buffers that an object is encoded into, and compressed into, before
+// what is kept is copied out to a slice of its own size.
 var scratch = sync.Pool{New: func() any { return new([]byte) }}
 
 // compress returns raw, or raw compressed and the dictionary to decompress it with.

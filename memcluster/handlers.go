@@ -258,7 +258,7 @@ func (s *Server) createObject(req *request, obj object) (*stored, error) {
 	}
 	obj["apiVersion"], obj["kind"] = req.gvk().GroupVersion().String(), req.rt.kind
 	early := !admitChanges(req.rt.gr)
-	var enc unversioned
+	var enc *stored
 	if early {
 		enc = encodeUnversioned(req.rt, &s.labels, obj)
 	}

@@ -80,16 +80,11 @@ func (st *stored) json() []byte {
 	return append(append(append(out, raw[:st.at]...), st.rv...), raw[st.at:]...)
 }
 
-// unversioned is an object being created, encoded before the store has given it a
-// resourceVersion, for that needs the store's lock and the encoding does not.
-type unversioned struct {
-	st        *stored
-	name, uid string
-}
-
 // encodeUnversioned encodes obj, a created object of rt whose resourceVersion the store
-// has yet to give, and compresses it as rt's codec does; its labels shared through sets.
-func encodeUnversioned(rt *resourceType, sets *labelSets, obj object) unversioned {
+// has yet to give (that needs the store's lock, and the encoding does not), and
+// compresses it as rt's codec does; its labels shared through sets. st.version gives it
+// its resourceVersion.
+func encodeUnversioned(rt *resourceType, sets *labelSets, obj object) *stored {
 	meta(obj)["resourceVersion"] = ""
 	buf := scratch.Get().(*[]byte)
 	defer scratch.Put(buf)
@@ -104,15 +99,15 @@ func encodeUnversioned(rt *resourceType, sets *labelSets, obj object) unversione
 	data, dict := rt.codec.compress(raw)
 	st := describe(obj, data, sets)
 	st.dict, st.at = dict, int32(at)
-	return unversioned{st: st, name: metaString(obj, "name"), uid: metaString(obj, "uid")}
+	return st
 }
 
-// version returns the object at resourceVersion rv, which obj, the object encoded,
-// is given too.
-func (u unversioned) version(obj object, rv string) *stored {
+// version gives st, encoded from obj by encodeUnversioned, and obj resourceVersion rv,
+// and returns st.
+func (st *stored) version(obj object, rv string) *stored {
 	meta(obj)["resourceVersion"] = rv
-	u.st.identify(u.name, u.uid, rv)
-	return u.st
+	st.identify(metaString(obj, "name"), metaString(obj, "uid"), rv)
+	return st
 }
 
 // object decodes the stored JSON into a tree the caller may change.

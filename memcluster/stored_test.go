@@ -141,7 +141,7 @@ func TestLabelSetsShared(t *testing.T) {
 		obj, err := jsontree.Object([]byte(podJSON))
 		require.NoError(t, err)
 		meta(obj)["labels"] = labels
-		return encodeUnversioned(rt, sets, obj).st
+		return encodeUnversioned(rt, sets, obj)
 	}
 	app := func(name string) map[string]any {
 		return map[string]any{"app": name, "tier": "web", "velero.io/restore-name": "r", "velero.io/backup-name": "b", "a": "first"}
