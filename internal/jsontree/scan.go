@@ -1,0 +1,364 @@
+package jsontree
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// The scan reads JSON without decoding it: Members and Elements hand out the raw bytes
+// of an object's members and an array's elements, and Unquote decodes a string. Each
+// checks the bytes it passes over as Object's decoder would (duplicate names and
+// invalid UTF-8 allowed, as util/json allows them), and ends there: a scan that reads
+// a few fields of an object never builds the rest. It runs at memory speed over the
+// long strings objects are mostly made of, eight bytes at a time.
+
+// SyntaxError is JSON that the scan refuses: what it expected, and at which byte.
+type SyntaxError struct {
+	Offset int64 // of the byte refused, from the start of the data scanned
+	What   string
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("jsontree: %s at byte %d", e.What, e.Offset)
+}
+
+// maxDepth is how deep the scan nests, as deep as jsontext does.
+const maxDepth = 10000
+
+func syntaxError(i int, what string, args ...any) error {
+	return &SyntaxError{Offset: int64(i), What: fmt.Sprintf(what, args...)}
+}
+
+// found describes data[i] for an error: the byte, or the end of the data.
+func found(data []byte, i int) string {
+	if i >= len(data) {
+		return "end of data"
+	}
+	return fmt.Sprintf("%q", data[i])
+}
+
+// space returns the offset of the first byte at or after i that is not JSON whitespace.
+func space(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// Members calls member with the name and the raw value of each member of the JSON
+// object that data holds, whitespace around it allowed, in order. The name is decoded
+// and valid until member returns; the value is a slice of data, checked. Members stops
+// at member's first error and returns it; the data is checked to its end otherwise.
+func Members(data []byte, member func(name, value []byte) error) error {
+	i := space(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return syntaxError(i, "expected an object, found %s", found(data, i))
+	}
+	var scratch [64]byte
+	i = space(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return end(data, i+1)
+	}
+	for {
+		start := i
+		if i >= len(data) || data[i] != '"' {
+			return syntaxError(i, "expected a name, found %s", found(data, i))
+		}
+		j, err := skipString(data, i)
+		if err != nil {
+			return err
+		}
+		name, _ := Unquote(scratch[:0], data[start:j])
+		if i = space(data, j); i >= len(data) || data[i] != ':' {
+			return syntaxError(i, "expected ':' after a name, found %s", found(data, i))
+		}
+		i = space(data, i+1)
+		start = i
+		if i, err = skip(data, i); err != nil {
+			return err
+		}
+		if err := member(name, data[start:i]); err != nil {
+			return err
+		}
+		switch i = space(data, i); {
+		case i < len(data) && data[i] == ',':
+			i = space(data, i+1)
+		case i < len(data) && data[i] == '}':
+			return end(data, i+1)
+		default:
+			return syntaxError(i, "expected ',' or '}' in an object, found %s", found(data, i))
+		}
+	}
+}
+
+// Elements calls element with the raw bytes of each element of the JSON array that data
+// holds, whitespace around it allowed, in order, as Members does with an object.
+func Elements(data []byte, element func(value []byte) error) error {
+	i := space(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return syntaxError(i, "expected an array, found %s", found(data, i))
+	}
+	i = space(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return end(data, i+1)
+	}
+	for {
+		start := i
+		var err error
+		if i, err = skip(data, i); err != nil {
+			return err
+		}
+		if err := element(data[start:i]); err != nil {
+			return err
+		}
+		switch i = space(data, i); {
+		case i < len(data) && data[i] == ',':
+			i = space(data, i+1)
+		case i < len(data) && data[i] == ']':
+			return end(data, i+1)
+		default:
+			return syntaxError(i, "expected ',' or ']' in an array, found %s", found(data, i))
+		}
+	}
+}
+
+// end checks that only whitespace follows a value that ends at i.
+func end(data []byte, i int) error {
+	if i = space(data, i); i < len(data) {
+		return syntaxError(i, "expected the end after the value, found %s", found(data, i))
+	}
+	return nil
+}
+
+// Unquote returns the string that value, a JSON string as Members or Elements gave it,
+// stands for, appended to dst; or value's own bytes within the quotes, when it holds
+// neither an escape nor a byte beyond ASCII. Invalid UTF-8 becomes U+FFFD, as Object
+// decodes it. It reports false when value is not a string.
+func Unquote(dst, value []byte) ([]byte, bool) {
+	if len(value) < 2 || value[0] != '"' {
+		return nil, false
+	}
+	b := value[1 : len(value)-1]
+	for _, c := range b {
+		if c == '\\' || c >= utf8.RuneSelf {
+			// The scan checked the string; what AppendUnquote can still report is the
+			// invalid UTF-8 it replaced.
+			dst, _ = jsontext.AppendUnquote(dst, value)
+			return dst, true
+		}
+	}
+	return b, true
+}
+
+// skip returns the offset just past the JSON value at data[i], having checked it.
+func skip(data []byte, i int) (int, error) {
+	// open holds the containers the value at i is within, innermost last.
+	var buf [32]byte
+	open := buf[:0]
+	for {
+		// A value starts at i.
+		var err error
+		switch c := byteAt(data, i); {
+		case c == '{' || c == '[':
+			if len(open) == maxDepth {
+				return 0, syntaxError(i, "nested deeper than %d", maxDepth)
+			}
+			closer := byte('}')
+			if c == '[' {
+				closer = ']'
+			}
+			if i = space(data, i+1); byteAt(data, i) == closer {
+				i++
+				break
+			}
+			open = append(open, closer)
+			if c == '{' {
+				if i, err = nameColon(data, i); err != nil {
+					return 0, err
+				}
+			}
+			continue
+		case c == '"':
+			i, err = skipString(data, i)
+		case c == 't':
+			i, err = literal(data, i, "true")
+		case c == 'f':
+			i, err = literal(data, i, "false")
+		case c == 'n':
+			i, err = literal(data, i, "null")
+		case c == '-' || '0' <= c && c <= '9':
+			i, err = number(data, i)
+		default:
+			return 0, syntaxError(i, "expected a value, found %s", found(data, i))
+		}
+		if err != nil {
+			return 0, err
+		}
+		// A value ended at i: close the containers it ends, then go on to the next.
+		for {
+			if len(open) == 0 {
+				return i, nil
+			}
+			i = space(data, i)
+			closer := open[len(open)-1]
+			if c := byteAt(data, i); c == closer {
+				open, i = open[:len(open)-1], i+1
+				continue
+			} else if c != ',' {
+				return 0, syntaxError(i, "expected ',' or %q, found %s", closer, found(data, i))
+			}
+			if i = space(data, i+1); closer == '}' {
+				if i, err = nameColon(data, i); err != nil {
+					return 0, err
+				}
+			}
+			break
+		}
+	}
+}
+
+// byteAt is data[i], or 0 past the end (no JSON value starts with 0).
+func byteAt(data []byte, i int) byte {
+	if i < len(data) {
+		return data[i]
+	}
+	return 0
+}
+
+// nameColon skips an object member's name and the colon after it, to its value.
+func nameColon(data []byte, i int) (int, error) {
+	if byteAt(data, i) != '"' {
+		return 0, syntaxError(i, "expected a name, found %s", found(data, i))
+	}
+	i, err := skipString(data, i)
+	if err != nil {
+		return 0, err
+	}
+	if i = space(data, i); byteAt(data, i) != ':' {
+		return 0, syntaxError(i, "expected ':' after a name, found %s", found(data, i))
+	}
+	return space(data, i+1), nil
+}
+
+func literal(data []byte, i int, lit string) (int, error) {
+	if len(data)-i < len(lit) || string(data[i:i+len(lit)]) != lit {
+		return 0, syntaxError(i, "expected %s", lit)
+	}
+	return i + len(lit), nil
+}
+
+// number skips a JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func number(data []byte, i int) (int, error) {
+	start := i
+	if byteAt(data, i) == '-' {
+		i++
+	}
+	switch c := byteAt(data, i); {
+	case c == '0':
+		i++
+	case '1' <= c && c <= '9':
+		i = digits(data, i)
+	default:
+		return 0, syntaxError(i, "expected a digit in a number, found %s", found(data, start))
+	}
+	if byteAt(data, i) == '.' {
+		j := digits(data, i+1)
+		if j == i+1 {
+			return 0, syntaxError(j, "expected a digit after '.', found %s", found(data, j))
+		}
+		i = j
+	}
+	if c := byteAt(data, i); c == 'e' || c == 'E' {
+		i++
+		if c := byteAt(data, i); c == '+' || c == '-' {
+			i++
+		}
+		j := digits(data, i)
+		if j == i {
+			return 0, syntaxError(j, "expected a digit in an exponent, found %s", found(data, j))
+		}
+		i = j
+	}
+	return i, nil
+}
+
+func digits(data []byte, i int) int {
+	for i < len(data) && '0' <= data[i] && data[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// Eight bytes at a time: which of them are a quote, a backslash or a control
+// character, the bytes a string's scan stops at. Of the bytes marked, the first is
+// one of them; the ones after it may not be (a borrow runs on).
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+func stops(x uint64) uint64 {
+	q, b := x^(ones*'"'), x^(ones*'\\')
+	return ((x-ones*0x20)&^x | (q-ones)&^q | (b-ones)&^b) & highs
+}
+
+// nextStop returns the offset of the first byte at or after i that a string's scan
+// stops at, or len(data).
+func nextStop(data []byte, i int) int {
+	for ; len(data)-i >= 8; i += 8 {
+		if m := stops(binary.LittleEndian.Uint64(data[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(data); i++ {
+		if c := data[i]; c == '"' || c == '\\' || c < 0x20 {
+			return i
+		}
+	}
+	return i
+}
+
+// skipString skips the JSON string at data[i], a quote: every escape is one JSON
+// allows, and no control character is left unescaped. Its UTF-8 is not checked.
+func skipString(data []byte, i int) (int, error) {
+	start := i
+	i++
+	for {
+		if i = nextStop(data, i); i >= len(data) {
+			return 0, syntaxError(start, "string not ended")
+		}
+		switch c := data[i]; {
+		case c == '"':
+			return i + 1, nil
+		case c == '\\':
+			switch byteAt(data, i+1) {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				for k := i + 2; k < i+6; k++ {
+					if !isHex(byteAt(data, k)) {
+						return 0, syntaxError(k, "expected a hex digit in \\u escape, found %s", found(data, k))
+					}
+				}
+				i += 6
+			default:
+				return 0, syntaxError(i+1, "invalid escape %s", found(data, i+1))
+			}
+		default:
+			return 0, syntaxError(i, "control character %q in a string", c)
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}

@@ -1,0 +1,162 @@
+package jsontree
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	kjson "k8s.io/apimachinery/pkg/util/json"
+)
+
+// valid is what the scan must agree with: jsontext's check with the options Object
+// decodes with.
+func valid(data []byte) bool {
+	return jsontext.Value(data).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+}
+
+// scanned checks data as one JSON value, as Members and Elements check theirs.
+func scanned(data []byte) error {
+	i, err := skip(data, space(data, 0))
+	if err != nil {
+		return err
+	}
+	return end(data, i)
+}
+
+// Members hands out each member's name and value as Object decodes them, the last of
+// duplicate names winning in the map, and checks what it passes over.
+func TestMembersAgreeWithObject(t *testing.T) {
+	for _, doc := range docs {
+		want, err := Object([]byte(doc))
+		require.NoError(t, err, doc)
+		got := map[string]any{}
+		require.NoError(t, Members([]byte(doc), func(name, value []byte) error {
+			var v any
+			if err := kjson.Unmarshal(value, &v); err != nil {
+				return err
+			}
+			got[string(name)] = v
+			return nil
+		}), doc)
+		assert.Equal(t, want, got, doc)
+	}
+}
+
+func TestElements(t *testing.T) {
+	var got []string
+	require.NoError(t, Elements([]byte(` [ 1 , "a" ,{"b":[]}, [ ] ,null] `), func(v []byte) error {
+		got = append(got, string(v))
+		return nil
+	}))
+	assert.Equal(t, []string{`1`, `"a"`, `{"b":[]}`, `[ ]`, `null`}, got)
+	require.NoError(t, Elements([]byte(`[]`), func([]byte) error { t.Fatal("an empty array has no element"); return nil }))
+	assert.Error(t, Elements([]byte(`{}`), func([]byte) error { return nil }))
+	assert.Error(t, Elements([]byte(`[1,]`), func([]byte) error { return nil }))
+}
+
+// A callback's error stops the scan and is returned as it is.
+func TestMembersStopAtTheCallersError(t *testing.T) {
+	stop := errors.New("stop")
+	n := 0
+	err := Members([]byte(`{"a":1,"b":2,"c":`), func(name, _ []byte) error {
+		n++
+		if string(name) == "b" {
+			return stop
+		}
+		return nil
+	})
+	assert.Same(t, stop, err)
+	assert.Equal(t, 2, n)
+}
+
+func TestScanRefuses(t *testing.T) {
+	for _, doc := range []string{
+		``, ` `, `{`, `}`, `[`, `{"a"}`, `{"a":}`, `{"a":1,}`, `[1,]`, `[,1]`, `{a:1}`, `{"a":1 "b":2}`,
+		`01`, `-`, `1.`, `.5`, `1e`, `1e+`, `+1`, `--1`, `tru`, `nul`, `falsey`, `"abc`, `"\x"`, `"\u12"`, `"\u12g4"`,
+		"\"a\nb\"", "\"\x00\"", `{"a":1}{}`, `{"a":1} x`, `[1]]`, `{"a":[}`, `{"a":{]}`, `nan`, `'a'`,
+	} {
+		assert.False(t, valid([]byte(doc)), "the oracle accepts %q", doc)
+		assert.Error(t, scanned([]byte(doc)), doc)
+	}
+}
+
+// The eight-byte scan of strings finds what stops it at every offset within a word,
+// and past one.
+func TestStringStopsAtEveryOffset(t *testing.T) {
+	for n := range 20 {
+		pad := strings.Repeat("x", n)
+		for _, doc := range []string{
+			`"` + pad + `"`,
+			`"` + pad + `\"` + pad + `"`,
+			`"` + pad + `\\"`,
+			`"` + pad + `\u00e9` + pad + `"`,
+			`"` + pad + "\xff\xfe" + pad + `"`,
+			`"` + pad + "\t" + pad + `"`,
+			`"` + pad + `\q"`,
+			`"` + pad,
+			`["` + pad + `",1]`,
+		} {
+			require.Equal(t, valid([]byte(doc)), scanned([]byte(doc)) == nil, "%q", doc)
+		}
+	}
+}
+
+func TestScanNestsAsDeepAsJSONText(t *testing.T) {
+	deep := strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth)
+	assert.True(t, valid([]byte(deep)))
+	assert.NoError(t, scanned([]byte(deep)))
+	deeper := "[" + deep + "]"
+	assert.False(t, valid([]byte(deeper)))
+	assert.Error(t, scanned([]byte(deeper)))
+}
+
+func TestUnquote(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`""`, ""}, {`"plain"`, "plain"}, {`"a\"b\\c\/d\u00e9\ud83d\ude00\n"`, "a\"b\\c/dé😀\n"},
+		{"\"a\xffb\"", "a\uFFFDb"}, {`"\ud800"`, "\uFFFD"},
+	} {
+		got, ok := Unquote(nil, []byte(c.in))
+		require.True(t, ok, c.in)
+		assert.Equal(t, c.want, string(got), c.in)
+		obj, err := Object([]byte(`{"k":` + c.in + `}`))
+		require.NoError(t, err)
+		assert.Equal(t, obj["k"], string(got), "as Object decodes %s", c.in)
+	}
+	_, ok := Unquote(nil, []byte(`1`))
+	assert.False(t, ok)
+}
+
+// The scan accepts exactly what jsontext accepts with Object's options, and Members,
+// on an object, gives what Object decodes.
+func FuzzScan(f *testing.F) {
+	for _, doc := range docs {
+		f.Add([]byte(doc))
+	}
+	f.Add([]byte(`[1,"a\u0000",{"b":null,"c":-0.5e+7}]`))
+	f.Add([]byte(`"\ud800\udc00"`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ok := scanned(data) == nil
+		if ok != valid(data) {
+			t.Fatalf("scan accepts %q: %v; jsontext: %v", data, ok, !ok)
+		}
+		want, err := Object(data)
+		got := map[string]any{}
+		merr := Members(data, func(name, value []byte) error {
+			v, err := Object([]byte(`{"v":` + string(value) + `}`))
+			if err != nil {
+				return err
+			}
+			got[string(name)] = v["v"]
+			return nil
+		})
+		if (err == nil) != (merr == nil) {
+			t.Fatalf("%q: Object: %v; Members: %v", data, err, merr)
+		}
+		if err == nil {
+			assert.Equal(t, want, got)
+		}
+	})
+}
