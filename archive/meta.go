@@ -1,15 +1,13 @@
 package archive
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"unsafe"
 
-	"github.com/go-json-experiment/json/jsontext"
+	"github.com/restoregraph/restoregraph/internal/jsontree"
 	"github.com/restoregraph/restoregraph/internal/strslab"
 	"github.com/restoregraph/restoregraph/manifest"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,118 +24,100 @@ type objectMeta struct {
 	owners           []types.UID
 }
 
-// metaReader reads objectMeta from object bodies token by token, skipping spec, status
-// and the rest without building them. Strings are copied into append-only slabs and the
-// ones that repeat across objects (apiVersion, kind, namespace, label keys) are shared,
-// so that a million objects are a few thousand allocations rather than tens of millions.
+// metaReader reads objectMeta from object bodies with jsontree's scan, which checks
+// spec, status and the rest without building them. Strings are copied into append-only
+// slabs and the ones that repeat across objects (apiVersion, kind, namespace, label
+// keys) are shared, so that a million objects are a few thousand allocations rather
+// than tens of millions.
 type metaReader struct {
-	dec     *jsontext.Decoder
-	src     bytes.Reader
-	scratch []byte
+	scratch []byte         // see unquote
 	pairBuf manifest.Pairs // reused while reading one object's labels or annotations
 	strs    *strslab.Strings
 }
 
 func newMetaReader(s *strslab.Strings) *metaReader {
-	r := &metaReader{strs: s}
-	r.dec = jsontext.NewDecoder(&r.src)
-	return r
+	return &metaReader{strs: s, scratch: make([]byte, 0, 512)}
 }
 
 var errNotObject = errors.New("not a Kubernetes object in JSON")
 
 // read parses data, a whole JSON object, and returns its metadata. The whole body is
-// checked to be valid JSON, as a restore will decode it.
+// checked to be JSON that a restore decodes (jsontree.Object), and the metadata is what
+// that decode makes of it: of duplicate names, the last.
 func (r *metaReader) read(data []byte) (objectMeta, error) {
 	var m objectMeta
-	r.src.Reset(data)
-	r.dec.Reset(&r.src)
-	err := r.object(func(name []byte) error {
+	err := jsontree.Members(data, func(name, value []byte) error {
 		var err error
 		switch string(name) {
 		case "apiVersion":
-			m.apiVersion, err = r.common()
+			m.apiVersion, err = r.common(value)
 		case "kind":
-			m.kind, err = r.common()
+			m.kind, err = r.common(value)
 		case "metadata":
-			err = r.metadata(&m)
-		default:
-			err = r.dec.SkipValue()
+			m.name, m.namespace, m.uid, m.labels, m.annotations, m.owners = "", "", "", nil, nil, nil
+			err = r.metadata(&m, value)
 		}
 		return err
 	})
-	if err == nil {
-		if _, err = r.dec.ReadToken(); err == nil {
-			err = errors.New("more than one JSON value")
-		} else if errors.Is(err, io.EOF) {
-			err = nil
-		}
-	}
 	if err != nil {
 		return objectMeta{}, fmt.Errorf("%w: %v", errNotObject, err)
 	}
 	return m, nil
 }
 
-func (r *metaReader) metadata(m *objectMeta) error {
-	if r.dec.PeekKind() == 'n' {
-		return r.dec.SkipValue()
+func (r *metaReader) metadata(m *objectMeta, value []byte) error {
+	if string(value) == "null" {
+		return nil
 	}
-	return r.object(func(name []byte) error {
+	return jsontree.Members(value, func(name, value []byte) error {
 		var err error
 		switch string(name) {
 		case "name":
-			m.name, err = r.str()
+			m.name, err = r.str(value)
 		case "namespace":
-			m.namespace, err = r.common()
+			m.namespace, err = r.common(value)
 		case "uid":
 			var s string
-			s, err = r.str()
+			s, err = r.str(value)
 			m.uid = types.UID(s)
 		case "labels":
-			m.labels, err = r.pairs()
+			m.labels, err = r.pairs(value)
 		case "annotations":
-			m.annotations, err = r.pairs()
+			m.annotations, err = r.pairs(value)
 		case "ownerReferences":
-			err = r.owners(m)
-		default:
-			err = r.dec.SkipValue()
+			err = r.owners(m, value)
 		}
 		return err
 	})
 }
 
-func (r *metaReader) owners(m *objectMeta) error {
-	if r.dec.PeekKind() == 'n' {
-		return r.dec.SkipValue()
+func (r *metaReader) owners(m *objectMeta, value []byte) error {
+	m.owners = nil
+	if string(value) == "null" {
+		return nil
 	}
-	if err := r.expect('['); err != nil {
-		return err
-	}
-	for r.dec.PeekKind() == '{' {
-		if err := r.object(func(name []byte) error {
+	return jsontree.Elements(value, func(ref []byte) error {
+		return jsontree.Members(ref, func(name, value []byte) error {
 			if string(name) != "uid" {
-				return r.dec.SkipValue()
+				return nil
 			}
-			s, err := r.str()
+			s, err := r.str(value)
 			m.owners = append(m.owners, types.UID(s))
 			return err
-		}); err != nil {
-			return err
-		}
-	}
-	return r.expect(']')
+		})
+	})
 }
 
-// pairs reads a map of strings (labels, annotations) as sorted pairs.
-func (r *metaReader) pairs() (manifest.Pairs, error) {
-	if r.dec.PeekKind() == 'n' {
-		return nil, r.dec.SkipValue()
+// pairs reads a map of strings (labels, annotations) as sorted pairs; of duplicate
+// keys, the last value.
+func (r *metaReader) pairs(value []byte) (manifest.Pairs, error) {
+	if string(value) == "null" {
+		return nil, nil
 	}
 	p := r.pairBuf[:0]
-	err := r.object(func(name []byte) error {
+	err := jsontree.Members(value, func(name, value []byte) error {
 		key := r.strs.Intern(name)
-		v, err := r.str()
+		v, err := r.str(value)
 		p = append(p, manifest.Pair{Key: key, Value: v})
 		return err
 	})
@@ -145,63 +125,36 @@ func (r *metaReader) pairs() (manifest.Pairs, error) {
 	if err != nil || len(p) == 0 {
 		return nil, err
 	}
-	slices.SortFunc(p, func(a, b manifest.Pair) int { return strings.Compare(a.Key, b.Key) })
-	p = slices.CompactFunc(p, func(a, b manifest.Pair) bool { return a.Key == b.Key })
+	// Stable, and the last of each run of one key kept: the last value wins.
+	slices.SortStableFunc(p, func(a, b manifest.Pair) int { return strings.Compare(a.Key, b.Key) })
+	out := p[:0]
+	for i := range p {
+		if i+1 < len(p) && p[i+1].Key == p[i].Key {
+			continue
+		}
+		out = append(out, p[i])
+	}
 	// Exactly as long as it is: append's spare capacity, a million times over, is not.
-	return slices.Clone(p), nil
+	return slices.Clone(out), nil
 }
 
-func (r *metaReader) expect(want jsontext.Kind) error {
-	tok, err := r.dec.ReadToken()
-	if err != nil {
-		return err
+// unquote returns the string value holds, valid until the next call. A string with
+// escapes is decoded into scratch, which is never grown: a longer one is rare.
+func (r *metaReader) unquote(value []byte) ([]byte, error) {
+	s, ok := jsontree.Unquote(r.scratch[:0], value)
+	if !ok {
+		return nil, fmt.Errorf("expected a string, found %.20s", value)
 	}
-	if tok.Kind() != want {
-		return fmt.Errorf("expected %s, found %s", want, tok.Kind())
-	}
-	return nil
+	return s, nil
 }
 
-// object reads an object, calling member with each name; member consumes the value.
-func (r *metaReader) object(member func(name []byte) error) error {
-	if err := r.expect('{'); err != nil {
-		return err
-	}
-	for r.dec.PeekKind() == '"' {
-		name, err := r.rawString()
-		if err != nil {
-			return err
-		}
-		if err := member(name); err != nil {
-			return err
-		}
-	}
-	return r.expect('}')
-}
-
-// rawString reads a JSON string and returns its unquoted bytes, valid until the next read.
-func (r *metaReader) rawString() ([]byte, error) {
-	v, err := r.dec.ReadValue()
-	if err != nil {
-		return nil, err
-	}
-	if v.Kind() != '"' {
-		return nil, fmt.Errorf("expected a string, found %s", v.Kind())
-	}
-	if bytes.IndexByte(v, '\\') < 0 {
-		return v[1 : len(v)-1], nil
-	}
-	r.scratch, err = jsontext.AppendUnquote(r.scratch[:0], v)
-	return r.scratch, err
-}
-
-func (r *metaReader) str() (string, error) {
-	b, err := r.rawString()
+func (r *metaReader) str(value []byte) (string, error) {
+	b, err := r.unquote(value)
 	return r.strs.Copy(b), err
 }
 
-func (r *metaReader) common() (string, error) {
-	b, err := r.rawString()
+func (r *metaReader) common(value []byte) (string, error) {
+	b, err := r.unquote(value)
 	return r.strs.Intern(b), err
 }
 
