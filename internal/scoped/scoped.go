@@ -21,6 +21,11 @@ type Map[S comparable, V any] struct {
 	// compact holds the entries Compact moved out of values, sorted by key; no key is in
 	// both.
 	compact []entry[V]
+	// appended holds the entries Append added since the last CompactMerge, in order, in
+	// chunks: a slice that grows by copying, a million entries long, costs more in page
+	// faults than the entries do.
+	appended  [][]entry[V]
+	nAppended int
 	// last is the scope set last: keys tend to come scope by scope.
 	last    S
 	lastNum int32
@@ -48,7 +53,7 @@ func New[S comparable, V any](n int) *Map[S, V] {
 	return &Map[S, V]{nums: map[S]int32{}, values: make(map[key]V, n)}
 }
 
-// Len returns the number of keys.
+// Len returns the number of keys, not counting the appended ones before CompactMerge.
 func (m *Map[S, V]) Len() int { return len(m.values) + len(m.compact) }
 
 // Get returns the value of (scope, name).
@@ -82,6 +87,19 @@ func (m *Map[S, V]) find(k key) (int, bool) {
 
 // Set sets the value of (scope, name).
 func (m *Map[S, V]) Set(scope S, name string, v V) {
+	k := key{m.num(scope), name}
+	if i, ok := m.find(k); ok {
+		m.compact[i].v = v
+		return
+	}
+	if m.values == nil {
+		m.values = map[key]V{}
+	}
+	m.values[k] = v
+}
+
+// num returns the number of scope, numbering it when it is new.
+func (m *Map[S, V]) num(scope S) int32 {
 	n, ok := m.lastNum, len(m.scopes) > 0 && scope == m.last
 	if !ok {
 		n, ok = m.nums[scope]
@@ -95,15 +113,70 @@ func (m *Map[S, V]) Set(scope S, name string, v V) {
 		m.scopes = append(m.scopes, scope)
 	}
 	m.last, m.lastNum = scope, n
-	k := key{n, name}
-	if i, ok := m.find(k); ok {
-		m.compact[i].v = v
-		return
+	return n
+}
+
+// Append adds v under (scope, name) without looking the key up, for a map filled in one
+// pass and read after it: a million keys sort in less time than they hash into a map
+// that grows, and the map is compacted anyway. Get, Len and All see appended keys once
+// CompactMerge has run.
+func (m *Map[S, V]) Append(scope S, name string, v V) {
+	if n := len(m.appended); n == 0 || len(m.appended[n-1]) == cap(m.appended[n-1]) {
+		m.appended = append(m.appended, make([]entry[V], 0, appendChunk))
 	}
-	if m.values == nil {
-		m.values = map[key]V{}
+	last := &m.appended[len(m.appended)-1]
+	*last = append(*last, entry[V]{key{m.num(scope), name}, v})
+	m.nAppended++
+}
+
+const appendChunk = 4096
+
+// CompactMerge is Compact for a map with appended keys. A key that was appended more
+// than once, or set and appended, has one value kept: merge is given the value kept so
+// far (the one set first) and the next one appended, in the order appended, and returns
+// the one to keep. Its first error is returned and leaves the map as it was.
+func (m *Map[S, V]) CompactMerge(merge func(k Key[S], kept, next V) (V, error)) error {
+	if m.nAppended == 0 {
+		m.Compact()
+		return nil
 	}
-	m.values[k] = v
+	// Each entry with its place in the order merge sees them: set keys first.
+	type placed struct {
+		entry[V]
+		seq int
+	}
+	all := make([]placed, 0, len(m.compact)+len(m.values)+m.nAppended)
+	for _, e := range m.compact {
+		all = append(all, placed{e, -1})
+	}
+	for k, v := range m.values {
+		all = append(all, placed{entry[V]{k, v}, -1})
+	}
+	for _, chunk := range m.appended {
+		for _, e := range chunk {
+			all = append(all, placed{e, len(all)})
+		}
+	}
+	slices.SortFunc(all, func(a, b placed) int {
+		if c := a.compare(b.key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	compact := make([]entry[V], 0, len(all))
+	for _, e := range all {
+		if n := len(compact); n > 0 && compact[n-1].key == e.key {
+			v, err := merge(Key[S]{m.scopes[e.scope], e.name}, compact[n-1].v, e.v)
+			if err != nil {
+				return err
+			}
+			compact[n-1].v = v
+			continue
+		}
+		compact = append(compact, e.entry)
+	}
+	m.compact, m.values, m.appended, m.nAppended = compact, nil, nil, 0
+	return nil
 }
 
 // Compact moves every entry into a slice sorted by key, where Get finds it by binary

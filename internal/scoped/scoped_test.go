@@ -1,11 +1,13 @@
 package scoped
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 type scope struct{ group, namespace string }
@@ -67,4 +69,52 @@ func TestCompactKeepsEveryEntry(t *testing.T) {
 		assert.Empty(t, m.values, "Compact leaves nothing in the hash map")
 		check(fmt.Sprintf("round %d, after Compact", round))
 	}
+}
+
+// TestCompactMerge appends keys, some more than once and some also set, and checks that
+// merge sees each key's values in the order they were set and appended, and that the
+// compacted map then holds what merge kept.
+func TestCompactMerge(t *testing.T) {
+	var m Map[scope, string]
+	want := map[Key[scope]]string{}
+	scopes := []scope{{"", "a"}, {"apps", "a"}, {"", "b"}}
+	m.Set(scopes[1], "n3", "set")
+	want[Key[scope]{scopes[1], "n3"}] = "set"
+	for i := range 200 {
+		s, name := scopes[(i/5)%len(scopes)], fmt.Sprintf("n%d", (i*7)%60)
+		v := fmt.Sprint(i)
+		m.Append(s, name, v)
+		k := Key[scope]{s, name}
+		if prev, ok := want[k]; ok {
+			v = prev + "," + v
+		}
+		want[k] = v
+	}
+	_, ok := m.Get(scopes[0], "n0")
+	assert.False(t, ok, "appended keys wait for CompactMerge")
+	merges := 0
+	require.NoError(t, m.CompactMerge(func(k Key[scope], kept, next string) (string, error) {
+		merges++
+		return kept + "," + next, nil
+	}))
+	assert.Equal(t, 201-len(want), merges)
+	assert.Equal(t, len(want), m.Len())
+	for k, v := range want {
+		got, ok := m.Get(k.Scope, k.Name)
+		assert.True(t, ok, "%v", k)
+		assert.Equal(t, v, got, "%v", k)
+	}
+	assert.Equal(t, want, maps.Collect(m.All()))
+
+	// An error leaves the map as it was, appended keys waiting.
+	m.Append(scopes[2], "new", "x")
+	m.Append(scopes[0], "n0", "again")
+	stop := errors.New("stop")
+	assert.Same(t, stop, m.CompactMerge(func(Key[scope], string, string) (string, error) { return "", stop }))
+	assert.Equal(t, want, maps.Collect(m.All()))
+	require.NoError(t, m.CompactMerge(func(_ Key[scope], kept, next string) (string, error) { return next, nil }))
+	v, _ := m.Get(scopes[0], "n0")
+	assert.Equal(t, "again", v)
+	v, _ = m.Get(scopes[2], "new")
+	assert.Equal(t, "x", v)
 }
