@@ -491,7 +491,8 @@ func TestReadNamesTheFirstBadEntry(t *testing.T) {
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, "resources/pods/v1-preferredversion/namespaces/n/p-1500.json", ee.Path, "before the stream's end")
 
-	// A copy with the bytes of a copy that was not kept is decoded again, and judged.
+	// A third copy with the bytes of the second, which the first outranks, is judged
+	// against the first.
 	dep := func(label string) string {
 		return `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"api","namespace":"shop","uid":"d","labels":{"l":"` + label + `"}}}`
 	}

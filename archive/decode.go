@@ -55,6 +55,8 @@ type decoding struct {
 }
 
 // add copies an entry into the current batch, and sends the batch on when it is full.
+// An entry whose bytes are the previous entry's (dup) shares them when that entry is in
+// the batch.
 // It returns the index's error once the index has met one: the walk then stops.
 func (d *decoding) add(p pending, data []byte, index func(*batch) error) error {
 	if d.cur == nil {
@@ -65,9 +67,14 @@ func (d *decoding) add(p pending, data []byte, index func(*batch) error) error {
 			d.cur = &batch{data: make([]byte, 0, batchBytes), entries: make([]pending, 0, batchEntries)}
 		}
 	}
-	p.start = len(d.cur.data)
-	d.cur.data = append(d.cur.data, data...)
-	p.end = len(d.cur.data)
+	if n := len(d.cur.entries); p.dup && n > 0 {
+		// The second copy of an object shares the first's bytes, which it repeats.
+		p.start, p.end = d.cur.entries[n-1].start, d.cur.entries[n-1].end
+	} else {
+		p.start = len(d.cur.data)
+		d.cur.data = append(d.cur.data, data...)
+		p.end = len(d.cur.data)
+	}
 	d.cur.entries = append(d.cur.entries, p)
 	if len(d.cur.entries) < batchEntries && len(d.cur.data) < batchBytes {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"path"
@@ -185,23 +186,33 @@ func plainHeader(blk []byte) (header, bool) {
 }
 
 // checksum is the sum of a header block's bytes, its checksum field (bytes 148 to 155)
-// counted as spaces.
+// counted as spaces. It adds eight bytes at a time, in four 16-bit lanes that a block's
+// 64 words cannot overflow.
 func checksum(blk []byte) int64 {
-	sum := int64(8 * ' ')
-	for _, c := range blk[:148] {
-		sum += int64(c)
+	const evens = 0x00FF00FF00FF00FF
+	var lanes uint64
+	for i := 0; i < blockSize; i += 8 {
+		x := binary.LittleEndian.Uint64(blk[i:])
+		if i == 144 { // bytes 144-151: the field's first four are spaces
+			x = x&0xFFFFFFFF | 0x20202020<<32
+		} else if i == 152 { // bytes 152-159: its last four
+			x = x&^0xFFFFFFFF | 0x20202020
+		}
+		lanes += x&evens + x>>8&evens
 	}
-	for _, c := range blk[156:blockSize] {
-		sum += int64(c)
-	}
-	return sum
+	return int64(lanes&0xFFFF + lanes>>16&0xFFFF + lanes>>32&0xFFFF + lanes>>48)
 }
 
 // octal parses a numeric field as archive/tar does when the field is in octal:
 // spaces and NULs around it ignored, up to the first NUL within. It reports false for
 // anything else, base-256 included.
 func octal(f []byte) (int64, bool) {
-	f = bytes.Trim(f, " \x00")
+	for len(f) > 0 && (f[0] == ' ' || f[0] == 0) {
+		f = f[1:]
+	}
+	for len(f) > 0 && (f[len(f)-1] == ' ' || f[len(f)-1] == 0) {
+		f = f[:len(f)-1]
+	}
 	if i := bytes.IndexByte(f, 0); i >= 0 {
 		f = f[:i]
 	}
@@ -239,6 +250,10 @@ type lastBody struct {
 	ref  bodyRef
 	item *manifest.Item // the item its metadata made, for a backup without a manifest
 	kept bool
+	// Once the entry has been indexed (a backup without a manifest): the copy last
+	// placed in the body index at the body's version is unversioned. A second copy with
+	// the same bytes is placed from it without a lookup.
+	placedUnversioned bool
 }
 
 // shared starts the turn of an object's entry: it reports whether the entry, for object

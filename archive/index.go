@@ -28,20 +28,43 @@ type candidate struct {
 func (c candidate) rank() int {
 	switch {
 	case strings.HasSuffix(c.dir, preferredSuffix):
-		return 2
+		return preferredRank
 	case c.dir == "":
 		return 1
 	}
 	return 0
 }
 
+// path is the path of the entry the copy was read from.
+func (c candidate) path() string {
+	return itemPath(location{gr: c.item.GroupResource(), dir: c.dir, namespace: c.item.Namespace, name: c.item.Name})
+}
+
+// describedChunk is how many described copies a chunk holds: a slice that grows by
+// copying, a million long, costs more in page faults than its contents.
+const describedChunk = 4096
+
+// preferredRank is the rank of the preferred version's copy, which no other outranks:
+// it describes its object as soon as it is read.
+const preferredRank = 2
+
 // reading is what reading a backup without a manifest gathers for index.
 type reading struct {
-	meta      *metaReader
-	chosen    *scoped.Map[objScope, candidate] // by the object's scope and name
-	items     []manifest.Item                  // the current chunk of the candidates' items
-	versions  map[schema.GroupResource]map[string]bool
-	preferred map[schema.GroupResource]string
+	meta *metaReader
+	// run is the best copy of the entries indexed last, one object's copies with the
+	// same bytes, one after the other (Velero writes the 1.0 path's, then the preferred
+	// version's): when the run ends, it joins described if it is the preferred
+	// version's copy, which describes its object whatever else is read, and chosen, the
+	// best copy so far of every other object, otherwise. The manifest is made of them
+	// at the end, its size then known.
+	run        candidate
+	runKey     objKey
+	described  [][]candidate // in chunks of describedChunk
+	nDescribed int
+	chosen     *scoped.Map[objScope, candidate] // by the object's scope and name
+	items      []manifest.Item                  // the current chunk of the candidates' items
+	versions   map[schema.GroupResource]map[string]bool
+	preferred  map[schema.GroupResource]string
 }
 
 // read walks the tarball to the manifest, when the backup carries one before its
@@ -62,7 +85,10 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 		for i := range bt.entries {
 			p := &bt.entries[i]
 			if err := b.readItem(&e.last, rd, p, bt.bytes(i)); err != nil {
-				return &EntryError{Path: p.raw, Err: err}
+				if _, ok := err.(*EntryError); !ok { // not an earlier entry's
+					err = &EntryError{Path: p.raw, Err: err}
+				}
+				return err
 			}
 		}
 		return nil
@@ -129,15 +155,44 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 	if err := b.checkFormat(); err != nil {
 		return err
 	}
-	return b.index(rd)
+	// The body index is sorted while the manifest is made, on the other core.
+	merged := make(chan error, 1)
+	go func() { merged <- b.bodies.CompactMerge(b.mergeCopies) }()
+	err = b.index(rd)
+	if merr := <-merged; merr != nil {
+		return merr
+	}
+	return err
 }
 
 // settle is called once every entry is read: the body index, from now on only read,
 // is compacted, and the bodies still in memory follow the others to the spill file
 // when there is one.
 func (b *Backup) settle() error {
-	b.bodies.Compact()
+	if err := b.bodies.CompactMerge(b.mergeCopies); err != nil {
+		return err
+	}
 	return b.store.settle()
+}
+
+// mergeCopies judges two copies of an object at one version, as place does, the body
+// kept so far first: a versioned copy replaces an unversioned one, an unversioned copy
+// never replaces a versioned one, and two copies of one kind are an error.
+func (b *Backup) mergeCopies(k scoped.Key[bodyDir], kept, next bodyRef) (bodyRef, error) {
+	if kept.unversioned == next.unversioned {
+		dir := ""
+		switch {
+		case next.preferred:
+			dir = k.Scope.version + preferredSuffix
+		case !next.unversioned:
+			dir = k.Scope.version
+		}
+		return bodyRef{}, &EntryError{Path: itemPath(location{gr: k.Scope.gr, dir: dir, namespace: k.Scope.namespace, name: k.Name}), Err: errDuplicate}
+	}
+	if next.unversioned {
+		return kept, nil
+	}
+	return next, nil
 }
 
 // readRest reads the entries after a carried manifest, until the body of want is read
@@ -199,6 +254,9 @@ func (b *Backup) place(key bodyKey, loc location) (keep bool, err error) {
 // read.
 func (b *Backup) readItem(last *lastBody, rd *reading, p *pending, data []byte) error {
 	if p.err != nil {
+		if err := rd.endRun(); err != nil {
+			return err
+		}
 		return p.err
 	}
 	loc := p.loc
@@ -207,6 +265,11 @@ func (b *Backup) readItem(last *lastBody, rd *reading, p *pending, data []byte) 
 	// The second copy of an object, the same bytes as the first, shares its item and
 	// its body.
 	shared := last.shared(p.dup, k) && last.item != nil
+	if !shared {
+		if err := rd.endRun(); err != nil {
+			return err
+		}
+	}
 	if shared {
 		it = last.item
 	} else {
@@ -229,30 +292,62 @@ func (b *Backup) readItem(last *lastBody, rd *reading, p *pending, data []byte) 
 		return fmt.Errorf("apiVersion %s does not match version directory %s", it.GroupVersionKind().GroupVersion(), loc.dir)
 	}
 	key := bodyKey{loc.gr, version, loc.namespace, loc.name}
-	keep, err := b.place(key, loc)
-	if err != nil {
-		return err
+	unversioned := loc.dir == ""
+	// Every body is appended to the index, and the copies of one object at one version
+	// are judged once every entry is read (settle: mergeCopies). The second copy of the
+	// previous entry's is judged now.
+	keep := true
+	if shared {
+		if last.placedUnversioned == unversioned {
+			return errDuplicate
+		}
+		keep = !unversioned
 	}
 	last.kept = shared
 	if keep {
 		ref := last.ref
 		if !shared {
+			var err error
 			if ref, err = b.store.add(data); err != nil {
 				return err
 			}
 			*last = lastBody{obj: k, ref: ref, item: it, kept: true}
+			if rd.versions[loc.gr] == nil {
+				rd.versions[loc.gr] = map[string]bool{}
+			}
+			rd.versions[loc.gr][version] = true
 		}
-		ref.unversioned = loc.dir == ""
-		b.bodies.Set(key.dir(), key.name, ref)
-		if rd.versions[loc.gr] == nil {
-			rd.versions[loc.gr] = map[string]bool{}
-		}
-		rd.versions[loc.gr][version] = true
+		ref.unversioned, ref.preferred = unversioned, loc.preferred()
+		b.bodies.Append(key.dir(), key.name, ref)
+		last.placedUnversioned = unversioned
 	}
 	if loc.preferred() {
 		rd.preferred[loc.gr] = version
 	}
-	c := candidate{item: it, dir: loc.dir}
+	if c := (candidate{item: it, dir: loc.dir}); !shared {
+		rd.run, rd.runKey = c, k
+	} else if c.rank() > rd.run.rank() {
+		rd.run = c
+	}
+	return nil
+}
+
+// endRun records the best copy of the run of entries indexed last, if any.
+func (rd *reading) endRun() error {
+	c, k := rd.run, rd.runKey
+	if c.item == nil {
+		return nil
+	}
+	rd.run = candidate{}
+	if c.rank() == preferredRank {
+		if n := len(rd.described); n == 0 || len(rd.described[n-1]) == describedChunk {
+			rd.described = append(rd.described, make([]candidate, 0, describedChunk))
+		}
+		last := &rd.described[len(rd.described)-1]
+		*last = append(*last, c)
+		rd.nDescribed++
+		return nil
+	}
 	if prev, ok := rd.chosen.Get(k.scope(), k.name); !ok || c.rank() > prev.rank() {
 		rd.chosen.Set(k.scope(), k.name, c)
 	}
@@ -337,17 +432,30 @@ func (b *Backup) checkFormat() error {
 	return nil
 }
 
-// index builds the manifest once every entry of a backup without one has been read.
-// Each object enters the manifest once, described by its preferred copy.
+// index makes the manifest once every entry of a backup without one has been read:
+// each object described by its preferred version's copy, or else by the copy chosen.
 func (b *Backup) index(rd *reading) error {
-	b.manifest = manifest.New(rd.chosen.Len())
+	if err := rd.endRun(); err != nil {
+		return err
+	}
+	b.manifest = manifest.New(rd.nDescribed + rd.chosen.Len())
 	for gr, vs := range rd.versions {
 		// With no preferred directory (format 1.0), the highest version is preferred.
 		b.manifest.SetVersions(gr, slices.Collect(maps.Keys(vs)), rd.preferred[gr])
 	}
-	for k, c := range rd.chosen.All() {
+	for _, chunk := range rd.described {
+		for _, c := range chunk {
+			if _, err := b.manifest.Add(c.item); err != nil {
+				return &EntryError{Path: c.path(), Err: err}
+			}
+		}
+	}
+	for _, c := range rd.chosen.All() {
+		if _, ok := b.manifest.Get(c.item.ID()); ok {
+			continue // described by its preferred version's copy
+		}
 		if _, err := b.manifest.Add(c.item); err != nil {
-			return &EntryError{Path: itemPath(location{gr: k.Scope.gr, dir: c.dir, namespace: k.Scope.namespace, name: k.Name}), Err: err}
+			return &EntryError{Path: c.path(), Err: err}
 		}
 	}
 	return nil

@@ -16,6 +16,7 @@ type bodyRef struct {
 	// unversioned: read from the 1.0 path, which a versioned copy of the same version
 	// replaces.
 	unversioned bool
+	preferred   bool // read from the preferred version's directory
 }
 
 // bodyStore keeps object bodies one after another: in memory up to a budget, in
