@@ -140,29 +140,59 @@ func (m *Map[S, V]) CompactMerge(merge func(k Key[S], kept, next V) (V, error)) 
 		m.Compact()
 		return nil
 	}
-	// Each entry with its place in the order merge sees them: set keys first.
+	// Each entry with its place in the order merge sees them: set keys first. They are
+	// put in order of scope by counting, then sorted scope by scope: a scope's names
+	// were mostly made near each other, and a sort within it reads them from the cache.
 	type placed struct {
 		entry[V]
 		seq int
 	}
-	all := make([]placed, 0, len(m.compact)+len(m.values)+m.nAppended)
+	starts := make([]int, len(m.scopes)+1)
+	count := func(e entry[V]) { starts[e.scope+1]++ }
 	for _, e := range m.compact {
-		all = append(all, placed{e, -1})
+		count(e)
 	}
-	for k, v := range m.values {
-		all = append(all, placed{entry[V]{k, v}, -1})
+	for k := range m.values {
+		starts[k.scope+1]++
 	}
 	for _, chunk := range m.appended {
 		for _, e := range chunk {
-			all = append(all, placed{e, len(all)})
+			count(e)
 		}
 	}
-	slices.SortFunc(all, func(a, b placed) int {
-		if c := a.compare(b.key); c != 0 {
-			return c
+	for i := 1; i < len(starts); i++ {
+		starts[i] += starts[i-1]
+	}
+	all := make([]placed, starts[len(starts)-1])
+	next := slices.Clone(starts[:len(starts)-1])
+	seq := 0
+	put := func(e entry[V], first bool) {
+		p := placed{e, -1}
+		if !first {
+			p.seq, seq = seq, seq+1
 		}
-		return cmp.Compare(a.seq, b.seq)
-	})
+		all[next[e.scope]] = p
+		next[e.scope]++
+	}
+	for _, e := range m.compact {
+		put(e, true)
+	}
+	for k, v := range m.values {
+		put(entry[V]{k, v}, true)
+	}
+	for _, chunk := range m.appended {
+		for _, e := range chunk {
+			put(e, false)
+		}
+	}
+	for sc := range m.scopes {
+		slices.SortFunc(all[starts[sc]:starts[sc+1]], func(a, b placed) int {
+			if c := strings.Compare(a.name, b.name); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.seq, b.seq)
+		})
+	}
 	compact := make([]entry[V], 0, len(all))
 	for _, e := range all {
 		if n := len(compact); n > 0 && compact[n-1].key == e.key {
