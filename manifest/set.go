@@ -37,9 +37,10 @@ func compareEntries(a, b setEntry) int {
 // NewSet returns the set of ids.
 func NewSet(ids ...ID) Set { return collect(make([]setEntry, 0, len(ids)), slices.Values(ids)) }
 
-// CollectSet returns the set of the identities ids yields: a set of a million
-// identities made without a slice of them first.
-func CollectSet(ids iter.Seq[ID]) Set { return collect(nil, ids) }
+// CollectSet returns the set of the identities ids yields, of which there are about n:
+// a set of a million identities made without a slice of them first. n is room made
+// ahead: a slice of a million that grows by copying costs seconds in page faults.
+func CollectSet(n int, ids iter.Seq[ID]) Set { return collect(make([]setEntry, 0, n), ids) }
 
 func collect(entries []setEntry, ids iter.Seq[ID]) Set {
 	for id := range ids {

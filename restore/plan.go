@@ -197,7 +197,7 @@ func (p *Plan) operation(name string) admission.Operation {
 	// A Namespace that is adopted, not made, is read; everything else is written. One
 	// pass: the writes go straight into their set, the few reads into a slice.
 	var reads []manifest.ID
-	writes := manifest.CollectSet(func(yield func(manifest.ID) bool) {
+	writes := manifest.CollectSet(p.graph.Len(), func(yield func(manifest.ID) bool) {
 		for _, it := range p.restored() {
 			ns, n := refOf(it, "", p.sel.NamespaceMappings).InTarget()
 			id := manifest.ID{Group: it.Group, Resource: it.Resource, Namespace: ns, Name: n}
