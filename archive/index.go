@@ -318,7 +318,13 @@ func (b *Backup) readItem(last *lastBody, rd *reading, p *pending, data []byte) 
 			rd.versions[loc.gr][version] = true
 		}
 		ref.unversioned, ref.preferred = unversioned, loc.preferred()
-		b.bodies.Append(key.dir(), key.name, ref)
+		if shared {
+			// The body appended last is this one's, unversioned (placedUnversioned):
+			// this versioned copy replaces it, as mergeCopies would.
+			b.bodies.ReplaceLast(ref)
+		} else {
+			b.bodies.Append(key.dir(), key.name, ref)
+		}
 		last.placedUnversioned = unversioned
 	}
 	if loc.preferred() {

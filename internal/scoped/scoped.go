@@ -131,6 +131,13 @@ func (m *Map[S, V]) Append(scope S, name string, v V) {
 
 const appendChunk = 4096
 
+// ReplaceLast replaces the value appended last, for a caller that knows the key again
+// and the value it keeps: one entry fewer to sort. There must be one.
+func (m *Map[S, V]) ReplaceLast(v V) {
+	last := m.appended[len(m.appended)-1]
+	last[len(last)-1].v = v
+}
+
 // CompactMerge is Compact for a map with appended keys. A key that was appended more
 // than once, or set and appended, has one value kept: merge is given the value kept so
 // far (the one set first) and the next one appended, in the order appended, and returns
@@ -204,6 +211,9 @@ func (m *Map[S, V]) CompactMerge(merge func(k Key[S], kept, next V) (V, error)) 
 			continue
 		}
 		compact = append(compact, e.entry)
+	}
+	if cap(compact)-len(compact) > len(compact)/8 { // keys merged: let the room go
+		compact = slices.Clone(compact)
 	}
 	m.compact, m.values, m.appended, m.nAppended = compact, nil, nil, 0
 	return nil

@@ -90,6 +90,9 @@ func TestCompactMerge(t *testing.T) {
 		}
 		want[k] = v
 	}
+	m.Append(scopes[2], "replaced", "before")
+	m.ReplaceLast("after")
+	want[Key[scope]{scopes[2], "replaced"}] = "after"
 	_, ok := m.Get(scopes[0], "n0")
 	assert.False(t, ok, "appended keys wait for CompactMerge")
 	merges := 0
@@ -97,7 +100,7 @@ func TestCompactMerge(t *testing.T) {
 		merges++
 		return kept + "," + next, nil
 	}))
-	assert.Equal(t, 201-len(want), merges)
+	assert.Equal(t, 202-len(want), merges)
 	assert.Equal(t, len(want), m.Len())
 	for k, v := range want {
 		got, ok := m.Get(k.Scope, k.Name)
