@@ -85,10 +85,7 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 		for i := range bt.entries {
 			p := &bt.entries[i]
 			if err := b.readItem(&e.last, rd, p, bt.bytes(i)); err != nil {
-				if _, ok := err.(*EntryError); !ok { // not an earlier entry's
-					err = &EntryError{Path: p.raw, Err: err}
-				}
-				return err
+				return &EntryError{Path: p.raw, Err: err}
 			}
 		}
 		return nil
@@ -254,9 +251,6 @@ func (b *Backup) place(key bodyKey, loc location) (keep bool, err error) {
 // read.
 func (b *Backup) readItem(last *lastBody, rd *reading, p *pending, data []byte) error {
 	if p.err != nil {
-		if err := rd.endRun(); err != nil {
-			return err
-		}
 		return p.err
 	}
 	loc := p.loc
@@ -265,11 +259,6 @@ func (b *Backup) readItem(last *lastBody, rd *reading, p *pending, data []byte) 
 	// The second copy of an object, the same bytes as the first, shares its item and
 	// its body.
 	shared := last.shared(p.dup, k) && last.item != nil
-	if !shared {
-		if err := rd.endRun(); err != nil {
-			return err
-		}
-	}
 	if shared {
 		it = last.item
 	} else {
@@ -331,6 +320,7 @@ func (b *Backup) readItem(last *lastBody, rd *reading, p *pending, data []byte) 
 		rd.preferred[loc.gr] = version
 	}
 	if c := (candidate{item: it, dir: loc.dir}); !shared {
+		rd.endRun()
 		rd.run, rd.runKey = c, k
 	} else if c.rank() > rd.run.rank() {
 		rd.run = c
@@ -339,10 +329,10 @@ func (b *Backup) readItem(last *lastBody, rd *reading, p *pending, data []byte) 
 }
 
 // endRun records the best copy of the run of entries indexed last, if any.
-func (rd *reading) endRun() error {
+func (rd *reading) endRun() {
 	c, k := rd.run, rd.runKey
 	if c.item == nil {
-		return nil
+		return
 	}
 	rd.run = candidate{}
 	if c.rank() == preferredRank {
@@ -352,12 +342,11 @@ func (rd *reading) endRun() error {
 		last := &rd.described[len(rd.described)-1]
 		*last = append(*last, c)
 		rd.nDescribed++
-		return nil
+		return
 	}
 	if prev, ok := rd.chosen.Get(k.scope(), k.name); !ok || c.rank() > prev.rank() {
 		rd.chosen.Set(k.scope(), k.name, c)
 	}
-	return nil
 }
 
 // checkMeta checks an object's metadata against the path it was found at.
@@ -441,9 +430,7 @@ func (b *Backup) checkFormat() error {
 // index makes the manifest once every entry of a backup without one has been read:
 // each object described by its preferred version's copy, or else by the copy chosen.
 func (b *Backup) index(rd *reading) error {
-	if err := rd.endRun(); err != nil {
-		return err
-	}
+	rd.endRun()
 	b.manifest = manifest.New(rd.nDescribed + rd.chosen.Len())
 	for gr, vs := range rd.versions {
 		// With no preferred directory (format 1.0), the highest version is preferred.
