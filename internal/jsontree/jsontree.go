@@ -31,6 +31,13 @@ type decoder struct {
 	strs    [internSlots]interned
 	seed    maphash.Seed
 	scratch []byte // a string with escapes, unquoted
+	// members holds the members of the objects being decoded, the innermost last.
+	members []member
+}
+
+type member struct {
+	name string
+	v    any
 }
 
 type interned struct {
@@ -46,7 +53,11 @@ const (
 // Object decodes data, which must hold one JSON object.
 func Object(data []byte) (map[string]any, error) {
 	d := decoders.Get().(*decoder)
-	defer decoders.Put(d)
+	defer func() {
+		clear(d.members) // what a decode that failed left
+		d.members = d.members[:0]
+		decoders.Put(d)
+	}()
 	d.r.Reset(data)
 	d.dec.Reset(&d.r, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	if d.dec.PeekKind() != '{' {
@@ -71,7 +82,9 @@ func (d *decoder) value() (any, error) {
 		if _, err := d.dec.ReadToken(); err != nil {
 			return nil, err
 		}
-		m := make(map[string]any)
+		// The members are gathered first, and the map made at their number: a map
+		// that grows past eight entries has made, filled and dropped a smaller one.
+		base := len(d.members)
 		for d.dec.PeekKind() != '}' {
 			raw, err := d.dec.ReadValue()
 			if err != nil {
@@ -82,8 +95,14 @@ func (d *decoder) value() (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			m[name] = v
+			d.members = append(d.members, member{name, v})
 		}
+		m := make(map[string]any, len(d.members)-base)
+		for _, e := range d.members[base:] {
+			m[e.name] = e.v // of duplicate names, the last
+		}
+		clear(d.members[base:]) // the values are the tree's, not the decoder's
+		d.members = d.members[:base]
 		_, err := d.dec.ReadToken()
 		return m, err
 	case '[':
