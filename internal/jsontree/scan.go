@@ -89,13 +89,9 @@ func Members(data []byte, member func(name, value []byte) error) error {
 		if err := member(name, data[start:i]); err != nil {
 			return err
 		}
-		switch i = space(data, i); {
-		case i < len(data) && data[i] == ',':
-			i = space(data, i+1)
-		case i < len(data) && data[i] == '}':
-			return end(data, i+1)
-		default:
-			return syntaxError(i, "expected ',' or '}' in an object, found %s", found(data, i))
+		var done bool
+		if i, done, err = next(data, i, '}', "an object"); done || err != nil {
+			return err
 		}
 	}
 }
@@ -120,15 +116,23 @@ func Elements(data []byte, element func(value []byte) error) error {
 		if err := element(data[start:i]); err != nil {
 			return err
 		}
-		switch i = space(data, i); {
-		case i < len(data) && data[i] == ',':
-			i = space(data, i+1)
-		case i < len(data) && data[i] == ']':
-			return end(data, i+1)
-		default:
-			return syntaxError(i, "expected ',' or ']' in an array, found %s", found(data, i))
+		var done bool
+		if i, done, err = next(data, i, ']', "an array"); done || err != nil {
+			return err
 		}
 	}
+}
+
+// next reads what follows a member or an element that ends at i: a comma, and then the
+// offset of the next one; or closer, done, and the rest checked to be whitespace.
+func next(data []byte, i int, closer byte, in string) (int, bool, error) {
+	switch i = space(data, i); {
+	case i < len(data) && data[i] == ',':
+		return space(data, i+1), false, nil
+	case i < len(data) && data[i] == closer:
+		return 0, true, end(data, i+1)
+	}
+	return 0, false, syntaxError(i, "expected ',' or %q in %s, found %s", closer, in, found(data, i))
 }
 
 // end checks that only whitespace follows a value that ends at i.
