@@ -42,8 +42,9 @@ func newMetaReader(s *strslab.Strings) *metaReader {
 var errNotObject = errors.New("not a Kubernetes object in JSON")
 
 // read parses data, a whole JSON object, and returns its metadata. The whole body is
-// checked to be JSON that a restore decodes (jsontree.Object), and the metadata is what
-// that decode makes of it: of duplicate names, the last.
+// checked to be JSON that a restore decodes (jsontree.Object), but for numbers, which
+// are checked as JSON and not for float64's range; the metadata is what that decode
+// makes of it: of duplicate names, the last.
 func (r *metaReader) read(data []byte) (objectMeta, error) {
 	var m objectMeta
 	err := jsontree.Members(data, func(name, value []byte) error {
