@@ -13,8 +13,8 @@ import (
 // of an object's members and an array's elements, and Unquote decodes a string. Each
 // checks the bytes it passes over as Object's decoder would (duplicate names and
 // invalid UTF-8 allowed, as util/json allows them), and ends there: a scan that reads
-// a few fields of an object never builds the rest. It runs at memory speed over the
-// long strings objects are mostly made of, eight bytes at a time.
+// a few fields of an object never builds the rest. Strings, most of an object's bytes,
+// are scanned eight bytes at a time.
 
 // SyntaxError is JSON that the scan refuses: what it expected, and at which byte.
 type SyntaxError struct {
@@ -69,20 +69,14 @@ func Members(data []byte, member func(name, value []byte) error) error {
 		return end(data, i+1)
 	}
 	for {
-		start := i
-		if i >= len(data) || data[i] != '"' {
-			return syntaxError(i, "expected a name, found %s", found(data, i))
-		}
-		j, err := skipString(data, i)
-		if err != nil {
+		nameAt := i
+		var nameEnd int
+		var err error
+		if nameEnd, i, err = nameColon(data, i); err != nil {
 			return err
 		}
-		name, _ := Unquote(scratch[:0], data[start:j])
-		if i = space(data, j); i >= len(data) || data[i] != ':' {
-			return syntaxError(i, "expected ':' after a name, found %s", found(data, i))
-		}
-		i = space(data, i+1)
-		start = i
+		name, _ := Unquote(scratch[:0], data[nameAt:nameEnd])
+		start := i
 		if i, err = skip(data, i); err != nil {
 			return err
 		}
@@ -186,7 +180,7 @@ func skip(data []byte, i int) (int, error) {
 			}
 			open = append(open, closer)
 			if c == '{' {
-				if i, err = nameColon(data, i); err != nil {
+				if _, i, err = nameColon(data, i); err != nil {
 					return 0, err
 				}
 			}
@@ -221,7 +215,7 @@ func skip(data []byte, i int) (int, error) {
 				return 0, syntaxError(i, "expected ',' or %q, found %s", closer, found(data, i))
 			}
 			if i = space(data, i+1); closer == '}' {
-				if i, err = nameColon(data, i); err != nil {
+				if _, i, err = nameColon(data, i); err != nil {
 					return 0, err
 				}
 			}
@@ -238,19 +232,19 @@ func byteAt(data []byte, i int) byte {
 	return 0
 }
 
-// nameColon skips an object member's name and the colon after it, to its value.
-func nameColon(data []byte, i int) (int, error) {
+// nameColon skips an object member's name and the colon after it: it returns where the
+// name ends and where the value starts.
+func nameColon(data []byte, i int) (nameEnd, value int, err error) {
 	if byteAt(data, i) != '"' {
-		return 0, syntaxError(i, "expected a name, found %s", found(data, i))
+		return 0, 0, syntaxError(i, "expected a name, found %s", found(data, i))
 	}
-	i, err := skipString(data, i)
-	if err != nil {
-		return 0, err
+	if nameEnd, err = skipString(data, i); err != nil {
+		return 0, 0, err
 	}
-	if i = space(data, i); byteAt(data, i) != ':' {
-		return 0, syntaxError(i, "expected ':' after a name, found %s", found(data, i))
+	if i = space(data, nameEnd); byteAt(data, i) != ':' {
+		return 0, 0, syntaxError(i, "expected ':' after a name, found %s", found(data, i))
 	}
-	return space(data, i+1), nil
+	return nameEnd, space(data, i+1), nil
 }
 
 func literal(data []byte, i int, lit string) (int, error) {
