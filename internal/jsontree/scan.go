@@ -59,19 +59,14 @@ func space(data []byte, i int) int {
 // and valid until member returns; the value is a slice of data, checked. Members stops
 // at member's first error and returns it; the data is checked to its end otherwise.
 func Members(data []byte, member func(name, value []byte) error) error {
-	i := space(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return syntaxError(i, "expected an object, found %s", found(data, i))
+	i, empty, err := first(data, '{', '}', "an object")
+	if empty || err != nil {
+		return err
 	}
 	var scratch [64]byte
-	i = space(data, i+1)
-	if i < len(data) && data[i] == '}' {
-		return end(data, i+1)
-	}
 	for {
 		nameAt := i
 		var nameEnd int
-		var err error
 		if nameEnd, i, err = nameColon(data, i); err != nil {
 			return err
 		}
@@ -93,17 +88,12 @@ func Members(data []byte, member func(name, value []byte) error) error {
 // Elements calls element with the raw bytes of each element of the JSON array that data
 // holds, whitespace around it allowed, in order, as Members does with an object.
 func Elements(data []byte, element func(value []byte) error) error {
-	i := space(data, 0)
-	if i >= len(data) || data[i] != '[' {
-		return syntaxError(i, "expected an array, found %s", found(data, i))
-	}
-	i = space(data, i+1)
-	if i < len(data) && data[i] == ']' {
-		return end(data, i+1)
+	i, empty, err := first(data, '[', ']', "an array")
+	if empty || err != nil {
+		return err
 	}
 	for {
 		start := i
-		var err error
 		if i, err = skip(data, i); err != nil {
 			return err
 		}
@@ -115,6 +105,20 @@ func Elements(data []byte, element func(value []byte) error) error {
 			return err
 		}
 	}
+}
+
+// first reads the opening of the object or array (opener) that data holds: the offset
+// of its first member or element; or, when it is empty, empty and the rest checked to be
+// whitespace.
+func first(data []byte, opener, closer byte, what string) (int, bool, error) {
+	i := space(data, 0)
+	if i >= len(data) || data[i] != opener {
+		return 0, false, syntaxError(i, "expected %s, found %s", what, found(data, i))
+	}
+	if i = space(data, i+1); i < len(data) && data[i] == closer {
+		return 0, true, end(data, i+1)
+	}
+	return i, false, nil
 }
 
 // next reads what follows a member or an element that ends at i: a comma, and then the
