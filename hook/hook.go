@@ -142,14 +142,14 @@ const fromAnnotations = "<annotations>"
 // else from the spec's init hooks that apply to it. name makes a container name when
 // the annotations give none.
 func (s *Spec) InitContainers(pod *unstructured.Unstructured, ns string) []Named[map[string]any] {
-	ann := pod.GetAnnotations()
-	if image := ann[InitImageAnnotation]; image != "" {
-		name := ann[InitNameAnnotation]
+	ann := annotationsOf(pod)
+	if image := ann.get(InitImageAnnotation); image != "" {
+		name := ann.get(InitNameAnnotation)
 		if name == "" {
 			name = "restore-init-" + strings.ToLower(pod.GetName())
 		}
 		c := map[string]any{"name": name, "image": image}
-		if cmd := ann[InitCommandAnnotation]; cmd != "" {
+		if cmd := ann.get(InitCommandAnnotation); cmd != "" {
 			c["command"] = toAny(parseCommand(cmd))
 		}
 		return []Named[map[string]any]{{fromAnnotations, c}}
@@ -179,9 +179,9 @@ func (s *Spec) InitContainers(pod *unstructured.Unstructured, ns string) []Named
 // naming it, where Velero ignores it.
 func (s *Spec) Execs(pod *unstructured.Unstructured, ns string) ([]Named[Exec], error) {
 	first := firstContainer(pod)
-	ann := pod.GetAnnotations()
-	if cmd := ann[ExecCommandAnnotation]; cmd != "" {
-		e := Exec{Container: ann[ExecContainerAnnotation], Command: parseCommand(cmd), OnError: OnError(ann[ExecOnErrorAnnotation])}
+	ann := annotationsOf(pod)
+	if cmd := ann.get(ExecCommandAnnotation); cmd != "" {
+		e := Exec{Container: ann.get(ExecContainerAnnotation), Command: parseCommand(cmd), OnError: OnError(ann.get(ExecOnErrorAnnotation))}
 		if e.OnError != "" && e.OnError != Continue && e.OnError != Fail {
 			return nil, fmt.Errorf("%s: %q, want Continue or Fail", ExecOnErrorAnnotation, e.OnError)
 		}
@@ -190,13 +190,13 @@ func (s *Spec) Execs(pod *unstructured.Unstructured, ns string) ([]Named[Exec], 
 			key  string
 			into *time.Duration
 		}{{ExecTimeoutAnnotation, &e.ExecTimeout}, {ExecWaitTimeoutAnnotation, &e.WaitTimeout}} {
-			if v := ann[d.key]; v != "" {
+			if v := ann.get(d.key); v != "" {
 				if *d.into, err = time.ParseDuration(v); err != nil {
 					return nil, fmt.Errorf("%s: %w", d.key, err)
 				}
 			}
 		}
-		if v := ann[ExecWaitForReadyAnnotation]; v != "" {
+		if v := ann.get(ExecWaitForReadyAnnotation); v != "" {
 			if e.WaitForReady, err = strconv.ParseBool(v); err != nil {
 				return nil, fmt.Errorf("%s: %w", ExecWaitForReadyAnnotation, err)
 			}
@@ -235,6 +235,22 @@ func parseCommand(v string) []string {
 		return cmd
 	}
 	return []string{v}
+}
+
+// annotations are an object's annotations as it holds them: GetAnnotations copies them
+// into a map of its own, for each Pod restored.
+type annotations map[string]any
+
+func annotationsOf(obj *unstructured.Unstructured) annotations {
+	md, _ := obj.Object["metadata"].(map[string]any)
+	a, _ := md["annotations"].(map[string]any)
+	return a
+}
+
+// get returns the annotation key, "" when it is not a string.
+func (a annotations) get(key string) string {
+	v, _ := a[key].(string)
+	return v
 }
 
 func firstContainer(pod *unstructured.Unstructured) string {

@@ -99,7 +99,7 @@ func (r *run) readsAnswer(o *Object) bool {
 		return true // its status is written with an update of it
 	case o.Item.GroupResource() == podsResource:
 		// Its exec hooks are read from it.
-		return r.sel.Hooks != nil || o.Body.GetAnnotations()[hook.ExecCommandAnnotation] != ""
+		return r.sel.Hooks != nil || annotation(o.Body, hook.ExecCommandAnnotation) != ""
 	}
 	return false
 }

@@ -237,12 +237,7 @@ func (r *run) stepRemapOwners(ctx context.Context, o *Object) error {
 }
 
 func (r *run) stepCreate(ctx context.Context, o *Object) error {
-	ann := o.Body.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[SourceUIDAnnotation] = string(o.Item.UID)
-	o.Body.SetAnnotations(ann)
+	setAnnotation(o.Body, SourceUIDAnnotation, string(o.Item.UID))
 
 	created, err := r.create(ctx, o)
 	if err != nil {

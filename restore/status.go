@@ -52,3 +52,21 @@ func annotation(u *unstructured.Unstructured, key string) string {
 	v, _, _ := unstructured.NestedString(u.Object, "metadata", "annotations", key)
 	return v
 }
+
+// setAnnotation sets u's annotation key to value in u's own annotations, which it keeps
+// (the restore's copy of an object owns its metadata): SetAnnotations would copy them
+// twice over, for each object restored. A value that is not a string among them is
+// left for the server to refuse, where SetAnnotations would have dropped them all.
+func setAnnotation(u *unstructured.Unstructured, key, value string) {
+	md, ok := u.Object["metadata"].(map[string]any)
+	if !ok {
+		md = map[string]any{}
+		u.Object["metadata"] = md
+	}
+	ann, ok := md["annotations"].(map[string]any)
+	if !ok {
+		ann = make(map[string]any, 1)
+		md["annotations"] = ann
+	}
+	ann[key] = value
+}
