@@ -107,3 +107,27 @@ func (c countingCreates) Create(ctx context.Context, obj *unstructured.Unstructu
 	c.n.Add(1)
 	return c.ResourceInterface.Create(ctx, obj, opts, sub...)
 }
+
+// The source UID annotation joins an object's annotations; where it has none, or null,
+// it is their first.
+func TestSetAnnotation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		md   map[string]any
+		want map[string]any
+	}{
+		{"among others", map[string]any{"annotations": map[string]any{"a": "1"}}, map[string]any{"a": "1", SourceUIDAnnotation: "u"}},
+		{"none", map[string]any{"name": "x"}, map[string]any{SourceUIDAnnotation: "u"}},
+		{"null", map[string]any{"annotations": nil}, map[string]any{SourceUIDAnnotation: "u"}},
+		{"replacing its own", map[string]any{"annotations": map[string]any{SourceUIDAnnotation: "old"}}, map[string]any{SourceUIDAnnotation: "u"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := &unstructured.Unstructured{Object: map[string]any{"metadata": tc.md}}
+			setAnnotation(u, SourceUIDAnnotation, "u")
+			assert.Equal(t, tc.want, u.Object["metadata"].(map[string]any)["annotations"])
+		})
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	setAnnotation(u, SourceUIDAnnotation, "u")
+	assert.Equal(t, "u", u.GetAnnotations()[SourceUIDAnnotation])
+}
