@@ -1,7 +1,6 @@
 package archive
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -115,12 +114,28 @@ func (s *bodyStore) endReuse() {
 	}
 }
 
+// get returns ref's bytes: the store's own, which the caller does not change, when they
+// are held in memory; else a copy.
 func (s *bodyStore) get(ref bodyRef) ([]byte, error) {
 	if ref.off >= s.fileLen {
 		i, _ := slices.BinarySearch(s.starts, ref.off+1)
 		c, start := s.chunks[i-1], ref.off-s.starts[i-1]
 		return c[start : start+int64(ref.n) : start+int64(ref.n)], nil
 	}
+	return s.appendSpilled(nil, ref)
+}
+
+// appendBody appends ref's bytes to dst.
+func (s *bodyStore) appendBody(dst []byte, ref bodyRef) ([]byte, error) {
+	if ref.off >= s.fileLen {
+		b, _ := s.get(ref)
+		return append(dst, b...), nil
+	}
+	return s.appendSpilled(dst, ref)
+}
+
+// appendSpilled appends ref's bytes, which the spill file holds, to dst.
+func (s *bodyStore) appendSpilled(dst []byte, ref bodyRef) ([]byte, error) {
 	if s.spill == nil {
 		return nil, errors.New("archive: spill file: the backup was closed")
 	}
@@ -130,13 +145,14 @@ func (s *bodyStore) get(ref bodyRef) ([]byte, error) {
 	}
 	start := ref.off / spillBlock * spillBlock
 	if end := ref.off + int64(ref.n); end <= start+spillBlock {
-		return s.blocks.body(s.spill.file, start, min(start+spillBlock, written), ref)
+		return s.blocks.appendBody(dst, s.spill.file, start, min(start+spillBlock, written), ref)
 	}
-	buf := make([]byte, ref.n) // across blocks: read on its own
-	if _, err := s.spill.file.ReadAt(buf, ref.off); err != nil {
+	at := len(dst) // across blocks: read on its own
+	dst = slices.Grow(dst, int(ref.n))[:at+int(ref.n)]
+	if _, err := s.spill.file.ReadAt(dst[at:], ref.off); err != nil {
 		return nil, fmt.Errorf("archive: spill file: %w", err)
 	}
-	return buf, nil
+	return dst, nil
 }
 
 // The spill file is read a block at a time, and the last blocks read are kept: a
@@ -163,9 +179,10 @@ type cachedBlock struct {
 	used  uint64 // blockCache.tick when last read
 }
 
-// body returns a copy of ref's bytes, which lie in the block at start, of which the
-// file holds the bytes up to end; the block is read when it is not kept, or not as far.
-func (c *blockCache) body(f *os.File, start, end int64, ref bodyRef) ([]byte, error) {
+// appendBody appends ref's bytes, which lie in the block at start, of which the file
+// holds the bytes up to end, to dst; the block is read when it is not kept, or not as
+// far.
+func (c *blockCache) appendBody(dst []byte, f *os.File, start, end int64, ref bodyRef) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.tick++
@@ -193,7 +210,7 @@ func (c *blockCache) body(f *os.File, start, end int64, ref bodyRef) ([]byte, er
 	}
 	b.used = c.tick
 	at := ref.off - start
-	return bytes.Clone(b.data[at : at+int64(ref.n)]), nil
+	return append(dst, b.data[at:at+int64(ref.n)]...), nil
 }
 
 // close removes the spill file.

@@ -69,7 +69,8 @@ func TestStoreSpillWriteError(t *testing.T) {
 }
 
 // Bodies read from the spill file in any order, at once, across the blocks it is read
-// in and larger than one, are what was added: the blocks kept hold the file's bytes.
+// in and larger than one, are what was added, whether returned or appended to a
+// buffer: the blocks kept hold the file's bytes.
 func TestStoreReadsSpilledBodiesInAnyOrder(t *testing.T) {
 	s := bodyStore{dir: t.TempDir(), budget: chunkSize}
 	defer s.close()
@@ -93,8 +94,18 @@ func TestStoreReadsSpilledBodiesInAnyOrder(t *testing.T) {
 	var g errgroup.Group
 	for w := range 4 {
 		g.Go(func() error {
-			for _, i := range order[w*len(order)/4 : (w+1)*len(order)/4] {
-				got, err := s.get(refs[i])
+			buf := []byte("w") // each other body appended after it, in a buffer used again
+			for n, i := range order[w*len(order)/4 : (w+1)*len(order)/4] {
+				var got []byte
+				var err error
+				if n%2 == 0 {
+					got, err = s.get(refs[i])
+				} else if buf, err = s.appendBody(buf[:1], refs[i]); err == nil {
+					if buf[0] != 'w' {
+						return fmt.Errorf("body %d: appended over what the buffer held", i)
+					}
+					got = buf[1:]
+				}
 				if err != nil {
 					return err
 				}
@@ -124,12 +135,12 @@ func TestBlockReadBeforeItWasWhole(t *testing.T) {
 	_, err = f.Write(first)
 	require.NoError(t, err)
 	var c blockCache
-	got, err := c.body(f, 0, 1000, bodyRef{off: 0, n: 1000})
+	got, err := c.appendBody(nil, f, 0, 1000, bodyRef{off: 0, n: 1000})
 	require.NoError(t, err)
 	assert.Equal(t, first, got)
 	_, err = f.Write(second)
 	require.NoError(t, err)
-	got, err = c.body(f, 0, 2000, bodyRef{off: 1000, n: 1000})
+	got, err = c.appendBody(nil, f, 0, 2000, bodyRef{off: 1000, n: 1000})
 	require.NoError(t, err)
 	assert.Equal(t, second, got)
 }

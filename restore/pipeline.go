@@ -55,7 +55,19 @@ func (r *run) stepJournal(ctx context.Context, o *Object) error {
 
 func (r *run) stepRead(_ context.Context, o *Object) error {
 	it := o.Item
-	body, err := r.backup.Body(it.GroupResource(), o.Resource.Version, it.Namespace, it.Name)
+	var body []byte
+	var err error
+	if ba, ok := r.backup.(bodyAppender); ok {
+		// The decoded object holds none of the body's bytes.
+		buf := r.bodies.Get().(*[]byte)
+		defer r.bodies.Put(buf)
+		body, err = ba.AppendBody((*buf)[:0], it.GroupResource(), o.Resource.Version, it.Namespace, it.Name)
+		if err == nil {
+			*buf = body
+		}
+	} else {
+		body, err = r.backup.Body(it.GroupResource(), o.Resource.Version, it.Namespace, it.Name)
+	}
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,13 @@ type Backup interface {
 	Body(gr schema.GroupResource, version, namespace, name string) ([]byte, error)
 }
 
+// bodyAppender is a Backup that appends a body to the caller's buffer (*archive.Backup
+// does): a restore's workers then read each body into a buffer they use again, where
+// Body would make a new one for each, a gigabyte over a million objects.
+type bodyAppender interface {
+	AppendBody(dst []byte, gr schema.GroupResource, version, namespace, name string) ([]byte, error)
+}
+
 // layout is what a backup that knows its directory layout says of where a version lies.
 type layout interface {
 	Dir(gr schema.GroupResource, version string) string

@@ -38,6 +38,8 @@ type run struct {
 	// for owners' new UIDs (an owner ends before what it owns starts).
 	mu       sync.Mutex
 	outcomes []outcome
+
+	bodies sync.Pool // of *[]byte, the buffers bodies are read into (bodyAppender)
 }
 
 // Apply restores the plan p into target: exactly its objects, at its versions, with its
@@ -118,6 +120,7 @@ func newRun(p *Plan, target Target, opts RunOptions) *run {
 		actions:  p.actions,
 		log:      opts.Logger.With("restore", opts.Name),
 	}
+	r.bodies.New = func() any { return new([]byte) }
 	r.steps = r.defaultSteps()
 	if p.ext.Steps != nil {
 		r.steps = p.ext.Steps(r.steps)
