@@ -3,6 +3,7 @@ package restore
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -125,6 +126,34 @@ func TestItemTimeoutBoundsTheObjectsOwnWork(t *testing.T) {
 	assert.ErrorIs(t, err, ErrItemTimeout)
 	assert.ErrorContains(t, err, "1m0s")
 	assert.Zero(t, b.remaining())
+}
+
+// An alarm used again, by another object's budget, cancels the run it is set for at
+// that run's budget, and no other.
+func TestItemTimeoutAlarmsUsedAgain(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	var alarms sync.Pool
+	long := &budget{clock: clk, total: time.Minute, alarms: &alarms}
+	require.NoError(t, long.run(context.Background(), func(ctx context.Context) error { return nil }))
+	short := &budget{clock: clk, total: 10 * time.Second, alarms: &alarms}
+	err := short.run(context.Background(), func(ctx context.Context) error {
+		clk.Step(20 * time.Second)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	assert.ErrorIs(t, err, ErrItemTimeout)
+	for range 3 {
+		require.NoError(t, long.run(context.Background(), func(ctx context.Context) error {
+			clk.Step(15 * time.Second)
+			return ctx.Err()
+		}), "within its minute")
+	}
+	err = long.run(context.Background(), func(ctx context.Context) error {
+		clk.Step(15 * time.Second)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	assert.ErrorIs(t, err, ErrItemTimeout, "the minute spent")
 }
 
 // In strict mode, additional items that are not ready fail their object, with the wait's

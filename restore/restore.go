@@ -40,6 +40,7 @@ type run struct {
 	outcomes []outcome
 
 	bodies sync.Pool // of *[]byte, the buffers bodies are read into (bodyAppender)
+	alarms sync.Pool // of *alarm, the item timeout's (budget)
 }
 
 // Apply restores the plan p into target: exactly its objects, at its versions, with its

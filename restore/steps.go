@@ -192,7 +192,7 @@ func (r *run) object(it *manifest.Item, res *ObjectResult) (*Object, error) {
 	ns, name := refOf(it, "", r.sel.NamespaceMappings).InTarget()
 	client := r.target.Dynamic.Resource(gvr).Namespace(ns)
 	return &Object{Item: it, Resource: gvr, Client: client, made: client, resource: gvr, namespace: ns, Name: name, Result: res,
-		budget: &budget{clock: r.opts.Clock, total: r.opts.ItemTimeout}}, nil
+		budget: &budget{clock: r.opts.Clock, total: r.opts.ItemTimeout, alarms: &r.alarms}}, nil
 }
 
 // runSteps runs steps on o in order, until one fails or finishes o. Consecutive bounded

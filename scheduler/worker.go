@@ -18,6 +18,11 @@ func (r *run) spawnWorker() {
 // back from Await, and retires.
 func (r *run) worker(id int) error {
 	n := &Node{r: r} // this worker's node, while it runs it
+	// The worker's nodes run under a context of its own, derived from the run's once: a
+	// context a node derives is then registered with it, not with the run's, whose lock
+	// and list of children every worker took for each node.
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	defer cancel(nil)
 	r.mu.Lock()
 	var now time.Time // the clock read when the last node ended, reused to start the next
 	for {
@@ -67,7 +72,7 @@ func (r *run) worker(id int) error {
 		r.mu.Unlock()
 
 		*n = Node{id: int64(u), r: r, worker: id}
-		err := r.execute(n)
+		err := r.execute(ctx, n)
 
 		now = r.opts.Now()
 		r.mu.Lock()
@@ -75,8 +80,8 @@ func (r *run) worker(id int) error {
 	}
 }
 
-// execute runs the node function, turning a panic into a *PanicError.
-func (r *run) execute(n *Node) (err error) {
+// execute runs the node function under ctx, turning a panic into a *PanicError.
+func (r *run) execute(ctx context.Context, n *Node) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			pe := newPanicError(p)
@@ -84,7 +89,7 @@ func (r *run) execute(n *Node) (err error) {
 			err = pe
 		}
 	}()
-	return r.fn(r.ctx, n)
+	return r.fn(ctx, n)
 }
 
 // finish records how a started node ended and releases or skips what depends on it.
