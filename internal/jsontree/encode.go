@@ -1,47 +1,46 @@
 package jsontree
 
 import (
-	"bytes"
+	"errors"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 var encoders = sync.Pool{New: func() any { return new(encoder) }}
 
 type encoder struct {
-	buf   bytes.Buffer
-	enc   jsontext.Encoder
-	names [][]string // a stack of scratch slices, one for each depth of objects
+	out   []byte
+	names [][]member // a stack of scratch slices, one for each depth of objects
 	depth int
 
 	// For MarshalSlot: the names of the value asked for, at depths 0 and 1; whether
-	// the object being encoded at depth 1 is the one under slot[0]; and the offset of
-	// the end of the value found, 0 until it is.
+	// the object being encoded at depth 1 is the one under slot[0]; and the length of
+	// out at the end of the value found, 0 until it is.
 	slot   [2]string
 	inSlot bool
-	slotAt int64
+	slotAt int
 }
 
 // Marshal encodes obj as encoding/json encodes it: object names sorted, '<', '>', '&',
-// U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD. It walks the tree itself, without
-// reflection, where it holds what Object decodes (maps, slices, strings, int64, float64,
-// bools and nulls); a value of any other type is encoded by json/v2 with encoding/json's
-// options.
+// U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD. It walks the tree itself, and
+// appends the JSON itself, without reflection, where it holds what Object decodes (maps,
+// slices, strings, int64, float64, bools and nulls); a value of any other type is
+// encoded by json/v2 with encoding/json's options.
 func Marshal(obj map[string]any) ([]byte, error) {
 	e := encoders.Get().(*encoder)
 	defer encoders.Put(e)
-	e.buf.Reset()
-	e.enc.Reset(&e.buf, jsonv1.DefaultOptionsV1())
+	e.out = e.out[:0]
 	if err := e.object(obj); err != nil {
 		return nil, err
 	}
-	// The encoder ends a top-level value with a newline, which Marshal does not.
-	return bytes.Clone(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))), nil
+	return slices.Clone(e.out), nil
 }
 
 // MarshalSlot appends to dst the encoding of obj, as Marshal encodes it, where
@@ -55,54 +54,69 @@ func Marshal(obj map[string]any) ([]byte, error) {
 func MarshalSlot(dst []byte, obj map[string]any, outer, inner string) (data []byte, at int, err error) {
 	e := encoders.Get().(*encoder)
 	defer encoders.Put(e)
-	e.buf.Reset()
-	e.enc.Reset(&e.buf, jsonv1.DefaultOptionsV1())
-	e.slot, e.inSlot, e.slotAt = [2]string{outer, inner}, false, 0
-	defer func() { e.slot, e.inSlot = [2]string{}, false }()
-	if err := e.object(obj); err != nil {
-		return dst, -1, err
-	}
 	start := len(dst)
-	data = append(dst, bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))...)
-	if e.slotAt == 0 {
-		return data, -1, nil
+	e.out = dst // appended to where it is: the pool keeps no hold of dst after
+	e.slot, e.inSlot, e.slotAt = [2]string{outer, inner}, false, 0
+	defer func() { e.out, e.slot, e.inSlot = nil, [2]string{}, false }()
+	if err := e.object(obj); err != nil {
+		return dst[:start], -1, err
 	}
-	return data, start + int(e.slotAt) - 1, nil // between the quotes of ""
+	if e.slotAt == 0 {
+		return e.out, -1, nil
+	}
+	return e.out, e.slotAt - 1, nil // between the quotes of ""
 }
 
 func (e *encoder) object(m map[string]any) error {
 	if m == nil {
-		return e.enc.WriteToken(jsontext.Null)
+		e.out = append(e.out, "null"...)
+		return nil
 	}
 	if e.depth == len(e.names) {
 		e.names = append(e.names, nil)
 	}
-	names := e.names[e.depth][:0]
-	for k := range m {
-		names = append(names, k)
+	members := e.names[e.depth][:0]
+	for k, v := range m {
+		members = append(members, member{k, v})
 	}
-	slices.Sort(names)
-	e.names[e.depth] = names
+	sortMembers(members)
+	e.names[e.depth] = members
 	e.depth++
 	defer func() { e.depth-- }()
-	if err := e.enc.WriteToken(jsontext.BeginObject); err != nil {
-		return err
-	}
-	for _, k := range names {
-		if err := e.enc.WriteToken(jsontext.String(k)); err != nil {
-			return err
+	e.out = append(e.out, '{')
+	for i, mb := range members {
+		if i > 0 {
+			e.out = append(e.out, ',')
 		}
+		e.out = appendString(e.out, mb.name)
+		e.out = append(e.out, ':')
 		if e.slot[0] != "" && e.depth <= 2 {
-			if err := e.slotValue(k, m[k]); err != nil {
+			if err := e.slotValue(mb.name, mb.v); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := e.value(m[k]); err != nil {
+		if err := e.value(mb.v); err != nil {
 			return err
 		}
 	}
-	return e.enc.WriteToken(jsontext.EndObject)
+	clear(members) // the pool keeps no hold of the tree's values
+	e.out = append(e.out, '}')
+	return nil
+}
+
+// sortMembers sorts ms by name: by insertion when they are few, as an object's members
+// most often are.
+func sortMembers(ms []member) {
+	if len(ms) > 12 {
+		slices.SortFunc(ms, func(a, b member) int { return strings.Compare(a.name, b.name) })
+		return
+	}
+	for i := 1; i < len(ms); i++ {
+		for j := i; j > 0 && ms[j].name < ms[j-1].name; j-- {
+			ms[j], ms[j-1] = ms[j-1], ms[j]
+		}
+	}
 }
 
 // slotValue encodes v, the value of name k in an object at depth 0 or 1, and notes
@@ -115,15 +129,16 @@ func (e *encoder) slotValue(k string, v any) error {
 		defer func() { e.inSlot = false }()
 	case e.depth == 2 && e.inSlot && k == e.slot[1]:
 		if s, ok := v.(string); ok && s == "" {
-			if err := e.enc.WriteToken(jsontext.String("")); err != nil {
-				return err
-			}
-			e.slotAt = e.enc.OutputOffset()
+			e.out = append(e.out, `""`...)
+			e.slotAt = len(e.out)
 			return nil
 		}
 	}
 	return e.value(v)
 }
+
+// errUnsupported is what a NaN or an infinity is, as encoding/json refuses them.
+var errUnsupported = errors.New("jsontree: unsupported value: NaN or infinity")
 
 func (e *encoder) value(v any) error {
 	switch v := v.(type) {
@@ -131,29 +146,126 @@ func (e *encoder) value(v any) error {
 		return e.object(v)
 	case []any:
 		if v == nil {
-			return e.enc.WriteToken(jsontext.Null)
+			e.out = append(e.out, "null"...)
+			return nil
 		}
-		if err := e.enc.WriteToken(jsontext.BeginArray); err != nil {
-			return err
-		}
-		for _, x := range v {
+		e.out = append(e.out, '[')
+		for i, x := range v {
+			if i > 0 {
+				e.out = append(e.out, ',')
+			}
 			if err := e.value(x); err != nil {
 				return err
 			}
 		}
-		return e.enc.WriteToken(jsontext.EndArray)
+		e.out = append(e.out, ']')
+		return nil
 	case string:
-		return e.enc.WriteToken(jsontext.String(v))
+		e.out = appendString(e.out, v)
+		return nil
 	case int64:
-		return e.enc.WriteToken(jsontext.Int(v))
+		e.out = strconv.AppendInt(e.out, v, 10)
+		return nil
 	case float64:
-		if !math.IsNaN(v) && !math.IsInf(v, 0) {
-			return e.enc.WriteToken(jsontext.Float(v))
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return errUnsupported
 		}
+		e.out = appendFloat(e.out, v)
+		return nil
 	case bool:
-		return e.enc.WriteToken(jsontext.Bool(v))
+		e.out = strconv.AppendBool(e.out, v)
+		return nil
 	case nil:
-		return e.enc.WriteToken(jsontext.Null)
+		e.out = append(e.out, "null"...)
+		return nil
 	}
-	return jsonv2.MarshalEncode(&e.enc, v, jsonv1.DefaultOptionsV1())
+	data, err := jsonv2.Marshal(v, jsonv1.DefaultOptionsV1())
+	if err != nil {
+		return err
+	}
+	e.out = append(e.out, data...)
+	return nil
+}
+
+// appendFloat appends f as encoding/json writes a float64: the shortest decimal that
+// reads back as f, in exponent form below 1e-6 and from 1e21, with an exponent of at
+// least two digits only where it needs them.
+func appendFloat(dst []byte, f float64) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst
+}
+
+// plain marks the ASCII bytes a JSON string holds as they are under encoding/json's
+// escaping: printable, and neither a quote, a backslash, nor '<', '>' or '&'.
+var plain = func() (t [utf8.RuneSelf]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s quoted as encoding/json quotes it, but for invalid UTF-8,
+// which it writes as U+FFFD itself, as json/v2 does, where encoding/json writes it
+// escaped.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if plain[c] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default: // other control characters, '<', '>' and '&'
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = utf8.AppendRune(dst, utf8.RuneError)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }

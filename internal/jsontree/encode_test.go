@@ -48,6 +48,21 @@ func TestMarshalEncodesAsEncodingJSON(t *testing.T) {
 	}
 }
 
+// Every byte, alone and in a rune, in a name and in a value, is written as json/v2
+// writes it under encoding/json's options: escaped, as it is, or as U+FFFD.
+func TestMarshalQuotesEveryByte(t *testing.T) {
+	for c := range 256 {
+		for _, s := range []string{string([]byte{byte(c)}), "a" + string([]byte{byte(c)}) + "b", "\xe2\x80" + string([]byte{byte(c)}), "é" + string([]byte{byte(c)})} {
+			tree := map[string]any{"v": s, s: int64(1)}
+			want, err := marshalV2(tree)
+			require.NoError(t, err)
+			got, err := Marshal(tree)
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(got), "%q", s)
+		}
+	}
+}
+
 func TestMarshalRefusesWhatEncodingJSONRefuses(t *testing.T) {
 	for _, v := range []any{math.NaN(), math.Inf(1), func() {}} {
 		_, want := json.Marshal(map[string]any{"v": v})

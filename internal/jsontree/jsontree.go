@@ -35,6 +35,8 @@ type decoder struct {
 	members []member
 }
 
+// member is a member of an object: as decoded, before its map is made; as encoded, as
+// the encoder sorts them.
 type member struct {
 	name string
 	v    any
