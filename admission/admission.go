@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,22 +85,6 @@ type key struct {
 	write bool
 }
 
-// hashID hashes an identity with FNV-1a, each part followed by a zero byte: stable
-// across processes, so that Cluster's stored hashes mean the same to every replica.
-// Written out rather than through hash/fnv, which allocates: it runs for every object of
-// every operation.
-func hashID(id manifest.ID) uint64 {
-	const offset, prime = 14695981039346656037, 1099511628211
-	h := uint64(offset)
-	for _, s := range [...]string{id.Group, id.Resource, id.Namespace, id.Name} {
-		for i := 0; i < len(s); i++ {
-			h = (h ^ uint64(s[i])) * prime
-		}
-		h *= prime // ^ 0
-	}
-	return h
-}
-
 // footprint is an operation's identities: their hashes in ascending order, each once,
 // written ones marked (an identity both read and written is written), with the identity
 // behind each for the examples of a Conflict.
@@ -158,38 +141,10 @@ func footprintOf(writes, reads iter.Seq2[uint64, manifest.ID], n int) footprint 
 	return f
 }
 
-// localFootprint uses the sets' own hashes, sorted already: within a process they are
-// stable.
-func localFootprint(op Operation) footprint {
+// footprintOfOp is op's footprint, from its sets' hashes (ID.Hash, the same in every
+// process), which they hold sorted.
+func footprintOfOp(op Operation) footprint {
 	return footprintOf(op.Writes.Hashed(), op.Reads.Hashed(), op.Writes.Len()+op.Reads.Len())
-}
-
-// stableFootprint hashes with hashID, the same in every process, for Cluster.
-func stableFootprint(op Operation) footprint {
-	// The hashes are sorted with each identity's position, and the identities, four
-	// times their size, read in that order: a sort of a million moves a fifth of the
-	// bytes that sorting them together would.
-	type at struct {
-		h   uint64
-		pos int
-	}
-	stable := func(s manifest.Set) iter.Seq2[uint64, manifest.ID] {
-		ids := make([]manifest.ID, 0, s.Len())
-		keys := make([]at, 0, s.Len())
-		for id := range s.All() {
-			keys = append(keys, at{hashID(id), len(ids)})
-			ids = append(ids, id)
-		}
-		slices.SortFunc(keys, func(a, b at) int { return cmp.Compare(a.h, b.h) })
-		return func(yield func(uint64, manifest.ID) bool) {
-			for _, k := range keys {
-				if !yield(k.h, ids[k.pos]) {
-					return
-				}
-			}
-		}
-	}
-	return footprintOf(stable(op.Writes), stable(op.Reads), op.Writes.Len()+op.Reads.Len())
 }
 
 // conflicting reports whether two uses of one identity conflict: unless both read.

@@ -163,7 +163,7 @@ func (c *Cluster) TryAdmit(ctx context.Context, op Operation) (func(), []Conflic
 // nothing to the cluster.
 func (c *Cluster) Conflicts(ctx context.Context, op Operation) ([]Conflict, error) {
 	c.defaults()
-	return c.conflictsOf(ctx, &ticketed{c: c, op: op, fp: stableFootprint(op)}, false)
+	return c.conflictsOf(ctx, &ticketed{c: c, op: op, fp: footprintOfOp(op)}, false)
 }
 
 // Idle implements Idler: the cluster holds no operation's Lease but expired ones, which
@@ -215,7 +215,7 @@ func (c *Cluster) enter(ctx context.Context, op Operation) (*ticketed, error) {
 	if err := c.ensureNamespace(ctx); err != nil {
 		return nil, err
 	}
-	fp := stableFootprint(op)
+	fp := footprintOfOp(op)
 	now := metav1.NewMicroTime(c.Clock.Now())
 	lease := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "op-", Namespace: c.Namespace,

@@ -116,7 +116,7 @@ func (l *Local) Idle(context.Context) (bool, error) {
 // enter makes the entry of a new operation, last in arrival order. The caller holds l.mu.
 func (l *Local) enter(op Operation) *entry {
 	l.seq++
-	fp := localFootprint(op)
+	fp := footprintOfOp(op)
 	return &entry{op: op, fp: fp, coarse: coarseKeys(fp), seq: l.seq, admitted: make(chan struct{})}
 }
 

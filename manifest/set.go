@@ -2,7 +2,6 @@ package manifest
 
 import (
 	"cmp"
-	"hash/maphash"
 	"iter"
 	"slices"
 )
@@ -23,9 +22,9 @@ type setEntry struct {
 	id   ID
 }
 
-var seed = maphash.MakeSeed() // set once at start-up, never changed
-
-func hashID(id ID) uint64 { return maphash.Comparable(seed, id) }
+// hashID is the set's hash: ID.Hash, the same in every process, so that what admission
+// stores of a set (its hashes, in order) is the set's own, with no second hash and sort.
+func hashID(id ID) uint64 { return id.Hash() }
 
 func compareEntries(a, b setEntry) int {
 	if c := cmp.Compare(a.hash, b.hash); c != 0 {
@@ -209,8 +208,7 @@ func (s Set) All() iter.Seq[ID] {
 	}
 }
 
-// Hashed iterates the identities with their hashes, in hash order. The hashes are the
-// set's own: equal for equal identities within one process, not across processes.
+// Hashed iterates the identities with their hashes (ID.Hash), in hash order.
 func (s Set) Hashed() iter.Seq2[uint64, ID] {
 	return func(yield func(uint64, ID) bool) {
 		for _, e := range s.entries {
