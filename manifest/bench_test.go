@@ -3,7 +3,9 @@ package manifest
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -122,4 +124,23 @@ type countingWriter int64
 func (c *countingWriter) Write(p []byte) (int, error) {
 	*c += countingWriter(len(p))
 	return len(p), nil
+}
+
+// BenchmarkSortItems sorts a million items in canonical order from an order of their
+// own: as sortItems does it (two halves at once, merged), and on one goroutine.
+func BenchmarkSortItems(b *testing.B) {
+	items := slices.Clone(sample(1_000_000).Items())
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })
+	work := make([]*Item, len(items))
+	for _, s := range []struct {
+		name string
+		sort func([]*Item)
+	}{{"halves", sortItems}, {"one", func(x []*Item) { slices.SortFunc(x, compareItems) }}} {
+		b.Run(s.name, func(b *testing.B) {
+			for b.Loop() {
+				copy(work, items)
+				s.sort(work)
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package manifest
 import (
 	"fmt"
 	"iter"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -109,7 +110,7 @@ func (m *Manifest) Items() []*Item {
 	defer m.mu.Unlock()
 	m.applyReplaced()
 	if !m.sorted {
-		slices.SortFunc(m.items, compareItems)
+		sortItems(m.items)
 		m.sorted = true
 	}
 	return m.items
@@ -155,6 +156,30 @@ func (m *Manifest) Groups() iter.Seq[Group] {
 
 func sameGroup(a, b *Item) bool {
 	return a.Group == b.Group && a.Version == b.Version && a.Namespace == b.Namespace
+}
+
+// sortItems sorts items in canonical order. Many are sorted in two halves at once, then
+// merged: a backup read without its manifest has its million items sorted before a
+// restore can begin, 0.7 s on one core.
+func sortItems(items []*Item) {
+	if len(items) < 1<<16 || runtime.GOMAXPROCS(0) < 2 {
+		slices.SortFunc(items, compareItems)
+		return
+	}
+	a, b := items[:len(items)/2], items[len(items)/2:]
+	var wg sync.WaitGroup
+	wg.Go(func() { slices.SortFunc(a, compareItems) })
+	slices.SortFunc(b, compareItems)
+	wg.Wait()
+	merged := make([]*Item, 0, len(items))
+	for len(a) > 0 && len(b) > 0 {
+		if compareItems(b[0], a[0]) < 0 {
+			merged, b = append(merged, b[0]), b[1:]
+		} else {
+			merged, a = append(merged, a[0]), a[1:]
+		}
+	}
+	copy(items, append(append(merged, a...), b...))
 }
 
 // compareItems is the canonical order of items: grouped by group, version and

@@ -262,3 +262,26 @@ func TestErrorsAreTyped(t *testing.T) {
 	assert.True(t, errors.Is(err, ErrItemAlreadyExists))
 	assert.Contains(t, err.Error(), "configmaps/n/a")
 }
+
+// Many items, sorted in halves and merged, come out in canonical order, each once.
+func TestSortItemsInHalves(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	items := make([]*Item, 1<<16+7)
+	for i := range items {
+		items[i] = &Item{Group: []string{"", "apps", "batch"}[rng.IntN(3)], Version: "v1", Resource: "r",
+			Namespace: fmt.Sprint("ns-", rng.IntN(50)), Name: fmt.Sprint("n-", rng.IntN(1<<15))}
+	}
+	want := slices.Clone(items)
+	slices.SortStableFunc(want, compareItems)
+	got := slices.Clone(items)
+	sortItems(got)
+	require.True(t, slices.IsSortedFunc(got, compareItems))
+	seen := map[*Item]int{}
+	for _, it := range got {
+		seen[it]++
+	}
+	require.Len(t, seen, len(items), "each item once")
+	for i := range want {
+		require.Zero(t, compareItems(want[i], got[i]), "at %d", i)
+	}
+}
