@@ -525,7 +525,7 @@ func (c *Cluster) readKeys(ctx context.Context, l *coordinationv1.Lease) (footpr
 		if apierrors.IsNotFound(err) {
 			// Still being written (or the operation just ended): its keys are unknown,
 			// so it conflicts with everything until they are there.
-			return footprint{keys: []key{{write: true}}, ids: []manifest.ID{{}}}, nil
+			return footprint{keys: []key{{write: true}}}, nil
 		}
 		if err != nil {
 			return footprint{}, err
@@ -535,7 +535,6 @@ func (c *Cluster) readKeys(ctx context.Context, l *coordinationv1.Lease) (footpr
 			f.keys = append(f.keys, key{binary.BigEndian.Uint64(data[j:]), data[j+8] == 1})
 		}
 	}
-	f.ids = make([]manifest.ID, len(f.keys))
 	c.keys.Store(l.UID, f)
 	return f, nil
 }
@@ -543,9 +542,8 @@ func (c *Cluster) readKeys(ctx context.Context, l *coordinationv1.Lease) (footpr
 // The coarse summary: "namespace/group/resource" and whether the operation writes there.
 func coarseModes(f footprint) map[coarseKey]bool {
 	out := map[coarseKey]bool{}
-	for i, id := range f.ids {
-		c := coarseKey{id.Namespace, id.Group, id.Resource}
-		out[c] = out[c] || f.keys[i].write
+	for c, write := range f.places() {
+		out[c] = out[c] || write
 	}
 	return out
 }

@@ -165,7 +165,7 @@ func overlap(a, b footprint) (shared int, examples []manifest.ID) {
 			if conflicting(ka.write, kb.write) {
 				shared++
 				if len(examples) < maxExamples {
-					examples = append(examples, a.ids[i])
+					examples = append(examples, a.id(i))
 				}
 			}
 			i++
@@ -180,7 +180,7 @@ func (l *Local) admit(e *entry) {
 	// A running operation is only ever the earlier side of a conflict: its hashes
 	// serve, not its identities (examples name the later one's). A restore of a million
 	// objects lets go of them here.
-	e.op.Writes, e.op.Reads, e.fp.ids = manifest.Set{}, manifest.Set{}, nil
+	e.op.Writes, e.op.Reads, e.fp.writes, e.fp.reads = manifest.Set{}, manifest.Set{}, manifest.Set{}, manifest.Set{}
 	close(e.admitted)
 	l.event(Event{Type: Admitted, ID: e.op.ID, Seq: e.seq})
 }

@@ -219,6 +219,15 @@ func (s Set) Hashed() iter.Seq2[uint64, ID] {
 	}
 }
 
+// ByHash returns the set's first identity, in its order, whose hash (ID.Hash) is h.
+func (s Set) ByHash(h uint64) (ID, bool) {
+	i, ok := slices.BinarySearchFunc(s.entries, h, func(e setEntry, h uint64) int { return cmp.Compare(e.hash, h) })
+	if !ok {
+		return ID{}, false
+	}
+	return s.entries[i].id, true
+}
+
 // IDs returns the identities in ID.Compare order.
 func (s Set) IDs() []ID {
 	out := make([]ID, len(s.entries))

@@ -26,8 +26,16 @@ func TestHashIsStableFNV(t *testing.T) {
 		assert.Equal(t, h.Sum64(), id.Hash(), "%v", id)
 	}
 	assert.Equal(t, uint64(0xe4e5a4e31b4cfd73), ids[0].Hash(), "the value stored by releases before")
+	set := NewSet(ids...)
+	for _, id := range ids {
+		got, ok := set.ByHash(id.Hash())
+		assert.True(t, ok)
+		assert.Equal(t, id, got)
+	}
+	_, ok := set.ByHash(ids[0].Hash() + 1)
+	assert.False(t, ok)
 	var prev uint64
-	for h, id := range NewSet(ids...).Hashed() {
+	for h, id := range set.Hashed() {
 		assert.Equal(t, id.Hash(), h)
 		assert.GreaterOrEqual(t, h, prev)
 		prev = h
