@@ -1,16 +1,14 @@
 // Package jsontree decodes JSON into the trees of maps and slices that Kubernetes'
 // unstructured objects are, as k8s.io/apimachinery/pkg/util/json does (integers as
 // int64, other numbers as float64, the last of duplicate names, invalid UTF-8 as
-// U+FFFD), in one pass over the tokens of json/v2's jsontext, without encoding/json's
-// first pass that only validates.
+// U+FFFD), in one pass over the bytes with the package's own scan, which checks them as
+// json/v2's jsontext does, without encoding/json's first pass that only validates.
 package jsontree
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"io"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -21,8 +19,6 @@ import (
 var decoders = sync.Pool{New: func() any { return &decoder{seed: maphash.MakeSeed()} }}
 
 type decoder struct {
-	r   bytes.Reader
-	dec jsontext.Decoder
 	// strs holds strings this decoder made lately, by a hash of their bytes, each
 	// beside itself boxed as a value: the names of an object's fields and most of its
 	// short values ("metadata", "TCP", a namespace's name) recur from object to object,
@@ -60,44 +56,54 @@ func Object(data []byte) (map[string]any, error) {
 		d.members = d.members[:0]
 		decoders.Put(d)
 	}()
-	d.r.Reset(data)
-	d.dec.Reset(&d.r, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	if d.dec.PeekKind() != '{' {
-		if _, err := d.dec.ReadToken(); err != nil {
+	i := space(data, 0)
+	if byteAt(data, i) != '{' {
+		if _, err := skip(data, i); err != nil {
 			return nil, err
 		}
 		return nil, errors.New("jsontree: not a JSON object")
 	}
-	v, err := d.value()
+	v, i, err := d.value(data, i, 0)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := d.dec.ReadToken(); err != io.EOF {
-		return nil, errors.New("jsontree: data after the JSON object")
+	if i = space(data, i); i != len(data) {
+		return nil, syntaxError(i, "data after the JSON object: %s", found(data, i))
 	}
 	return v.(map[string]any), nil
 }
 
-func (d *decoder) value() (any, error) {
-	switch d.dec.PeekKind() {
-	case '{':
-		if _, err := d.dec.ReadToken(); err != nil {
-			return nil, err
+// value decodes the JSON value at data[i], within depth containers, and returns it
+// with the offset just past it. It checks what it reads as skip does.
+func (d *decoder) value(data []byte, i, depth int) (v any, end int, err error) {
+	switch c := byteAt(data, i); {
+	case c == '{':
+		if depth == maxDepth {
+			return nil, 0, syntaxError(i, "nested deeper than %d", maxDepth)
 		}
 		// The members are gathered first, and the map made at their number: a map
 		// that grows past eight entries has made, filled and dropped a smaller one.
 		base := len(d.members)
-		for d.dec.PeekKind() != '}' {
-			raw, err := d.dec.ReadValue()
-			if err != nil {
-				return nil, err
+		if i = space(data, i+1); byteAt(data, i) != '}' {
+			for {
+				nameEnd, at, err := nameColon(data, i)
+				if err != nil {
+					return nil, 0, err
+				}
+				name, _ := d.str(data[i:nameEnd], false)
+				if v, i, err = d.value(data, at, depth+1); err != nil {
+					return nil, 0, err
+				}
+				d.members = append(d.members, member{name, v})
+				var closed bool
+				if i, closed, err = after(data, i, '}', "an object"); err != nil {
+					return nil, 0, err
+				} else if closed {
+					break
+				}
 			}
-			name, _ := d.str(raw, false) // before the next read voids raw
-			v, err := d.value()
-			if err != nil {
-				return nil, err
-			}
-			d.members = append(d.members, member{name, v})
+		} else {
+			i++
 		}
 		m := make(map[string]any, len(d.members)-base)
 		for _, e := range d.members[base:] {
@@ -105,57 +111,75 @@ func (d *decoder) value() (any, error) {
 		}
 		clear(d.members[base:]) // the values are the tree's, not the decoder's
 		d.members = d.members[:base]
-		_, err := d.dec.ReadToken()
-		return m, err
-	case '[':
-		if _, err := d.dec.ReadToken(); err != nil {
-			return nil, err
+		return m, i, nil
+	case c == '[':
+		if depth == maxDepth {
+			return nil, 0, syntaxError(i, "nested deeper than %d", maxDepth)
 		}
 		s := []any{}
-		for d.dec.PeekKind() != ']' {
-			v, err := d.value()
-			if err != nil {
-				return nil, err
+		if i = space(data, i+1); byteAt(data, i) != ']' {
+			for {
+				if v, i, err = d.value(data, i, depth+1); err != nil {
+					return nil, 0, err
+				}
+				s = append(s, v)
+				var closed bool
+				if i, closed, err = after(data, i, ']', "an array"); err != nil {
+					return nil, 0, err
+				} else if closed {
+					break
+				}
 			}
-			s = append(s, v)
+		} else {
+			i++
 		}
-		_, err := d.dec.ReadToken()
-		return s, err
-	case '"':
-		raw, err := d.dec.ReadValue()
-		if err != nil {
-			return nil, err
+		return s, i, nil
+	case c == '"':
+		if end, err = skipString(data, i); err != nil {
+			return nil, 0, err
 		}
-		_, v := d.str(raw, true)
-		return v, nil
-	case '0':
-		raw, err := d.dec.ReadValue()
-		if err != nil {
-			return nil, err
+		_, v := d.str(data[i:end], true)
+		return v, end, nil
+	case c == '-' || '0' <= c && c <= '9':
+		if end, err = number(data, i); err != nil {
+			return nil, 0, err
 		}
-		if i, ok := smallInt(raw); ok {
-			return i, nil
+		raw := data[i:end]
+		if n, ok := smallInt(raw); ok {
+			return n, end, nil
 		}
-		if i, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
-			return i, nil
+		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+			return n, end, nil
 		}
 		f, err := strconv.ParseFloat(string(raw), 64)
 		if err != nil {
-			return nil, fmt.Errorf("jsontree: number %s: %w", raw, err)
+			return nil, 0, fmt.Errorf("jsontree: number %s: %w", raw, err)
 		}
-		return f, nil
+		return f, end, nil
+	case c == 't':
+		end, err = literal(data, i, "true")
+		return true, end, err
+	case c == 'f':
+		end, err = literal(data, i, "false")
+		return false, end, err
+	case c == 'n':
+		end, err = literal(data, i, "null")
+		return nil, end, err
 	}
-	tok, err := d.dec.ReadToken()
-	if err != nil {
-		return nil, err
+	return nil, 0, syntaxError(i, "expected a value, found %s", found(data, i))
+}
+
+// after reads what follows a member or an element that ends at i, in a container that
+// closer closes: a comma, and the offset of the next one; or closer, closed, and the
+// offset past it.
+func after(data []byte, i int, closer byte, in string) (int, bool, error) {
+	switch i = space(data, i); byteAt(data, i) {
+	case ',':
+		return space(data, i+1), false, nil
+	case closer:
+		return i + 1, true, nil
 	}
-	switch tok.Kind() {
-	case 't', 'f':
-		return tok.Bool(), nil
-	case 'n':
-		return nil, nil
-	}
-	return nil, fmt.Errorf("jsontree: unexpected %v", tok)
+	return 0, false, syntaxError(i, "expected ',' or %q in %s, found %s", closer, in, found(data, i))
 }
 
 // str returns the string that raw, a JSON string as the decoder read it (quoted,
