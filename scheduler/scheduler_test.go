@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -231,6 +232,35 @@ func TestAwaitGivesUpTheSlot(t *testing.T) {
 	assert.Equal(t, int64(0), order[0])
 	assert.Less(t, slices.Index(order, 1), slices.Index(order, 100), "the awaiting node resumes after what it awaited")
 	assert.Positive(t, rep.Result(0).Waited)
+}
+
+// A worker that gave its slot back to a node resuming from Await serves the next node
+// that awaits: a hundred awaits, one after the other, run on a few goroutines, not on a
+// new one for each.
+func TestAwaitReusesParkedWorkers(t *testing.T) {
+	const pairs = 100
+	d := newDAG(2 * pairs) // node 2i awaits node 2i+1
+	goroutines := map[string]bool{}
+	var mu sync.Mutex
+	before := runtime.NumGoroutine()
+	rep, err := Run(context.Background(), d, func(ctx context.Context, n *Node) error {
+		buf := make([]byte, 64)
+		id := strings.Fields(string(buf[:runtime.Stack(buf, false)]))[1] // "goroutine N [running]:"
+		mu.Lock()
+		goroutines[id] = true
+		mu.Unlock()
+		if n.ID()%2 == 0 {
+			return n.Await(n.ID() + 1)
+		}
+		return nil
+	}, Options{Workers: 1, Priority: func(id int64) float64 { return float64(-id) }})
+	require.NoError(t, err)
+	assert.Equal(t, 2*pairs, rep.Count(Succeeded))
+	assert.Less(t, len(goroutines), pairs/4)
+	for deadline := time.Now().Add(2 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	assert.LessOrEqual(t, runtime.NumGoroutine(), before, "parked workers end with the run")
 }
 
 func TestAwaitRaisesPriority(t *testing.T) {

@@ -31,8 +31,14 @@ type run struct {
 	dyn        map[int32][]int32
 	awaiting   map[int32]*awaiting // the nodes in Await
 	nextWorker int
-	stopped    bool    // cancelled: start nothing new; context.Cause(ctx) says why
-	order      []int32 // a topological order; the nodes missing from it are on or behind a cycle
+	// Workers that gave their slot to a resumer wait on unpark, parked, until Await
+	// hands one a new worker's id (handed) or the run ends.
+	unpark  sync.Cond
+	parked  int
+	handed  []int
+	ended   bool
+	stopped bool    // cancelled: start nothing new; context.Cause(ctx) says why
+	order   []int32 // a topological order; the nodes missing from it are on or behind a cycle
 }
 
 type state uint8
@@ -57,6 +63,7 @@ func newRun(ctx context.Context, dag DAG, fn Func, opts Options) *run {
 	r.workers, gctx = errgroup.WithContext(ctx)
 	r.ctx, r.cancel = context.WithCancelCause(gctx)
 	r.cond.L = &r.mu
+	r.unpark.L = &r.mu
 	if opts.OnEvent != nil {
 		r.events = newEventQueue()
 	}

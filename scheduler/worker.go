@@ -7,15 +7,42 @@ import (
 	"time"
 )
 
+// spawnWorker starts a worker, r.mu held: a parked goroutine, when there is one, or
+// else a new one. A node that awaits others gives its slot to a worker started so, and
+// takes one back from a worker that then parks; a million-object restore does this
+// hundreds of thousands of times. A new goroutine's stack grows again, copied each
+// time it doubles, through the restore's deep frames (the decoder's, the
+// compressor's): 2% of that restore's CPU, before workers were parked.
 func (r *run) spawnWorker() {
 	id := r.nextWorker
 	r.nextWorker++
+	if r.parked > 0 {
+		r.parked--
+		r.handed = append(r.handed, id)
+		r.unpark.Signal()
+		return
+	}
 	r.workers.Go(func() error { return r.worker(id) })
+}
+
+// park waits, r.mu held, until spawnWorker hands this goroutine a worker's id, or the
+// run ends (false).
+func (r *run) park() (int, bool) {
+	r.parked++
+	for len(r.handed) == 0 && !r.ended {
+		r.unpark.Wait()
+	}
+	if len(r.handed) == 0 {
+		return 0, false
+	}
+	id := r.handed[0]
+	r.handed = r.handed[1:]
+	return id, true
 }
 
 // worker runs ready nodes until every node is reported, and returns why the run
 // stopped early, if it did. Before anything else it hands its slot to a node coming
-// back from Await, and retires.
+// back from Await, and parks.
 func (r *run) worker(id int) error {
 	n := &Node{r: r} // this worker's node, while it runs it
 	// The worker's nodes run under a context of its own, derived from the run's once: a
@@ -33,11 +60,18 @@ func (r *run) worker(id int) error {
 			if r.ready.len() > 0 {
 				r.cond.Signal() // this worker may have released nodes it will not run now
 			}
-			r.mu.Unlock()
-			return nil
+			var ok bool
+			if id, ok = r.park(); !ok {
+				r.mu.Unlock()
+				return nil
+			}
+			now = time.Time{}
+			continue
 		}
 		if r.remaining == 0 {
 			r.cond.Broadcast()
+			r.ended = true
+			r.unpark.Broadcast()
 			// The run's context may be done before onCancel has stopped it: the node
 			// that ended last may have cancelled it.
 			var fault error
