@@ -84,26 +84,20 @@ func (d *decoder) value(data []byte, i, depth int) (v any, end int, err error) {
 		// The members are gathered first, and the map made at their number: a map
 		// that grows past eight entries has made, filled and dropped a smaller one.
 		base := len(d.members)
-		if i = space(data, i+1); byteAt(data, i) != '}' {
-			for {
-				nameEnd, at, err := nameColon(data, i)
-				if err != nil {
-					return nil, 0, err
-				}
-				name, _ := d.str(data[i:nameEnd], false)
-				if v, i, err = d.value(data, at, depth+1); err != nil {
-					return nil, 0, err
-				}
-				d.members = append(d.members, member{name, v})
-				var closed bool
-				if i, closed, err = after(data, i, '}', "an object"); err != nil {
-					return nil, 0, err
-				} else if closed {
-					break
-				}
+		var closed bool
+		for i, closed = opened(data, i, '}'); !closed; {
+			nameEnd, at, err := nameColon(data, i)
+			if err != nil {
+				return nil, 0, err
 			}
-		} else {
-			i++
+			name, _ := d.str(data[i:nameEnd], false)
+			if v, i, err = d.value(data, at, depth+1); err != nil {
+				return nil, 0, err
+			}
+			d.members = append(d.members, member{name, v})
+			if i, closed, err = after(data, i, '}', "an object"); err != nil {
+				return nil, 0, err
+			}
 		}
 		m := make(map[string]any, len(d.members)-base)
 		for _, e := range d.members[base:] {
@@ -117,21 +111,15 @@ func (d *decoder) value(data []byte, i, depth int) (v any, end int, err error) {
 			return nil, 0, syntaxError(i, "nested deeper than %d", maxDepth)
 		}
 		s := []any{}
-		if i = space(data, i+1); byteAt(data, i) != ']' {
-			for {
-				if v, i, err = d.value(data, i, depth+1); err != nil {
-					return nil, 0, err
-				}
-				s = append(s, v)
-				var closed bool
-				if i, closed, err = after(data, i, ']', "an array"); err != nil {
-					return nil, 0, err
-				} else if closed {
-					break
-				}
+		var closed bool
+		for i, closed = opened(data, i, ']'); !closed; {
+			if v, i, err = d.value(data, i, depth+1); err != nil {
+				return nil, 0, err
 			}
-		} else {
-			i++
+			s = append(s, v)
+			if i, closed, err = after(data, i, ']', "an array"); err != nil {
+				return nil, 0, err
+			}
 		}
 		return s, i, nil
 	case c == '"':
@@ -167,6 +155,15 @@ func (d *decoder) value(data []byte, i, depth int) (v any, end int, err error) {
 		return nil, end, err
 	}
 	return nil, 0, syntaxError(i, "expected a value, found %s", found(data, i))
+}
+
+// opened reads the start of the container opened at i, which closer closes: where its
+// first member or element starts; or, when it is empty, closed and the offset past it.
+func opened(data []byte, i int, closer byte) (int, bool) {
+	if i = space(data, i+1); byteAt(data, i) == closer {
+		return i + 1, true
+	}
+	return i, false
 }
 
 // after reads what follows a member or an element that ends at i, in a container that
