@@ -74,7 +74,7 @@ func (b *budget) charge(ctx context.Context, start time.Time, err error) error {
 
 // alarm cancels the run under way with ErrItemTimeout when its timer fires. One alarm
 // serves run after run, object after object (budget.alarms): a timer and a function
-// made for each run was 2% of what a restore allocated, and arming them 2% of its CPU.
+// made for each run was 3% of what a restore allocated, and arming them 2% of its CPU.
 type alarm struct {
 	t      clock.Timer
 	mu     sync.Mutex

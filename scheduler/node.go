@@ -81,7 +81,7 @@ func (n *Node) Await(ids ...int64) error {
 	r.state[n.id] = awaitingState
 	start := r.opts.Now()
 	r.emit(Event{Type: Waiting, Node: n.id, Time: start, Worker: n.worker, Awaited: ids})
-	r.spawnWorker() // the slot given up goes to a new worker
+	r.spawnWorker() // the slot given up goes to another worker
 	r.mu.Unlock()
 
 	<-aw.wake

@@ -128,9 +128,9 @@ type Options struct {
 // and each node's own failure is in the report.
 //
 // The workers are an errgroup. Its limit is not errgroup's SetLimit but the run's own
-// count of slots, because a node blocked in Await hands its slot to a new worker and
-// takes one back from a worker that retires: a limit on goroutines would hold the slot
-// of every parked node.
+// count of slots, because a node blocked in Await hands its slot to another worker (a
+// parked one, or a new goroutine) and takes one back from a worker that then parks: a
+// limit on goroutines would hold the slot of every awaiting node.
 func Run(ctx context.Context, dag DAG, fn Func, opts Options) (*Report, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
