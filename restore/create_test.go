@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -130,4 +132,19 @@ func TestSetAnnotation(t *testing.T) {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	setAnnotation(u, SourceUIDAnnotation, "u")
 	assert.Equal(t, "u", u.GetAnnotations()[SourceUIDAnnotation])
+}
+
+// Every object restored carries the backup's and the restore's names as labels, made
+// valid label values where the names are not.
+func TestRestoredObjectsCarryTheRunsLabels(t *testing.T) {
+	tgt := widgetTarget(t)
+	const backupName, restoreName = "nightly/2026-11-26", "a-restore-name-that-is-much-longer-than-sixty-three-characters-allowed"
+	rep, err := restoreAll(context.Background(), tgt, widgetBackup(t), testOptions{Retry: fastRetry, BackupName: backupName, Name: restoreName})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), firstFailure(rep))
+	cm := get2(t, tgt, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "a", "settings")
+	assert.Equal(t, labelValue(backupName), cm.GetLabels()[BackupNameLabel])
+	assert.Equal(t, labelValue(restoreName), cm.GetLabels()[RestoreNameLabel])
+	assert.Empty(t, validation.IsValidLabelValue(cm.GetLabels()[RestoreNameLabel]))
+	assert.NotEqual(t, restoreName, cm.GetLabels()[RestoreNameLabel])
 }

@@ -39,6 +39,8 @@ type run struct {
 	mu       sync.Mutex
 	outcomes []outcome
 
+	labels runLabels // stepLabel's values
+
 	bodies sync.Pool // of *[]byte, the buffers bodies are read into (bodyAppender)
 	alarms sync.Pool // of *alarm, the item timeout's (budget)
 }
@@ -121,6 +123,7 @@ func newRun(p *Plan, target Target, opts RunOptions) *run {
 		actions:  p.actions,
 		log:      opts.Logger.With("restore", opts.Name),
 	}
+	r.labels = newRunLabels(p.source.Name, opts.Name)
 	r.bodies.New = func() any { return new([]byte) }
 	r.steps = r.defaultSteps()
 	if p.ext.Steps != nil {
