@@ -61,18 +61,9 @@ func (r *run) stepMapNamespaces(_ context.Context, o *Object) error {
 func (r *run) stepLabel(_ context.Context, o *Object) error {
 	// Set in the body's own labels (stepRead copied its metadata), where GetLabels and
 	// SetLabels would copy them twice for every object.
-	md, ok := o.Body.Object["metadata"].(map[string]any)
-	switch {
-	case !ok && o.Body.Object["metadata"] != nil:
-		return nil // not an object's metadata: the server refuses it
-	case !ok:
-		md = map[string]any{}
-		o.Body.Object["metadata"] = md
-	}
-	labels, ok := md["labels"].(map[string]any)
+	labels, ok := ownMetadataMap(o.Body, "labels")
 	if !ok {
-		labels = map[string]any{}
-		md["labels"] = labels
+		return nil // not an object's metadata: the server refuses it
 	}
 	if r.plan.source.Name != "" {
 		labels[BackupNameLabel] = r.labels.backup

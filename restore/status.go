@@ -58,15 +58,27 @@ func annotation(u *unstructured.Unstructured, key string) string {
 // twice over, for each object restored. A value that is not a string among them is
 // left for the server to refuse, where SetAnnotations would have dropped them all.
 func setAnnotation(u *unstructured.Unstructured, key, value string) {
+	if ann, ok := ownMetadataMap(u, "annotations"); ok {
+		ann[key] = value
+	}
+}
+
+// ownMetadataMap returns u's metadata[field] (labels, annotations) to be changed where
+// it is, made, with the metadata, when absent or null; false when the metadata is not
+// an object, which the server refuses.
+func ownMetadataMap(u *unstructured.Unstructured, field string) (map[string]any, bool) {
 	md, ok := u.Object["metadata"].(map[string]any)
-	if !ok {
+	switch {
+	case !ok && u.Object["metadata"] != nil:
+		return nil, false
+	case !ok:
 		md = map[string]any{}
 		u.Object["metadata"] = md
 	}
-	ann, ok := md["annotations"].(map[string]any)
+	m, ok := md[field].(map[string]any)
 	if !ok {
-		ann = make(map[string]any, 1)
-		md["annotations"] = ann
+		m = make(map[string]any, 2)
+		md[field] = m
 	}
-	ann[key] = value
+	return m, true
 }
