@@ -63,7 +63,10 @@ func Members(data []byte, member func(name, value []byte) error) error {
 	if empty || err != nil {
 		return err
 	}
-	var scratch [64]byte
+	// A name with an escape or a byte beyond ASCII is decoded into scratch; most have
+	// neither and are handed out as data's own bytes. (An array here would move to the
+	// heap at every call: member may keep what it is given, for all the compiler knows.)
+	var scratch []byte
 	for {
 		nameAt := i
 		var nameEnd int
@@ -71,6 +74,9 @@ func Members(data []byte, member func(name, value []byte) error) error {
 			return err
 		}
 		name, _ := Unquote(scratch[:0], data[nameAt:nameEnd])
+		if len(name) > 0 && &name[0] != &data[nameAt+1] {
+			scratch = name
+		}
 		start := i
 		if i, err = skip(data, i); err != nil {
 			return err
