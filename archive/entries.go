@@ -14,6 +14,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/restoregraph/restoregraph/internal/readahead"
+	"github.com/restoregraph/restoregraph/internal/strslab"
 	"github.com/restoregraph/restoregraph/manifest"
 )
 
@@ -25,6 +26,10 @@ type entries struct {
 	pad    int               // the padding after the last body, not yet skipped
 	closer io.Closer         // the file, when ReadFile opened it
 
+	// names holds the entries' names, 64 KiB at a time: two million names of a
+	// million objects' backup are then some thousand allocations, not two million.
+	// A slab lives as long as a name in it: until the entries it read are indexed.
+	names        *strslab.Strings
 	total, count int64
 	buf, prev    []byte // this entry's bytes and the previous one's, swapped
 	prevItem     bool   // the previous entry was an object's: prev holds its bytes
@@ -33,7 +38,7 @@ type entries struct {
 
 func newEntries(r io.Reader, opts Options) (*entries, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	e := &entries{opts: opts, r: br}
+	e := &entries{opts: opts, r: br, names: strslab.New(0)}
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
@@ -126,7 +131,7 @@ type header struct {
 // for non-ASCII runes to guess the format), more than inflating the entry.
 func (e *entries) header() (header, error) {
 	if blk, err := e.r.Peek(blockSize); err == nil {
-		if h, ok := plainHeader(blk); ok {
+		if h, ok := plainHeader(blk, e.names); ok {
 			e.r.Discard(blockSize)
 			return h, nil
 		}
@@ -150,8 +155,9 @@ func (e *entries) header() (header, error) {
 
 // plainHeader parses blk when archive/tar would read it as a ustar header of a
 // regular file or a directory, standing alone: the ustar magic and version, a
-// checksum that matches, every numeric field octal. It reports false otherwise.
-func plainHeader(blk []byte) (header, bool) {
+// checksum that matches, every numeric field octal. It reports false otherwise. The
+// name is copied into names.
+func plainHeader(blk []byte, names *strslab.Strings) (header, bool) {
 	const (
 		magic   = "ustar\x0000"
 		trailer = "tar\x00" // marks star's variant, whose prefix field is shorter
@@ -179,10 +185,10 @@ func plainHeader(blk []byte) (header, bool) {
 		return header{}, false
 	}
 	name := cString(blk[:100])
-	if prefix := cString(blk[345:500]); prefix != "" {
-		name = prefix + "/" + name
+	if prefix := cString(blk[345:500]); len(prefix) > 0 {
+		return header{name: string(prefix) + "/" + string(name), typeflag: typeflag, size: size}, true
 	}
-	return header{name: name, typeflag: typeflag, size: size}, true
+	return header{name: names.Copy(name), typeflag: typeflag, size: size}, true
 }
 
 // checksum is the sum of a header block's bytes, its checksum field (bytes 148 to 155)
@@ -227,11 +233,11 @@ func octal(f []byte) (int64, bool) {
 }
 
 // cString is f up to its first NUL.
-func cString(f []byte) string {
+func cString(f []byte) []byte {
 	if i := bytes.IndexByte(f, 0); i >= 0 {
 		f = f[:i]
 	}
-	return string(f)
+	return f
 }
 
 // dup reports whether data, an entry's bytes, are the previous entry's, both being
@@ -279,8 +285,39 @@ func entryName(typeflag byte, raw string) (string, error) {
 			return ".", nil
 		}
 	}
-	if !filepath.IsLocal(name) || path.Clean(name) != name || strings.ContainsAny(name, "\\\x00") {
+	if !plainName(name) && !localClean(name) {
 		return "", fmt.Errorf("%w: path is absolute, leaves the archive root or is not clean", ErrUnsafeEntry)
 	}
 	return name, nil
+}
+
+// localClean reports whether name stays within the archive root and is clean: not
+// absolute, no element "..", path.Clean's own form, neither a backslash nor a NUL.
+func localClean(name string) bool {
+	return filepath.IsLocal(name) && path.Clean(name) == name && !strings.ContainsAny(name, "\\\x00")
+}
+
+// plainName is localClean's answer, in one pass, for a name of letters, digits, '-',
+// '_', '.' and '/' (every name of a backup's entries): true when no element is empty,
+// "." or "..". It reports false for any other name, which localClean then judges.
+// (filepath.IsLocal and path.Clean took a quarter of a microsecond an entry.)
+func plainName(name string) bool {
+	start := 0 // where the current element starts
+	for i := 0; i <= len(name); i++ {
+		if i < len(name) {
+			c := name[i]
+			switch {
+			case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.':
+				continue
+			case c != '/':
+				return false
+			}
+		}
+		// An element ends at i.
+		if el := name[start:i]; el == "" || el == "." || el == ".." {
+			return false
+		}
+		start = i + 1
+	}
+	return true
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/restoregraph/restoregraph/internal/strslab"
 )
 
 // walked is what a walk of a tarball gives: each regular file's names and bytes, then
@@ -191,7 +193,7 @@ func TestPlainHeaderReadsTheWritersHeaders(t *testing.T) {
 		tw := tar.NewWriter(&buf)
 		require.NoError(t, tw.WriteHeader(h))
 		require.Equal(t, blockSize, buf.Len(), "%s: one block", h.Name)
-		got, ok := plainHeader(buf.Bytes())
+		got, ok := plainHeader(buf.Bytes(), strslab.New(0))
 		require.True(t, ok, h.Name)
 		assert.Equal(t, header{name: h.Name, typeflag: h.Typeflag, size: h.Size}, got)
 	}
@@ -199,7 +201,7 @@ func TestPlainHeaderReadsTheWritersHeaders(t *testing.T) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	require.NoError(t, tw.WriteHeader(&tar.Header{Name: strings.Repeat("a", 300), Typeflag: tar.TypeReg}))
-	_, ok := plainHeader(buf.Bytes()[:blockSize])
+	_, ok := plainHeader(buf.Bytes()[:blockSize], strslab.New(0))
 	assert.False(t, ok)
 }
 
@@ -220,5 +222,43 @@ func TestChecksumAddsTheBytes(t *testing.T) {
 			}
 		}
 		assert.Equal(t, want, checksum(blk))
+	}
+}
+
+// plainNameCases are names plainName must judge as localClean does.
+var plainNameCases = []string{
+	"resources/pods/namespaces/team-00001/web-7d4b9c-x2x9z.json",
+	"resources/deployments.apps/v1-preferredversion/namespaces/a/b.json",
+	"metadata/version", "a", "...", ".a", "a.", "a..b", "a/...", "a_b-C.9",
+	"", ".", "..", "/", "/a", "a/", "a//b", "a/./b", "a/../b", "../a", "a/..", "./a",
+	"a\\b", "a\x00b", "a b", "é", "a/.", "..a/b", "a/b../c",
+}
+
+// TestPlainNameIsLocalClean: the walk's fast check of an entry's name says what
+// filepath.IsLocal and path.Clean say, wherever it says anything: a name it passes is
+// local and clean, and a name of its alphabet it refuses is not (but ".", the root, which
+// localClean passes).
+func TestPlainNameIsLocalClean(t *testing.T) {
+	for _, name := range plainNameCases {
+		checkPlainName(t, name)
+	}
+	assert.True(t, plainName(plainNameCases[0]), "a backup's entry name is judged without filepath")
+}
+
+func FuzzPlainName(f *testing.F) {
+	for _, name := range plainNameCases {
+		f.Add(name)
+	}
+	f.Fuzz(checkPlainName)
+}
+
+func checkPlainName(t *testing.T, name string) {
+	want := localClean(name)
+	if plainName(name) && !want {
+		t.Fatalf("plainName(%q) passes a name that is not local and clean", name)
+	}
+	alphabet := strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./") == ""
+	if alphabet && name != "." && plainName(name) != want {
+		t.Fatalf("plainName(%q) = %v, localClean %v", name, plainName(name), want)
 	}
 }
