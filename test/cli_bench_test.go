@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,15 +107,20 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 				}
 				last, err = clirun.Start(bin, args...)
 				b.StopTimer()
+				var sent requestCounts
+				if err == nil && w.ceiling {
+					sent = serverRequests(b, c)
+				}
 				c.Stop()
 				if err != nil {
 					b.Fatal(err)
 				}
 				cliTook += last.Took
 				if w.ceiling {
-					took := tarballCeiling(b, backup, w.server)
+					took, ceilingSent := tarballCeiling(b, backup, w.server)
 					ceilingTook += took
 					b.Logf("cli %.1f s, ceiling %.1f s: %.3f", last.Took.Seconds(), took.Seconds(), took.Seconds()/last.Took.Seconds())
+					b.Logf("requests the API server served, cli / ceiling: %s", sent.beside(ceilingSent))
 				}
 				b.StartTimer()
 			}
@@ -195,7 +203,7 @@ func BenchmarkIntegrationServices(b *testing.B) {
 // ceiling a restore of the same objects is measured against. The rest are encoded before
 // the clock starts, and held encoded: a million decoded objects would not fit beside the
 // server. It returns the time the rest took.
-func tarballCeiling(b *testing.B, path string, opts harness.Options) time.Duration {
+func tarballCeiling(b *testing.B, path string, opts harness.Options) (time.Duration, requestCounts) {
 	b.Helper()
 	ctx := context.Background()
 	bk, err := archive.ReadFile(ctx, path, archive.Options{})
@@ -246,5 +254,74 @@ func tarballCeiling(b *testing.B, path string, opts harness.Options) time.Durati
 	if err := workload.PostUnordered(ctx, cfg, others, benchWorkers); err != nil {
 		b.Fatal(err)
 	}
-	return time.Since(start)
+	took := time.Since(start)
+	return took, serverRequests(b, c)
+}
+
+// requestCounts is what an API server served since it started, by verb and resource
+// (and subresource), from its apiserver_request_total counters: what a restore and its
+// ceiling asked of their servers, to compare.
+type requestCounts map[string]float64
+
+// serverRequests reads c's API server's request counters.
+func serverRequests(b *testing.B, c *harness.Cluster) requestCounts {
+	b.Helper()
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	const metric = "apiserver_request_total{"
+	counts := requestCounts{}
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimSpace(line)
+		end := strings.LastIndexByte(line, '}')
+		if !strings.HasPrefix(line, metric) || end < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
+		if err != nil {
+			b.Fatalf("%s: %v", line, err)
+		}
+		labels := line[len(metric):end]
+		label := func(name string) string {
+			_, after, ok := strings.Cut(labels, name+`="`)
+			if !ok {
+				return ""
+			}
+			value, _, _ := strings.Cut(after, `"`)
+			return value
+		}
+		key := label("verb") + " " + label("resource")
+		if sub := label("subresource"); sub != "" {
+			key += "/" + sub
+		}
+		counts[key] += v
+	}
+	return counts
+}
+
+// beside lists r's counts and other's side by side, by key, where either reached 100:
+// the objects' creates and whatever else either side asked for in numbers.
+func (r requestCounts) beside(other requestCounts) string {
+	var keys []string
+	for k := range r {
+		if r[k] >= 100 || other[k] >= 100 {
+			keys = append(keys, k)
+		}
+	}
+	for k := range other {
+		if _, seen := r[k]; !seen && other[k] >= 100 {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var out []string
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%s %.0f / %.0f", k, r[k], other[k]))
+	}
+	return strings.Join(out, ", ")
 }
