@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -202,7 +201,7 @@ func BenchmarkIntegrationServices(b *testing.B) {
 // any target (owner references dropped, Services' cluster IPs left to the target): the
 // ceiling a restore of the same objects is measured against. The rest are encoded before
 // the clock starts, and held encoded: a million decoded objects would not fit beside the
-// server. It returns the time the rest took.
+// server. It returns the time the rest took, and the requests its server served.
 func tarballCeiling(b *testing.B, path string, opts harness.Options) (time.Duration, requestCounts) {
 	b.Helper()
 	ctx := context.Background()
@@ -266,40 +265,13 @@ type requestCounts map[string]float64
 // serverRequests reads c's API server's request counters.
 func serverRequests(b *testing.B, c *harness.Cluster) requestCounts {
 	b.Helper()
-	cs, err := kubernetes.NewForConfig(c.Config)
-	if err != nil {
-		b.Fatal(err)
-	}
-	data, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	const metric = "apiserver_request_total{"
 	counts := requestCounts{}
-	for line := range strings.Lines(string(data)) {
-		line = strings.TrimSpace(line)
-		end := strings.LastIndexByte(line, '}')
-		if !strings.HasPrefix(line, metric) || end < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		if err != nil {
-			b.Fatalf("%s: %v", line, err)
-		}
-		labels := line[len(metric):end]
-		label := func(name string) string {
-			_, after, ok := strings.Cut(labels, name+`="`)
-			if !ok {
-				return ""
-			}
-			value, _, _ := strings.Cut(after, `"`)
-			return value
-		}
-		key := label("verb") + " " + label("resource")
-		if sub := label("subresource"); sub != "" {
+	for _, s := range counters(b, c, "apiserver_request_total") {
+		key := s.label("verb") + " " + s.label("resource")
+		if sub := s.label("subresource"); sub != "" {
 			key += "/" + sub
 		}
-		counts[key] += v
+		counts[key] += s.value
 	}
 	return counts
 }

@@ -1,12 +1,10 @@
 package test
 
 import (
-	"bufio"
 	"context"
 	"net/http"
 	"net/url"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -173,21 +171,11 @@ func waitForFlowSchema(t *testing.T, c *harness.Cluster, name string) {
 // API server's metrics.
 func rejected(t *testing.T, c *harness.Cluster, flowSchema string) int {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(c.Config)
-	require.NoError(t, err)
-	data, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	require.NoError(t, err)
 	total := 0
-	sc := bufio.NewScanner(strings.NewReader(string(data)))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_flowcontrol_rejected_requests_total{") || !strings.Contains(line, `flow_schema="`+flowSchema+`"`) {
-			continue
+	for _, s := range counters(t, c, "apiserver_flowcontrol_rejected_requests_total") {
+		if s.label("flow_schema") == flowSchema {
+			total += int(s.value)
 		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		require.NoError(t, err, line)
-		total += int(v)
 	}
 	return total
 }

@@ -1,0 +1,56 @@
+package test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/restoregraph/restoregraph/test/harness"
+)
+
+// sample is one series of a counter the API server exposes: its labels as the text
+// format writes them (name="value",...), and its value.
+type sample struct {
+	labels string
+	value  float64
+}
+
+// label returns the value of the label called name, or "".
+func (s sample) label(name string) string {
+	_, after, ok := strings.Cut(s.labels, name+`="`)
+	if !ok {
+		return ""
+	}
+	value, _, _ := strings.Cut(after, `"`)
+	return value
+}
+
+// counters reads the series of metric from c's API server's /metrics.
+func counters(tb testing.TB, c *harness.Cluster, metric string) []sample {
+	tb.Helper()
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	data, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []sample
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimSpace(line)
+		end := strings.LastIndexByte(line, '}')
+		if !strings.HasPrefix(line, metric+"{") || end < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
+		if err != nil {
+			tb.Fatalf("%s: %v", line, err)
+		}
+		out = append(out, sample{labels: line[len(metric)+1 : end], value: v})
+	}
+	return out
+}
