@@ -245,6 +245,9 @@ version the target serves, with owner UIDs remapped.`,
 		if f, _ := cmd.Flags().GetString("log-format"); f != "text" && f != "json" {
 			return badInput("--log-format must be text or json, not %q", f)
 		}
+		if err := limitMemory(cmd.Context(), logger(cmd), cmd.Name() == "controller"); err != nil {
+			return err
+		}
 		stop, err := startProfiles(cmd)
 		if err == nil {
 			stopProfiles = stop

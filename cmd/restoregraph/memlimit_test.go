@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/restoregraph/restoregraph/bench/workload"
+)
+
+// cgroup is a memory cgroup of the machine's kernel, version 1 or 2, made for a test.
+type cgroup struct {
+	dir             string
+	limitFile, peak string // the files of the limit and of the peak usage
+}
+
+// newCgroup makes a memory cgroup limited to limit bytes (none when 0), and removes it
+// when the test ends. It skips the test where no memory cgroup can be made: not root,
+// or a container that does not let its cgroups be written.
+func newCgroup(t *testing.T, limit int64) *cgroup {
+	t.Helper()
+	var cg cgroup
+	var root string
+	switch {
+	case fileExists("/sys/fs/cgroup/memory/memory.limit_in_bytes"): // version 1
+		root, cg = "/sys/fs/cgroup/memory", cgroup{limitFile: "memory.limit_in_bytes", peak: "memory.max_usage_in_bytes"}
+	case fileExists("/sys/fs/cgroup/cgroup.controllers"): // version 2
+		root, cg = "/sys/fs/cgroup", cgroup{limitFile: "memory.max", peak: "memory.peak"}
+	default:
+		t.Skip("no memory cgroup hierarchy at /sys/fs/cgroup")
+	}
+	var err error
+	if cg.dir, err = os.MkdirTemp(root, "restoregraph-test-"); err != nil {
+		t.Skipf("cannot make a memory cgroup: %v", err)
+	}
+	t.Cleanup(func() { os.Remove(cg.dir) })
+	if !fileExists(filepath.Join(cg.dir, cg.limitFile)) {
+		t.Skipf("%s has no memory controller", cg.dir)
+	}
+	if limit > 0 {
+		require.NoError(t, os.WriteFile(filepath.Join(cg.dir, cg.limitFile), []byte(strconv.FormatInt(limit, 10)), 0o644))
+	}
+	return &cg
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// run runs the command in the cgroup, with env added to the test's environment, and
+// returns what it wrote and whether the kernel killed it.
+func (cg *cgroup) run(t *testing.T, env []string, args ...string) (res result, killed bool) {
+	t.Helper()
+	// The shell joins the cgroup, then becomes the command: it starts inside it.
+	cmd := exec.Command("/bin/sh", append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg.dir, binary}, args...)...)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+filepath.Join(t.TempDir(), "none")), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		res.code = ee.ExitCode()
+		killed = strings.Contains(ee.String(), "killed")
+	} else {
+		require.NoError(t, err)
+	}
+	res.stdout, res.stderr = out.String(), errb.String()
+	return res, killed
+}
+
+// peakBytes is the most memory the cgroup's processes have used at once.
+func (cg *cgroup) peakBytes(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(cg.dir, cg.peak))
+	require.NoError(t, err)
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	require.NoError(t, err)
+	return n
+}
+
+// TestRestoreFitsItsContainer restores into the embedded server inside a memory cgroup
+// (what a pod's memory limit makes) smaller than what the same restore uses without
+// one: restoregraph gives the Go collector a soft limit of 90% of the cgroup's, and
+// finishes, where without it (AUTOMEMLIMIT=off) the kernel kills it.
+func TestRestoreFitsItsContainer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making a memory cgroup needs root")
+	}
+	path := filepath.Join(t.TempDir(), "apps.tar.gz")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	n, err := workload.WriteApps(f, 60_000, 1)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	args := []string{"restore", "--backup", path, "--embedded", "-v"}
+
+	free := newCgroup(t, 0)
+	res, killed := free.run(t, nil, args...)
+	require.False(t, killed)
+	require.Equal(t, 0, res.code, res.stderr)
+	peak := free.peakBytes(t)
+
+	limit := peak * 6 / 10 &^ 4095
+	tight := newCgroup(t, limit)
+	res, killed = tight.run(t, nil, args...)
+	require.False(t, killed, "killed in a container of %d MiB (%d MiB unlimited)", limit>>20, peak>>20)
+	require.Equal(t, 0, res.code, res.stderr)
+	assert.Contains(t, res.stderr, fmt.Sprintf("GOMEMLIMIT=%d ", int64(float64(limit)*memoryShare)))
+	assert.Contains(t, res.stdout, fmt.Sprintf("%d objects in ", n))
+	assert.Contains(t, res.stdout, fmt.Sprintf(": %d restored", n))
+	assert.LessOrEqual(t, tight.peakBytes(t), limit)
+
+	// The container is tight enough to tell: without the soft limit, the same restore
+	// in the same container is killed.
+	off := newCgroup(t, limit)
+	_, killed = off.run(t, []string{"AUTOMEMLIMIT=off"}, args...)
+	assert.True(t, killed, "with AUTOMEMLIMIT=off, not killed in a container of %d MiB (%d MiB unlimited): the test tells nothing", limit>>20, peak>>20)
+}
+
+// TestMemoryLimitLeftToTheUser: GOMEMLIMIT, when set, is the limit; an AUTOMEMLIMIT that
+// is not a share is bad input.
+func TestMemoryLimitLeftToTheUser(t *testing.T) {
+	cmd := exec.Command(binary, "plan", "--backup", "/nonexistent.tar.gz", "-v")
+	cmd.Env = append(os.Environ(), "GOMEMLIMIT=300MiB")
+	out, _ := cmd.CombinedOutput()
+	assert.Contains(t, string(out), "GOMEMLIMIT is already set")
+
+	cmd = exec.Command(binary, "plan", "--backup", "/nonexistent.tar.gz")
+	cmd.Env = append(os.Environ(), "AUTOMEMLIMIT=1.5")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, exitBadInput, ee.ExitCode())
+	assert.Contains(t, string(out), "AUTOMEMLIMIT must be off or a share")
+}
