@@ -3,6 +3,7 @@ package archive
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"unsafe"
@@ -30,13 +31,29 @@ type objectMeta struct {
 // keys) are shared, so that a million objects are a few thousand allocations rather
 // than tens of millions.
 type metaReader struct {
-	scratch []byte         // see unquote
-	pairBuf manifest.Pairs // reused while reading one object's labels or annotations
+	scratch []byte // see unquote
 	strs    *strslab.Strings
+
+	// Reused while reading one object's labels or annotations: each pair's key
+	// (interned) and its value's bytes at vals[at:at+n].
+	pairBuf []rawPair
+	vals    []byte
+	// sets holds the label and annotation sets read so far, by a hash of their pairs:
+	// the objects of one application (its Deployment, ReplicaSets, Pods, Service,
+	// ConfigMaps) most often carry the same labels, and an object that does shares
+	// the set and its strings with the first that did.
+	sets map[uint64]manifest.Pairs
+	seed maphash.Seed
+}
+
+// rawPair is a label or annotation read but not kept yet.
+type rawPair struct {
+	key   string
+	at, n int
 }
 
 func newMetaReader(s *strslab.Strings) *metaReader {
-	return &metaReader{strs: s, scratch: make([]byte, 0, 512)}
+	return &metaReader{strs: s, scratch: make([]byte, 0, 512), sets: map[uint64]manifest.Pairs{}, seed: maphash.MakeSeed()}
 }
 
 var errNotObject = errors.New("not a Kubernetes object in JSON")
@@ -110,33 +127,67 @@ func (r *metaReader) owners(m *objectMeta, value []byte) error {
 }
 
 // pairs reads a map of strings (labels, annotations) as sorted pairs; of duplicate
-// keys, the last value.
+// keys, the last value. A set equal to one read before is that one: Pairs are never
+// changed once read.
 func (r *metaReader) pairs(value []byte) (manifest.Pairs, error) {
 	if string(value) == "null" {
 		return nil, nil
 	}
-	p := r.pairBuf[:0]
+	p, vals := r.pairBuf[:0], r.vals[:0]
 	err := jsontree.Members(value, func(name, value []byte) error {
 		key := r.strs.Intern(name)
-		v, err := r.str(value)
-		p = append(p, manifest.Pair{Key: key, Value: v})
+		v, err := r.unquote(value)
+		p = append(p, rawPair{key: key, at: len(vals), n: len(v)})
+		vals = append(vals, v...)
 		return err
 	})
-	r.pairBuf = p
+	r.pairBuf, r.vals = p, vals
 	if err != nil || len(p) == 0 {
 		return nil, err
 	}
 	// Stable, and the last of each run of one key kept: the last value wins.
-	slices.SortStableFunc(p, func(a, b manifest.Pair) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortStableFunc(p, func(a, b rawPair) int { return strings.Compare(a.key, b.key) })
 	out := p[:0]
 	for i := range p {
-		if i+1 < len(p) && p[i+1].Key == p[i].Key {
+		if i+1 < len(p) && p[i+1].key == p[i].key {
 			continue
 		}
 		out = append(out, p[i])
 	}
+	var h maphash.Hash
+	h.SetSeed(r.seed)
+	for _, rp := range out {
+		h.WriteString(rp.key)
+		h.WriteByte(0)
+		h.Write(vals[rp.at : rp.at+rp.n])
+		h.WriteByte(0)
+	}
+	sum := h.Sum64()
+	if seen, ok := r.sets[sum]; ok && sameSet(seen, out, vals) {
+		return seen, nil
+	}
 	// Exactly as long as it is: append's spare capacity, a million times over, is not.
-	return slices.Clone(out), nil
+	set := make(manifest.Pairs, len(out))
+	for i, rp := range out {
+		set[i] = manifest.Pair{Key: rp.key, Value: r.strs.Copy(vals[rp.at : rp.at+rp.n])}
+	}
+	if _, ok := r.sets[sum]; !ok { // of two sets with one hash, the first is shared
+		r.sets[sum] = set
+	}
+	return set, nil
+}
+
+// sameSet reports whether set holds the pairs of out, whose values are in vals.
+func sameSet(set manifest.Pairs, out []rawPair, vals []byte) bool {
+	if len(set) != len(out) {
+		return false
+	}
+	for i, rp := range out {
+		if set[i].Key != rp.key || set[i].Value != string(vals[rp.at:rp.at+rp.n]) {
+			return false
+		}
+	}
+	return true
 }
 
 // unquote returns the string value holds, valid until the next call. A string with

@@ -90,6 +90,33 @@ func TestMetaReaderAgreesWithTheRestoresDecode(t *testing.T) {
 	}
 }
 
+// Objects with the same labels (an application's) share one set, in whatever order
+// their bodies list the pairs; a set that differs in one value, or that only hashes as
+// one read before, is its own.
+func TestMetaReaderSharesEqualSets(t *testing.T) {
+	r := newMetaReader(strslab.New(1 << 10))
+	read := func(labels string) manifest.Pairs {
+		m, err := r.read([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":` + labels + `}}`))
+		require.NoError(t, err)
+		return m.labels
+	}
+	a := read(`{"app":"web","tier":"front"}`)
+	b := read(`{"tier":"front","app":"web"}`)
+	c := read(`{"app":"web","tier":"back"}`)
+	assert.Same(t, &a[0], &b[0])
+	assert.NotSame(t, &a[0], &c[0])
+	assert.Equal(t, manifest.Pairs{{Key: "app", Value: "web"}, {Key: "tier", Value: "back"}}, c)
+
+	// Another set under a's hash, as two sets whose hashes collide would be: a is read
+	// as a, not as the set kept.
+	for sum, set := range r.sets {
+		if &set[0] == &a[0] {
+			r.sets[sum] = manifest.Pairs{{Key: "app", Value: "other"}, {Key: "tier", Value: "front"}}
+		}
+	}
+	assert.Equal(t, manifest.Pairs{{Key: "app", Value: "web"}, {Key: "tier", Value: "front"}}, read(`{"app":"web","tier":"front"}`))
+}
+
 func TestMetaReaderRefuses(t *testing.T) {
 	r := newMetaReader(strslab.New(1 << 10))
 	for _, doc := range []string{
