@@ -34,14 +34,14 @@ func (s *Server) gcWatch(k key, st, old *stored) {
 		return
 	}
 	if st == nil {
-		for _, dep := range s.dependents[old.uid] {
+		for _, dep := range s.dependents[old.uid()] {
 			if d, ok := s.byUID[dep]; ok {
 				if _, seen := s.orphanSince[d.key()]; !seen {
 					s.orphanSince[d.key()] = time.Now()
 				}
 			}
 		}
-		delete(s.dependents, old.uid)
+		delete(s.dependents, old.uid())
 		return
 	}
 	if len(st.owners) == 0 {
@@ -53,7 +53,7 @@ func (s *Server) gcWatch(k key, st, old *stored) {
 			alive = true
 		}
 		if old == nil || !slices.Contains(old.owners, o) {
-			s.dependents[o] = append(s.dependents[o], st.uid)
+			s.dependents[o] = append(s.dependents[o], st.uid())
 		}
 	}
 	if _, seen := s.orphanSince[k]; !alive && !seen {

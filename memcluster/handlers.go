@@ -260,7 +260,7 @@ func (s *Server) createObject(req *request, obj object) (*stored, error) {
 	early := !admitChanges(req.rt.gr)
 	var enc *stored
 	if early {
-		enc = encodeUnversioned(req.rt, &s.labels, obj)
+		enc = encodeUnversioned(req.rt, obj)
 	}
 
 	s.mu.Lock()
@@ -282,7 +282,7 @@ func (s *Server) createObject(req *request, obj object) (*stored, error) {
 		return nil, err
 	}
 	if !early {
-		enc = encodeUnversioned(req.rt, &s.labels, obj) // as admission left it
+		enc = encodeUnversioned(req.rt, obj) // as admission left it
 	}
 	st := s.recordStored(watch.Added, k, enc.version(obj, s.nextRV()))
 	s.afterWrite(req, obj)
@@ -412,7 +412,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, req *request) {
 		return
 	}
 	current := old.json()
-	if old.apiVersion != req.gvk().GroupVersion().String() {
+	if old.apiVersion() != req.gvk().GroupVersion().String() {
 		current, _ = json.Marshal(req.at(old.object()))
 	}
 	var patched []byte
@@ -472,14 +472,14 @@ func (s *Server) deleteHandler(w http.ResponseWriter, r *http.Request, req *requ
 		return
 	}
 	if p := opts.Preconditions; p != nil {
-		if p.UID != nil && *p.UID != st.uid || p.ResourceVersion != nil && *p.ResourceVersion != st.rv {
+		if p.UID != nil && *p.UID != st.uid() || p.ResourceVersion != nil && *p.ResourceVersion != st.rv() {
 			writeStatus(w, apierrors.NewConflict(req.rt.gr, req.name, fmt.Errorf("precondition failed")))
 			return
 		}
 	}
 	s.remove(req, k, st)
 	writeJSON(w, http.StatusOK, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
-		Details: &metav1.StatusDetails{Name: req.name, Group: req.rt.gr.Group, Kind: req.rt.gr.Resource, UID: st.uid}})
+		Details: &metav1.StatusDetails{Name: req.name, Group: req.rt.gr.Group, Kind: req.rt.gr.Resource, UID: st.uid()}})
 }
 
 // remove deletes an object, or marks it deleting when finalizers or a namespace's

@@ -121,7 +121,7 @@ func (s *Server) afterWrite(req *request, obj object) {
 func (s *Server) establish(name string, uid types.UID) {
 	k := key{gr: crdGR, name: name}
 	st, ok := s.objects.get(k)
-	if !ok || st.uid != uid {
+	if !ok || st.uid() != uid {
 		return
 	}
 	obj := st.object()

@@ -56,7 +56,6 @@ type Server struct {
 	orphanSince map[key]time.Time         // the garbage collector's candidates
 	dependents  map[types.UID][]types.UID // by owner UID, the objects that named it (some may since have stopped)
 	timers      map[*time.Timer]struct{}
-	labels      labelSets // the label sets of objects stored lately, shared
 	closed      bool
 	collected   int
 	alloc       *allocations

@@ -1,11 +1,12 @@
 package memcluster
 
 import (
-	"hash/maphash"
+	"encoding/binary"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"unique"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -68,82 +69,69 @@ func (w *watcher) view(e event) (event, bool) {
 	return e, false
 }
 
-// labelSet is an object's labels as the store keeps them: key, value, key, value, ...
-// One allocation of a few strings, where a map of the same labels takes two and several
-// times the memory, for each of a million objects.
-type labelSet []string
+// labelSet is an object's labels as the store keeps them: one string of its pairs in the
+// order of their keys, each key and value after its length, made canonical by unique.
+// Objects with equal labels (an application's, with the restore's two) share it, and
+// it is let go once no object holds it. The zero labelSet has no labels.
+type labelSet struct{ h unique.Handle[string] }
 
-// labelsOf returns obj's labels, in the order of their keys: through sets, when not
-// nil, an equal set kept before, or a new one that sets then keeps.
-func labelsOf(obj object, sets *labelSets) labelSet {
+// labelsOf returns obj's labels.
+func labelsOf(obj object) labelSet {
 	md, _ := obj["metadata"].(map[string]any)
 	raw, _ := md["labels"].(map[string]any)
 	if len(raw) == 0 {
-		return nil
+		return labelSet{}
 	}
-	if sets == nil {
-		return sortedLabels(make(labelSet, 0, 2*len(raw)), raw)
+	var keysArr [16]string
+	keys := keysArr[:0]
+	for k := range raw {
+		keys = append(keys, k)
 	}
-	return sets.intern(raw)
+	slices.Sort(keys)
+	var bufArr [256]byte
+	buf := bufArr[:0]
+	for _, k := range keys {
+		v, _ := raw[k].(string)
+		buf = binary.AppendUvarint(buf, uint64(len(k)))
+		buf = append(buf, k...)
+		buf = binary.AppendUvarint(buf, uint64(len(v)))
+		buf = append(buf, v...)
+	}
+	// Make copies the string when it keeps it, and only then.
+	return labelSet{unique.Make(unsafe.String(&buf[0], len(buf)))}
 }
 
-// sortedLabels appends the pairs of raw to l, in the order of their keys.
-func sortedLabels(l labelSet, raw map[string]any) labelSet {
-	for k, v := range raw {
-		s, _ := v.(string)
-		l = append(l, k, s)
-		for j := len(l) - 2; j >= 2 && l[j] < l[j-2]; j -= 2 { // an insertion sort of a few pairs
-			l[j], l[j+1], l[j-2], l[j-1] = l[j-2], l[j-1], l[j], l[j+1]
+// each calls f with each label, in the order of their keys, until f returns false.
+func (l labelSet) each(f func(k, v string) bool) {
+	if l.h == (unique.Handle[string]{}) {
+		return
+	}
+	s := l.h.Value()
+	for len(s) > 0 {
+		var k, v string
+		k, s = lengthPrefixed(s)
+		v, s = lengthPrefixed(s)
+		if !f(k, v) {
+			return
 		}
 	}
-	return l
 }
 
-// labelSets keeps the label sets objects were stored with lately, so that objects with
-// the same labels share one: an application's objects most often carry the same few,
-// and a restore labels all it restores with its name and its backup's. A set is kept
-// in one of labelSlots slots, by a hash of its pairs, until a set that hashes to the
-// same slot replaces it: the memory they take is bounded however many sets there are.
-type labelSets struct {
-	mu      sync.Mutex
-	slots   []labelSet // made on first use
-	seed    maphash.Seed
-	scratch labelSet
-}
-
-const labelSlots = 4096
-
-// intern returns the labels raw holds (a metadata.labels map), as a set kept before when
-// one is equal, or as a new one, which it keeps.
-func (ls *labelSets) intern(raw map[string]any) labelSet {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if ls.slots == nil {
-		ls.slots, ls.seed = make([]labelSet, labelSlots), maphash.MakeSeed()
-	}
-	l := sortedLabels(ls.scratch[:0], raw)
-	ls.scratch = l
-	var h maphash.Hash
-	h.SetSeed(ls.seed)
-	for _, s := range l {
-		h.WriteString(s)
-		h.WriteByte(0)
-	}
-	slot := &ls.slots[h.Sum64()%labelSlots]
-	if !slices.Equal(*slot, l) {
-		*slot = slices.Clone(l)
-	}
-	return *slot
+// lengthPrefixed cuts the string after its length off the front of s.
+func lengthPrefixed(s string) (string, string) {
+	n, w := binary.Uvarint(unsafe.Slice(unsafe.StringData(s), len(s)))
+	return s[w : w+int(n)], s[w+int(n):]
 }
 
 // Lookup returns the value of label k, and whether there is one.
-func (l labelSet) Lookup(k string) (string, bool) {
-	for i := 0; i+1 < len(l); i += 2 {
-		if l[i] == k {
-			return l[i+1], true
+func (l labelSet) Lookup(k string) (v string, found bool) {
+	l.each(func(key, value string) bool {
+		if key == k {
+			v, found = value, true
 		}
-	}
-	return "", false
+		return !found
+	})
+	return v, found
 }
 
 // Has reports whether there is a label k.
@@ -181,7 +169,7 @@ func (s *Server) recordStored(typ watch.EventType, k key, encoded *stored) *stor
 	var st, shown *stored // what is stored, what the event shows
 	if typ == watch.Deleted {
 		if prev != nil {
-			delete(s.byUID, prev.uid)
+			delete(s.byUID, prev.uid())
 			if k.gr == servicesGR {
 				s.alloc.release(k)
 			}
@@ -192,12 +180,12 @@ func (s *Server) recordStored(typ watch.EventType, k key, encoded *stored) *stor
 		shown = encoded
 	} else {
 		st = encoded
-		if prev == nil && k.name == st.name && k.namespace == st.namespace {
-			k.name, k.namespace = st.name, st.namespace // the key keeps no strings of its own
+		if prev == nil && k.name == st.name() && k.namespace == st.namespace {
+			k.name, k.namespace = st.name(), st.namespace // the key keeps no strings of its own
 		}
 		st.rt = s.types[k.gr]
 		s.objects.set(k, st)
-		s.byUID[st.uid] = st
+		s.byUID[st.uid()] = st
 		s.gcWatch(k, st, prev)
 		shown = st
 	}
@@ -249,7 +237,7 @@ func (s *Server) list(gr schema.GroupResource, ns, name string, sel labels.Selec
 		if c := strings.Compare(a.namespace, b.namespace); c != 0 {
 			return c
 		}
-		return strings.Compare(a.name, b.name)
+		return strings.Compare(a.name(), b.name())
 	})
 	return out
 }

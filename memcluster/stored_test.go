@@ -50,11 +50,11 @@ func TestUnversionedIsEncodedWithItsVersion(t *testing.T) {
 		obj, err := jsontree.Object([]byte(podJSON))
 		require.NoError(t, err)
 		meta(obj)["name"] = fmt.Sprintf("pod-%d", i)
-		st := encodeUnversioned(rt, &labelSets{}, obj).version(obj, rv)
+		st := encodeUnversioned(rt, obj).version(obj, rv)
 		assert.Equal(t, rv, metaString(obj, "resourceVersion"))
 		want := newStored(obj)
 		require.Equal(t, string(want.raw), string(st.json()), "object %d", i)
-		assert.Equal(t, []string{want.name, string(want.uid), want.rv}, []string{st.name, string(st.uid), st.rv})
+		assert.Equal(t, []string{want.name(), string(want.uid()), want.rv()}, []string{st.name(), string(st.uid()), st.rv()})
 		if st.dict != nil {
 			compressed++
 			assert.Less(t, len(st.raw), len(want.raw)/4, "object %d is kept compressed", i)
@@ -66,7 +66,7 @@ func TestUnversionedIsEncodedWithItsVersion(t *testing.T) {
 	obj, err := jsontree.Object([]byte(podJSON))
 	require.NoError(t, err)
 	obj["data"] = map[string]any{"big": strings.Repeat("x", compressMax)}
-	st := encodeUnversioned(rt, &labelSets{}, obj).version(obj, "7")
+	st := encodeUnversioned(rt, obj).version(obj, "7")
 	assert.Nil(t, st.dict)
 	assert.Equal(t, string(newStored(obj).raw), string(st.json()))
 }
@@ -133,25 +133,36 @@ func TestReadBody(t *testing.T) {
 }
 
 // Objects with the same labels share one set, in the order of its keys,
-// whatever order their maps give; other labels, or labels that differ in one value, get
-// sets of their own, and a lookup reads each object's own.
+// whatever order their maps give; other labels, or labels that differ in one value, or
+// whose keys and values only join into the same bytes, get sets of their own, and a
+// lookup reads each object's own.
 func TestLabelSetsShared(t *testing.T) {
-	rt, sets := &resourceType{}, &labelSets{}
+	rt := &resourceType{}
 	labelled := func(labels map[string]any) *stored {
 		obj, err := jsontree.Object([]byte(podJSON))
 		require.NoError(t, err)
 		meta(obj)["labels"] = labels
-		return encodeUnversioned(rt, sets, obj)
+		return encodeUnversioned(rt, obj)
 	}
+	pairs := func(l labelSet) []string {
+		var p []string
+		l.each(func(k, v string) bool { p = append(p, k, v); return true })
+		return p
+	}
+	long := strings.Repeat("v", 300) // a length of two bytes
 	app := func(name string) map[string]any {
-		return map[string]any{"app": name, "tier": "web", "velero.io/restore-name": "r", "velero.io/backup-name": "b", "a": "first"}
+		return map[string]any{"app": name, "tier": "web", "velero.io/restore-name": "r", "velero.io/backup-name": "b", "a": "first", "long": long}
 	}
 	web1, web2, db := labelled(app("web")), labelled(app("web")), labelled(app("db"))
-	assert.Equal(t, labelSet{"a", "first", "app", "web", "tier", "web", "velero.io/backup-name", "b", "velero.io/restore-name", "r"}, web1.labels)
-	assert.Same(t, &web1.labels[0], &web2.labels[0], "equal labels share a set")
-	assert.NotSame(t, &web1.labels[0], &db.labels[0])
+	assert.Equal(t, []string{"a", "first", "app", "web", "long", long, "tier", "web", "velero.io/backup-name", "b", "velero.io/restore-name", "r"}, pairs(web1.labels))
+	assert.Equal(t, web1.labels, web2.labels, "equal labels share a set")
+	assert.NotEqual(t, web1.labels, db.labels)
 	assert.Equal(t, "db", db.labels.Get("app"))
 	assert.Equal(t, "web", web2.labels.Get("app"))
-	assert.Nil(t, labelled(nil).labels)
-	assert.Equal(t, labelSet{"app", "web"}, newStored(map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}}}).labels, "an object stored without sets has its own")
+	assert.Equal(t, long, web2.labels.Get("long"))
+	assert.False(t, web2.labels.Has("ap"))
+	assert.NotEqual(t, labelled(map[string]any{"ab": "c"}).labels, labelled(map[string]any{"a": "bc"}).labels)
+	assert.Equal(t, labelSet{}, labelled(nil).labels)
+	assert.Nil(t, pairs(labelled(map[string]any{}).labels))
+	assert.Equal(t, []string{"app", "web"}, pairs(newStored(map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}}}).labels))
 }
