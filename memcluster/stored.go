@@ -55,7 +55,7 @@ func describe(obj object, raw []byte) *stored {
 	md := meta(obj)
 	st := &stored{raw: raw, at: -1, owners: ownerUIDs(obj), deleting: metaString(obj, "deletionTimestamp") != "", finalizers: len(finalizers(obj)) > 0}
 	apiVersion, _ := obj["apiVersion"].(string)
-	st.gv = unique.Make(apiVersion)
+	st.gv = canonical(apiVersion)
 	st.namespace, _ = md["namespace"].(string)
 	st.labels = labelsOf(obj)
 	return st
