@@ -48,9 +48,13 @@ func (s *Server) gcWatch(k key, st, old *stored) {
 		return
 	}
 	alive := false
-	for _, o := range st.owners {
-		if _, ok := s.byUID[o]; ok {
+	for i, o := range st.owners {
+		if owner, ok := s.byUID[o]; ok {
 			alive = true
+			// The owner's own string, which its record keeps anyway: the one in st's
+			// JSON, made for st by its client, is let go (a million objects' owners).
+			o = owner.uid()
+			st.owners[i] = o
 		}
 		if old == nil || !slices.Contains(old.owners, o) {
 			s.dependents[o] = append(s.dependents[o], st.uid())
