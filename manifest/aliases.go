@@ -65,7 +65,7 @@ func (m *Manifest) fold(prev, item *Item) error {
 			}
 		}
 		m.replaced[prev] = item // applied to the items slice on its next read
-		m.byUID[item.UID] = item
+		m.byUID.Set(item)
 		for _, a := range m.aliases[item.UID] {
 			m.setID(a.ID(), item)
 		}
@@ -87,7 +87,7 @@ func (m *Manifest) Aliases(uid types.UID) []*Item { return m.aliases[uid] }
 func (m *Manifest) Folded() iter.Seq2[*Item, []*Item] {
 	return func(yield func(*Item, []*Item) bool) {
 		for uid, aliases := range m.aliases {
-			if !yield(m.byUID[uid], aliases) {
+			if it, _ := m.byUID.Get(uid); !yield(it, aliases) {
 				return
 			}
 		}

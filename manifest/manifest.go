@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/restoregraph/restoregraph/internal/scoped"
+	"github.com/restoregraph/restoregraph/internal/uidmap"
 )
 
 // FormatVersion is the version of the manifest.json format that Encode writes.
@@ -21,7 +22,7 @@ const FormatVersion = "1"
 // The zero value is an empty manifest ready to use.
 type Manifest struct {
 	items    []*Item
-	byUID    map[types.UID]*Item
+	byUID    *uidmap.Map[*Item]
 	byID     scoped.Map[idScope, *Item]         // by group, resource, namespace and name
 	versions map[schema.GroupResource]*Resource // what SetVersions recorded
 	aliases  map[types.UID][]*Item              // the other copies of objects served twice
@@ -37,7 +38,7 @@ type Manifest struct {
 func New(n int) *Manifest {
 	return &Manifest{
 		items: make([]*Item, 0, n),
-		byUID: make(map[types.UID]*Item, n),
+		byUID: uidmap.New(n, itemUID),
 		byID:  *scoped.New[idScope, *Item](n),
 	}
 }
@@ -55,9 +56,9 @@ func (m *Manifest) Add(item *Item) (bool, error) {
 		return false, err
 	}
 	if m.byUID == nil {
-		m.byUID = make(map[types.UID]*Item)
+		m.byUID = uidmap.New(0, itemUID)
 	}
-	if prev, ok := m.byUID[item.UID]; ok {
+	if prev, ok := m.byUID.Get(item.UID); ok {
 		return false, m.fold(prev, item)
 	}
 	id := item.ID()
@@ -65,7 +66,7 @@ func (m *Manifest) Add(item *Item) (bool, error) {
 		return false, fmt.Errorf("%w: %s (uid %s) is already recorded with uid %s", ErrItemAlreadyExists, id, item.UID, prev.UID)
 	}
 	m.items = append(m.items, item)
-	m.byUID[item.UID] = item
+	m.byUID.Set(item)
 	m.setID(id, item)
 	// No lock: Add never runs concurrently with anything else (see the package doc).
 	m.sorted = len(m.items) == 1 || (m.sorted && compareItems(m.items[len(m.items)-2], item) < 0)
@@ -79,8 +80,10 @@ func (m *Manifest) Len() int { return len(m.items) }
 
 // ByUID returns the item with the given UID.
 func (m *Manifest) ByUID(uid types.UID) (*Item, bool) {
-	it, ok := m.byUID[uid]
-	return it, ok
+	if m.byUID == nil {
+		return nil, false
+	}
+	return m.byUID.Get(uid)
 }
 
 // Get returns the item with the given identity.
@@ -96,6 +99,8 @@ func (m *Manifest) get(id ID) *Item {
 }
 
 func (m *Manifest) setID(id ID, it *Item) { m.byID.Set(id.scope(), id.Name, it) }
+
+func itemUID(it *Item) types.UID { return it.UID }
 
 // idScope is an identity but its name: what many items share.
 type idScope struct{ group, resource, namespace string }

@@ -6,7 +6,7 @@ import "k8s.io/apimachinery/pkg/types"
 // item in the manifest (dangling owners), both in the order of item.OwnerUIDs.
 func (m *Manifest) Owners(item *Item) (owners []*Item, dangling []types.UID) {
 	for _, uid := range item.OwnerUIDs {
-		if o, ok := m.byUID[uid]; ok {
+		if o, ok := m.ByUID(uid); ok {
 			owners = append(owners, o)
 		} else {
 			dangling = append(dangling, uid)
@@ -43,7 +43,7 @@ func (m *Manifest) Dangling() []DanglingOwner {
 	var out []DanglingOwner
 	for _, it := range m.Items() {
 		for _, uid := range it.OwnerUIDs {
-			if _, ok := m.byUID[uid]; !ok {
+			if _, ok := m.ByUID(uid); !ok {
 				out = append(out, DanglingOwner{Item: it, OwnerUID: uid})
 			}
 		}

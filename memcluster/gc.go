@@ -35,7 +35,7 @@ func (s *Server) gcWatch(k key, st, old *stored) {
 	}
 	if st == nil {
 		for _, dep := range s.dependents[old.uid()] {
-			if d, ok := s.byUID[dep]; ok {
+			if d, ok := s.byUID.Get(dep); ok {
 				if _, seen := s.orphanSince[d.key()]; !seen {
 					s.orphanSince[d.key()] = time.Now()
 				}
@@ -49,7 +49,7 @@ func (s *Server) gcWatch(k key, st, old *stored) {
 	}
 	alive := false
 	for i, o := range st.owners {
-		if owner, ok := s.byUID[o]; ok {
+		if owner, ok := s.byUID.Get(o); ok {
 			alive = true
 			// The owner's own string, which its record keeps anyway: the one in st's
 			// JSON, made for st by its client, is let go (a million objects' owners).
@@ -93,7 +93,7 @@ func (s *Server) gcPass(now time.Time) {
 // that exists.
 func (s *Server) ownerAlive(st *stored) bool {
 	for _, o := range st.owners {
-		if _, ok := s.byUID[o]; ok {
+		if _, ok := s.byUID.Get(o); ok {
 			return true
 		}
 	}

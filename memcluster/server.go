@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
+
+	"github.com/restoregraph/restoregraph/internal/uidmap"
 )
 
 // Options tune a memcluster. The zero value is a plain, fault-free server.
@@ -49,7 +51,7 @@ type Server struct {
 	mu          sync.Mutex
 	types       map[schema.GroupResource]*resourceType
 	objects     objectIndex
-	byUID       map[types.UID]*stored
+	byUID       *uidmap.Map[*stored]
 	rv          uint64
 	history     ring
 	watchers    map[*watcher]struct{}
@@ -101,7 +103,7 @@ func StartServer(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, listener: ln, alloc: alloc,
-		types: map[schema.GroupResource]*resourceType{}, objects: objectIndex{}, byUID: map[types.UID]*stored{},
+		types: map[schema.GroupResource]*resourceType{}, objects: objectIndex{}, byUID: uidmap.New(0, (*stored).uid),
 		history: newRing(opts.History), watchers: map[*watcher]struct{}{},
 		orphanSince: map[key]time.Time{}, dependents: map[types.UID][]types.UID{}, timers: map[*time.Timer]struct{}{}, done: make(chan struct{}),
 	}

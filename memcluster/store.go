@@ -199,7 +199,7 @@ func (s *Server) recordStored(typ watch.EventType, k key, encoded *stored) *stor
 	var st, shown *stored // what is stored, what the event shows
 	if typ == watch.Deleted {
 		if prev != nil {
-			delete(s.byUID, prev.uid())
+			s.byUID.Delete(prev.uid())
 			if k.gr == servicesGR {
 				s.alloc.release(k)
 			}
@@ -215,7 +215,7 @@ func (s *Server) recordStored(typ watch.EventType, k key, encoded *stored) *stor
 		}
 		st.rt = s.types[k.gr]
 		s.objects.set(k, st)
-		s.byUID[st.uid()] = st
+		s.byUID.Set(st)
 		s.gcWatch(k, st, prev)
 		shown = st
 	}
