@@ -65,7 +65,7 @@ func (m *Manifest) fold(prev, item *Item) error {
 			}
 		}
 		m.replaced[prev] = item // applied to the items slice on its next read
-		m.byUID.Set(item)
+		m.byUID.Set(item.UID, item)
 		for _, a := range m.aliases[item.UID] {
 			m.setID(a.ID(), item)
 		}

@@ -11,8 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/restoregraph/restoregraph/internal/scoped"
-	"github.com/restoregraph/restoregraph/internal/uidmap"
+	"github.com/restoregraph/restoregraph/internal/keyed"
 )
 
 // FormatVersion is the version of the manifest.json format that Encode writes.
@@ -22,8 +21,8 @@ const FormatVersion = "1"
 // The zero value is an empty manifest ready to use.
 type Manifest struct {
 	items    []*Item
-	byUID    *uidmap.Map[*Item]
-	byID     scoped.Map[idScope, *Item]         // by group, resource, namespace and name
+	byUID    *keyed.Map[types.UID, *Item]
+	byID     *keyed.Map[ID, *Item]              // by group, resource, namespace and name
 	versions map[schema.GroupResource]*Resource // what SetVersions recorded
 	aliases  map[types.UID][]*Item              // the other copies of objects served twice
 	replaced map[*Item]*Item                    // items to swap for their preferred copy
@@ -38,8 +37,8 @@ type Manifest struct {
 func New(n int) *Manifest {
 	return &Manifest{
 		items: make([]*Item, 0, n),
-		byUID: uidmap.New(n, itemUID),
-		byID:  *scoped.New[idScope, *Item](n),
+		byUID: keyed.New(n, itemUID),
+		byID:  keyed.New(n, (*Item).ID),
 	}
 }
 
@@ -56,17 +55,17 @@ func (m *Manifest) Add(item *Item) (bool, error) {
 		return false, err
 	}
 	if m.byUID == nil {
-		m.byUID = uidmap.New(0, itemUID)
+		m.byUID, m.byID = keyed.New(0, itemUID), keyed.New(0, (*Item).ID)
 	}
 	if prev, ok := m.byUID.Get(item.UID); ok {
 		return false, m.fold(prev, item)
 	}
 	id := item.ID()
-	if prev, ok := m.byID.Get(id.scope(), id.Name); ok {
+	if prev, ok := m.byID.Get(id); ok {
 		return false, fmt.Errorf("%w: %s (uid %s) is already recorded with uid %s", ErrItemAlreadyExists, id, item.UID, prev.UID)
 	}
 	m.items = append(m.items, item)
-	m.byUID.Set(item)
+	m.byUID.Set(item.UID, item)
 	m.setID(id, item)
 	// No lock: Add never runs concurrently with anything else (see the package doc).
 	m.sorted = len(m.items) == 1 || (m.sorted && compareItems(m.items[len(m.items)-2], item) < 0)
@@ -88,24 +87,21 @@ func (m *Manifest) ByUID(uid types.UID) (*Item, bool) {
 
 // Get returns the item with the given identity.
 func (m *Manifest) Get(id ID) (*Item, bool) {
-	it, ok := m.byID.Get(id.scope(), id.Name)
-	return it, ok
+	if m.byID == nil {
+		return nil, false
+	}
+	return m.byID.Get(id)
 }
 
 // get is Get without the flag: nil when there is no such item.
 func (m *Manifest) get(id ID) *Item {
-	it, _ := m.byID.Get(id.scope(), id.Name)
+	it, _ := m.Get(id)
 	return it
 }
 
-func (m *Manifest) setID(id ID, it *Item) { m.byID.Set(id.scope(), id.Name, it) }
+func (m *Manifest) setID(id ID, it *Item) { m.byID.Set(id, it) }
 
 func itemUID(it *Item) types.UID { return it.UID }
-
-// idScope is an identity but its name: what many items share.
-type idScope struct{ group, resource, namespace string }
-
-func (id ID) scope() idScope { return idScope{id.Group, id.Resource, id.Namespace} }
 
 // Items returns every item in canonical order: group, version, namespace, resource,
 // name. The slice is shared; callers must not modify it or its items. The position of

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
 
-	"github.com/restoregraph/restoregraph/internal/uidmap"
+	"github.com/restoregraph/restoregraph/internal/keyed"
 )
 
 // Options tune a memcluster. The zero value is a plain, fault-free server.
@@ -51,7 +51,7 @@ type Server struct {
 	mu          sync.Mutex
 	types       map[schema.GroupResource]*resourceType
 	objects     objectIndex
-	byUID       *uidmap.Map[*stored]
+	byUID       *keyed.Map[types.UID, *stored]
 	rv          uint64
 	history     ring
 	watchers    map[*watcher]struct{}
@@ -103,7 +103,7 @@ func StartServer(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, listener: ln, alloc: alloc,
-		types: map[schema.GroupResource]*resourceType{}, objects: objectIndex{}, byUID: uidmap.New(0, (*stored).uid),
+		types: map[schema.GroupResource]*resourceType{}, objects: objectIndex{}, byUID: keyed.New(0, (*stored).uid),
 		history: newRing(opts.History), watchers: map[*watcher]struct{}{},
 		orphanSince: map[key]time.Time{}, dependents: map[types.UID][]types.UID{}, timers: map[*time.Timer]struct{}{}, done: make(chan struct{}),
 	}

@@ -215,7 +215,7 @@ func (s *Server) recordStored(typ watch.EventType, k key, encoded *stored) *stor
 		}
 		st.rt = s.types[k.gr]
 		s.objects.set(k, st)
-		s.byUID.Set(st)
+		s.byUID.Set(st.uid(), st)
 		s.gcWatch(k, st, prev)
 		shown = st
 	}

@@ -1,0 +1,61 @@
+package keyed
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type obj struct {
+	key string
+	n   int
+}
+
+func keyOf(o *obj) string { return o.key }
+
+// The map agrees with a Go map through sets of values under their own keys and under
+// other keys (aliases), replacements and deletions, with maphash and with a hash that
+// sends many keys to one slot.
+func TestMapAgreesWithAMap(t *testing.T) {
+	for name, hash := range map[string]func(string) uint64{
+		"maphash":   nil,
+		"colliding": func(k string) uint64 { return uint64(len(k) % 3) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := New(0, keyOf)
+			m.testHash = hash
+			want := map[string]*obj{}
+			check := func(step int) {
+				t.Helper()
+				require.Equal(t, len(want), m.Len(), "step %d", step)
+				for k, o := range want {
+					got, ok := m.Get(k)
+					require.True(t, ok, "step %d: %s", step, k)
+					require.Same(t, o, got, "step %d: %s", step, k)
+				}
+			}
+			key := func(i int) string { return fmt.Sprintf("k-%d", i%53*(i%7+1)) }
+			for step := range 1000 {
+				k := key(step)
+				switch step % 5 {
+				case 0, 1, 2: // its own value
+					o := &obj{key: k, n: step}
+					m.Set(k, o)
+					want[k] = o
+				case 3: // another key's value
+					o := &obj{key: key(step * 31), n: step}
+					m.Set(k, o)
+					want[k] = o
+				case 4:
+					m.Delete(k)
+					delete(want, k)
+				}
+				check(step)
+			}
+			_, ok := m.Get("never-set")
+			assert.False(t, ok)
+		})
+	}
+}
