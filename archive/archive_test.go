@@ -185,6 +185,7 @@ func TestHostileInput(t *testing.T) {
 		{"character device", []entry{{name: "dev", typeflag: tar.TypeChar}}, Options{}, "dev", ErrUnsafeEntry, ""},
 		{"fifo", []entry{{name: "fifo", typeflag: tar.TypeFifo}}, Options{}, "fifo", ErrUnsafeEntry, ""},
 		{"entry too large", []entry{ok}, Options{MaxEntryBytes: 10}, ok.name, ErrLimitExceeded, "entry size"},
+		{"manifest too large", []entry{{name: ManifestPath, body: strings.Repeat("x", 100)}}, Options{MaxManifestBytes: 50}, ManifestPath, ErrLimitExceeded, "manifest size"},
 		{"total too large", []entry{ok, {name: "resources/pods/namespaces/n/q.json", body: podJSON}}, Options{MaxTotalBytes: int64(len(podJSON)) + 5}, "resources/pods/namespaces/n/q.json", ErrLimitExceeded, "total size"},
 		{"too many entries", []entry{{name: "a/", typeflag: tar.TypeDir}, {name: "b/", typeflag: tar.TypeDir}, {name: "c/", typeflag: tar.TypeDir}}, Options{MaxEntries: 2}, "c/", ErrLimitExceeded, "entries"},
 		{"malformed JSON", []entry{{name: ok.name, body: `{"apiVersion":`}}, Options{}, ok.name, nil, ""},
@@ -289,6 +290,37 @@ func withManifest(t *testing.T, extra ...entry) string {
 	path := filepath.Join(t.TempDir(), "b.tar.gz")
 	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
 	return path
+}
+
+// A carried manifest grows with the objects, past what one object may be (a million
+// objects' is about 35 MB, gzip'd): its entry is held to a limit of its own.
+func TestCarriedManifestHasItsOwnLimit(t *testing.T) {
+	path := withManifest(t)
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	e, err := newEntries(f, Options{}.withDefaults())
+	require.NoError(t, err)
+	defer e.close()
+	var size int64
+	for {
+		name, _, data, err := e.next()
+		require.NoError(t, err)
+		if name == ManifestPath {
+			size = int64(len(data))
+			break
+		}
+	}
+	// Each object's body is smaller than the manifest, which names them all.
+	b, err := ReadFile(context.Background(), path, Options{MaxEntryBytes: size - 1})
+	require.NoError(t, err)
+	assert.Positive(t, b.Manifest().Len())
+	b.Close()
+
+	_, err = ReadFile(context.Background(), path, Options{MaxEntryBytes: size - 1, MaxManifestBytes: size - 1})
+	var le *LimitError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, LimitError{Path: ManifestPath, Limit: "manifest size", Max: size - 1}, *le)
 }
 
 // A backup that carries its manifest is planned from it: ReadFile returns before the

@@ -92,8 +92,8 @@ func (e *entries) next() (name, raw string, data []byte, err error) {
 		if h.typeflag == tar.TypeDir {
 			continue // a directory has no data, whatever its header's size says
 		}
-		if h.size > e.opts.MaxEntryBytes {
-			return "", "", nil, &LimitError{Path: raw, Limit: "entry size", Max: e.opts.MaxEntryBytes}
+		if limit, what := e.opts.entryLimit(name); h.size > limit {
+			return "", "", nil, &LimitError{Path: raw, Limit: what, Max: limit}
 		}
 		if e.total += h.size; e.total > e.opts.MaxTotalBytes {
 			return "", "", nil, &LimitError{Path: raw, Limit: "total size", Max: e.opts.MaxTotalBytes}

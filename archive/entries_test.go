@@ -79,8 +79,8 @@ func walkTar(data []byte, opts Options) walked {
 		if hdr.Typeflag == tar.TypeDir {
 			continue
 		}
-		if hdr.Size > opts.MaxEntryBytes {
-			w.end = (&LimitError{Path: hdr.Name, Limit: "entry size", Max: opts.MaxEntryBytes}).Error()
+		if limit, what := opts.entryLimit(name); hdr.Size > limit {
+			w.end = (&LimitError{Path: hdr.Name, Limit: what, Max: limit}).Error()
 			return w
 		}
 		if total += hdr.Size; total > opts.MaxTotalBytes {

@@ -29,7 +29,7 @@ func (e *EntryError) Unwrap() error { return e.Err }
 // LimitError says which limit the backup exceeded, and where.
 type LimitError struct {
 	Path  string // the entry being read when the limit was crossed
-	Limit string // "entry size", "total size" or "entries"
+	Limit string // "entry size", "manifest size", "total size" or "entries"
 	Max   int64
 }
 

@@ -21,8 +21,12 @@ import (
 // The zero value gives the defaults.
 type Options struct {
 	MaxEntryBytes int64 // one entry, uncompressed; default 32 MiB (etcd's limit is 1.5 MiB)
-	MaxTotalBytes int64 // all entries, uncompressed; default 16 GiB
-	MaxEntries    int64 // default 10 million
+	// MaxManifestBytes bounds the carried manifest's entry (ManifestPath), which grows
+	// with the objects (about 35 MB, gzip'd, for a million) and is read whole; default
+	// 1 GiB.
+	MaxManifestBytes int64
+	MaxTotalBytes    int64 // all entries, uncompressed; default 16 GiB
+	MaxEntries       int64 // default 10 million
 	// MemoryBytes bounds the object bodies kept in memory; the rest go to one spill
 	// file, which Close removes, and once some have, all do when the tarball ends.
 	// Default 64 MiB.
@@ -40,6 +44,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxEntryBytes <= 0 {
 		o.MaxEntryBytes = 32 << 20
 	}
+	if o.MaxManifestBytes <= 0 {
+		o.MaxManifestBytes = 1 << 30
+	}
 	if o.MaxTotalBytes <= 0 {
 		o.MaxTotalBytes = 16 << 30
 	}
@@ -50,6 +57,14 @@ func (o Options) withDefaults() Options {
 		o.MemoryBytes = 64 << 20
 	}
 	return o
+}
+
+// entryLimit returns the most bytes the entry name may hold, and what the limit is.
+func (o Options) entryLimit(name string) (int64, string) {
+	if name == ManifestPath {
+		return o.MaxManifestBytes, "manifest size"
+	}
+	return o.MaxEntryBytes, "entry size"
 }
 
 // Resource says which versions of one group-resource the backup holds, highest
