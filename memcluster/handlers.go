@@ -260,7 +260,7 @@ func (s *Server) createObject(req *request, obj object) (*stored, error) {
 	early := !admitChanges(req.rt.gr)
 	var enc *stored
 	if early {
-		enc = encodeUnversioned(req.rt, obj)
+		enc = encodeUnversioned(req.rt, &s.canon, obj)
 	}
 
 	s.mu.Lock()
@@ -282,7 +282,7 @@ func (s *Server) createObject(req *request, obj object) (*stored, error) {
 		return nil, err
 	}
 	if !early {
-		enc = encodeUnversioned(req.rt, obj) // as admission left it
+		enc = encodeUnversioned(req.rt, &s.canon, obj) // as admission left it
 	}
 	st := s.recordStored(watch.Added, k, enc.version(obj, s.nextRV()))
 	s.afterWrite(req, obj)

@@ -52,6 +52,7 @@ type Server struct {
 	types       map[schema.GroupResource]*resourceType
 	objects     objectIndex
 	byUID       *keyed.Map[types.UID, *stored]
+	canon       canonSet // the label sets and apiVersions of objects stored lately
 	rv          uint64
 	history     ring
 	watchers    map[*watcher]struct{}

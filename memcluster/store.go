@@ -77,8 +77,8 @@ func (w *watcher) view(e event) (event, bool) {
 // it is let go once no object holds it. The zero labelSet has no labels.
 type labelSet struct{ h unique.Handle[string] }
 
-// labelsOf returns obj's labels.
-func labelsOf(obj object) labelSet {
+// labelsOf returns obj's labels, made canonical through c.
+func labelsOf(obj object, c *canonSet) labelSet {
 	md, _ := obj["metadata"].(map[string]any)
 	raw, _ := md["labels"].(map[string]any)
 	if len(raw) == 0 {
@@ -99,37 +99,44 @@ func labelsOf(obj object) labelSet {
 		buf = binary.AppendUvarint(buf, uint64(len(v)))
 		buf = append(buf, v...)
 	}
-	return labelSet{canonical(unsafe.String(&buf[0], len(buf)))}
+	return labelSet{c.handle(unsafe.String(&buf[0], len(buf)))}
 }
 
-// canonical returns unique's handle of s, which it copies when it keeps it. The handles
-// made lately are kept in slots, by a hash of their strings, and one found there is
-// returned without asking unique: its lookup walks a tree of every string it holds, a
+// canonSet makes strings canonical through unique (label sets, apiVersions), keeping
+// the handles it made lately in slots, by a hash of their strings: one found there is
+// returned without asking unique, whose lookup walks a tree of every string it holds, a
 // cache miss a level, about a microsecond for the label sets of a million objects
 // (2 s of a million-object restore), where the same labels and apiVersions come again
-// and again.
-func canonical(s string) unique.Handle[string] {
-	slot := &canon.slots[maphash.String(canon.seed, s)%uint64(len(canon.slots))]
-	canon.mu.Lock()
+// and again. The zero value is ready; a nil one asks unique every time.
+type canonSet struct {
+	mu    sync.Mutex
+	slots []unique.Handle[string] // made on first use
+	seed  maphash.Seed
+}
+
+const canonSlots = 4096
+
+// handle returns unique's handle of s, which it copies when it keeps it.
+func (c *canonSet) handle(s string) unique.Handle[string] {
+	if c == nil {
+		return unique.Make(s)
+	}
+	c.mu.Lock()
+	if c.slots == nil {
+		c.slots, c.seed = make([]unique.Handle[string], canonSlots), maphash.MakeSeed()
+	}
+	slot := &c.slots[maphash.String(c.seed, s)%canonSlots]
 	h := *slot
-	canon.mu.Unlock()
+	c.mu.Unlock()
 	if h != (unique.Handle[string]{}) && h.Value() == s {
 		return h
 	}
 	h = unique.Make(s)
-	canon.mu.Lock()
+	c.mu.Lock()
 	*slot = h
-	canon.mu.Unlock()
+	c.mu.Unlock()
 	return h
 }
-
-var canon struct {
-	mu    sync.Mutex
-	slots [4096]unique.Handle[string]
-	seed  maphash.Seed
-}
-
-func init() { canon.seed = maphash.MakeSeed() }
 
 // each calls f with each label, in the order of their keys, until f returns false.
 func (l labelSet) each(f func(k, v string) bool) {

@@ -44,20 +44,21 @@ func newStored(obj object) *stored {
 	if err != nil {
 		panic("memcluster: an object decoded from JSON does not encode: " + err.Error())
 	}
-	st := describe(obj, raw)
+	st := describe(obj, raw, nil)
 	st.identify(metaString(obj, "name"), metaString(obj, "uid"), metaString(obj, "resourceVersion"))
 	return st
 }
 
 // describe returns obj, encoded as raw, with the fields of its metadata the server looks
-// at, but its name, UID and resourceVersion (identify's).
-func describe(obj object, raw []byte) *stored {
+// at, but its name, UID and resourceVersion (identify's); its apiVersion and labels made
+// canonical through c.
+func describe(obj object, raw []byte, c *canonSet) *stored {
 	md := meta(obj)
 	st := &stored{raw: raw, at: -1, owners: ownerUIDs(obj), deleting: metaString(obj, "deletionTimestamp") != "", finalizers: len(finalizers(obj)) > 0}
 	apiVersion, _ := obj["apiVersion"].(string)
-	st.gv = canonical(apiVersion)
+	st.gv = c.handle(apiVersion)
 	st.namespace, _ = md["namespace"].(string)
-	st.labels = labelsOf(obj)
+	st.labels = labelsOf(obj, c)
 	return st
 }
 
@@ -93,8 +94,9 @@ func (st *stored) json() []byte {
 
 // encodeUnversioned encodes obj, a created object of rt whose resourceVersion the store
 // has yet to give (that needs the store's lock, and the encoding does not), and
-// compresses it as rt's codec does. st.version gives it its resourceVersion.
-func encodeUnversioned(rt *resourceType, obj object) *stored {
+// compresses it as rt's codec does; its apiVersion and labels made canonical through c.
+// st.version gives it its resourceVersion.
+func encodeUnversioned(rt *resourceType, c *canonSet, obj object) *stored {
 	meta(obj)["resourceVersion"] = ""
 	buf := scratch.Get().(*[]byte)
 	defer scratch.Put(buf)
@@ -107,7 +109,7 @@ func encodeUnversioned(rt *resourceType, obj object) *stored {
 		panic("memcluster: a created object has no metadata")
 	}
 	data, dict := rt.codec.compress(raw)
-	st := describe(obj, data)
+	st := describe(obj, data, c)
 	st.dict, st.at = dict, int32(at)
 	return st
 }

@@ -50,7 +50,7 @@ func TestUnversionedIsEncodedWithItsVersion(t *testing.T) {
 		obj, err := jsontree.Object([]byte(podJSON))
 		require.NoError(t, err)
 		meta(obj)["name"] = fmt.Sprintf("pod-%d", i)
-		st := encodeUnversioned(rt, obj).version(obj, rv)
+		st := encodeUnversioned(rt, &canonSet{}, obj).version(obj, rv)
 		assert.Equal(t, rv, metaString(obj, "resourceVersion"))
 		want := newStored(obj)
 		require.Equal(t, string(want.raw), string(st.json()), "object %d", i)
@@ -66,7 +66,7 @@ func TestUnversionedIsEncodedWithItsVersion(t *testing.T) {
 	obj, err := jsontree.Object([]byte(podJSON))
 	require.NoError(t, err)
 	obj["data"] = map[string]any{"big": strings.Repeat("x", compressMax)}
-	st := encodeUnversioned(rt, obj).version(obj, "7")
+	st := encodeUnversioned(rt, &canonSet{}, obj).version(obj, "7")
 	assert.Nil(t, st.dict)
 	assert.Equal(t, string(newStored(obj).raw), string(st.json()))
 }
@@ -142,7 +142,7 @@ func TestLabelSetsShared(t *testing.T) {
 		obj, err := jsontree.Object([]byte(podJSON))
 		require.NoError(t, err)
 		meta(obj)["labels"] = labels
-		return encodeUnversioned(rt, obj)
+		return encodeUnversioned(rt, &canonSet{}, obj)
 	}
 	pairs := func(l labelSet) []string {
 		var p []string
