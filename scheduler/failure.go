@@ -11,7 +11,7 @@ import (
 func (r *run) report(u int32, status Status, err error, ev Event) {
 	r.state[u] = done
 	rec := &r.rep.recs[u]
-	rec.status = status
+	rec.status, _ = statusIndex(status) // one of the four a run reports
 	if err != nil {
 		r.rep.errs[u] = err
 	}
@@ -52,7 +52,7 @@ func (r *run) skipDescendants(u int32) {
 			if r.state[v] == queued {
 				r.ready.remove(v)
 			}
-			r.rep.recs[v].blockedBy, r.rep.chains[v] = u, chain
+			r.rep.blocked[v] = blocked{by: u, chain: chain}
 			r.report(v, Skipped, fmt.Errorf("%w: node %d failed", ErrDependencyFailed, u), Event{Type: SkippedEvent})
 		}
 	}

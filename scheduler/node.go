@@ -50,7 +50,7 @@ func (n *Node) Await(ids ...int64) error {
 			r.mu.Unlock()
 			return &CycleError{Node: n.id, Awaited: id}
 		case r.state[v] == done:
-			if s := r.rep.recs[v].status; s != Succeeded {
+			if s := statuses[r.rep.recs[v].status]; s != Succeeded {
 				r.mu.Unlock()
 				return fmt.Errorf("%w: awaited node %d %s", ErrDependencyFailed, id, s)
 			}
@@ -95,7 +95,7 @@ func (n *Node) Await(ids ...int64) error {
 	defer r.mu.Unlock()
 	r.state[n.id] = running
 	end := r.opts.Now()
-	r.rep.recs[n.id].waited += end.Sub(start)
+	r.rep.waited[int32(n.id)] += end.Sub(start)
 	delete(r.awaiting, int32(n.id))
 	r.emit(Event{Type: Resumed, Node: n.id, Time: end, Worker: n.worker})
 	n.aw = nil

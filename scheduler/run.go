@@ -43,23 +43,43 @@ type Result struct {
 	Worker     int
 }
 
-// Report holds how every node ended. It keeps a compact record per node (48 bytes, and
-// the errors of the nodes that have one) and makes each Result when asked.
+// Report holds how every node ended. It keeps a compact record per node (24 bytes),
+// and what only some nodes have (an error, what blocked a skipped node, time spent in
+// Await) by node, and makes each Result when asked.
 type Report struct {
-	recs   []record
-	errs   map[int32]error
-	chains map[int32][]int64
-	t0     time.Time // the times' origin
+	recs    []record
+	errs    map[int32]error
+	blocked map[int32]blocked
+	waited  map[int32]time.Duration
+	t0      time.Time // the times' origin
 }
 
 // record is how one node ended, as a run keeps it: its times as nanoseconds after the
 // run's start (noTime when not reached).
 type record struct {
 	start, end int64
-	waited     time.Duration
 	worker     int32
-	blockedBy  int32
-	status     Status
+	status     uint8 // an index into statuses
+}
+
+// blocked is what kept a skipped node from running: the failed node, and the chain
+// from it.
+type blocked struct {
+	by    int32
+	chain []int64
+}
+
+// statuses are the records' status bytes; 0 is not ended yet.
+var statuses = [...]Status{"", Succeeded, Failed, Skipped, Cancelled}
+
+// statusIndex returns s's index in statuses, and whether it is there.
+func statusIndex(s Status) (uint8, bool) {
+	for i, known := range statuses {
+		if known == s {
+			return uint8(i), true
+		}
+	}
+	return 0, false
 }
 
 const noTime = math.MinInt64
@@ -70,8 +90,12 @@ func (r *Report) Len() int { return len(r.recs) }
 // Result returns how node ended.
 func (r *Report) Result(node int64) Result {
 	rec := &r.recs[node]
-	return Result{Status: rec.status, Err: r.errs[int32(node)], BlockedBy: int64(rec.blockedBy), Chain: r.chains[int32(node)],
-		Start: r.time(rec.start), End: r.time(rec.end), Waited: rec.waited, Worker: int(rec.worker)}
+	b, ok := r.blocked[int32(node)]
+	if !ok {
+		b.by = -1
+	}
+	return Result{Status: statuses[rec.status], Err: r.errs[int32(node)], BlockedBy: int64(b.by), Chain: b.chain,
+		Start: r.time(rec.start), End: r.time(rec.end), Waited: r.waited[int32(node)], Worker: int(rec.worker)}
 }
 
 // All iterates every node's result, by node.
@@ -87,9 +111,13 @@ func (r *Report) All() iter.Seq2[int64, Result] {
 
 // Count returns the number of nodes that ended with s.
 func (r *Report) Count(s Status) int {
+	idx, ok := statusIndex(s)
+	if !ok {
+		return 0
+	}
 	n := 0
 	for i := range r.recs {
-		if r.recs[i].status == s {
+		if r.recs[i].status == idx {
 			n++
 		}
 	}

@@ -150,6 +150,7 @@ func TestRandomDAGs(t *testing.T) {
 			case failing[int64(u)]:
 				require.Equal(t, Failed, res.Status)
 				require.EqualValues(t, 1, o.calls[u].Load())
+				require.EqualValues(t, -1, res.BlockedBy, "a node that ran was blocked by nothing")
 			default:
 				require.Equal(t, Succeeded, res.Status, "seed %d node %d: %v", seed, u, res.Err)
 				require.EqualValues(t, 1, o.calls[u].Load(), "exactly once")

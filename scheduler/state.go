@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -56,7 +57,7 @@ func newRun(ctx context.Context, dag DAG, fn Func, opts Options) *run {
 	r := &run{
 		dag: dag, fn: fn, opts: opts,
 		state: make([]state, n), indeg: make([]int32, n), remaining: n,
-		rep: Report{recs: make([]record, n), errs: map[int32]error{}, chains: map[int32][]int64{}, t0: opts.Now()},
+		rep: Report{recs: make([]record, n), errs: map[int32]error{}, blocked: map[int32]blocked{}, waited: map[int32]time.Duration{}, t0: opts.Now()},
 	}
 	// A worker's error ends the run: the group cancels the context every node runs under.
 	var gctx context.Context
@@ -69,7 +70,7 @@ func newRun(ctx context.Context, dag DAG, fn Func, opts Options) *run {
 	}
 	for i := range n {
 		r.indeg[i] = int32(len(dag.Predecessors(int64(i))))
-		r.rep.recs[i] = record{start: noTime, end: noTime, blockedBy: -1}
+		r.rep.recs[i] = record{start: noTime, end: noTime}
 	}
 	r.order = toposort.Order(dag)
 	if opts.Priority != nil {
