@@ -3,6 +3,7 @@ package memcluster
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"runtime"
 	"strings"
 	"sync"
@@ -273,4 +274,43 @@ func TestServiceAllocations(t *testing.T) {
 	assert.Equal(t, "10.1.0.6", ip, "and its address")
 	_, err = create("taken", map[string]any{"clusterIP": "10.1.0.1", "ports": []any{port}})
 	assert.ErrorContains(t, err, "provided IP is already allocated")
+}
+
+// A range of IPv6 gives its addresses as one of IPv4 does, past the first words of the
+// bitmap and across a byte of the address; a range larger than kube-apiserver takes is
+// refused, naming the bound.
+func TestServiceRanges(t *testing.T) {
+	_, c := start(t, Options{ServiceCIDR: "fd00:10::/118"}) // 1,024 addresses: ::1 to ::3fe
+	svcs := c.Resource(schema.GroupVersionResource{Version: "v1", Resource: "services"}).Namespace("ns")
+	ctx := context.Background()
+	seen := map[string]bool{}
+	for i := range 300 {
+		o, err := svcs.Create(ctx, u("v1", "Service", "ns", fmt.Sprint("s", i), map[string]any{"spec": map[string]any{"ports": []any{map[string]any{"port": int64(80)}}}}), metav1.CreateOptions{})
+		require.NoError(t, err)
+		ip, _, _ := unstructured.NestedString(o.Object, "spec", "clusterIP")
+		want := netip.MustParseAddr("fd00:10::")
+		for range i + 1 {
+			want = want.Next()
+		}
+		require.Equal(t, want.String(), ip, "service %d", i)
+		seen[ip] = true
+	}
+	require.Len(t, seen, 300)
+	require.NoError(t, svcs.Delete(ctx, "s70", metav1.DeleteOptions{}))
+	_, err := svcs.Create(ctx, u("v1", "Service", "ns", "taken", map[string]any{"spec": map[string]any{"clusterIP": "fd00:10::12c", "ports": []any{map[string]any{"port": int64(80)}}}}), metav1.CreateOptions{})
+	assert.ErrorContains(t, err, "provided IP is already allocated", "::12c is the 300th")
+	o, err := svcs.Create(ctx, u("v1", "Service", "ns", "again", map[string]any{"spec": map[string]any{"clusterIP": "fd00:10::47", "ports": []any{map[string]any{"port": int64(80)}}}}), metav1.CreateOptions{})
+	require.NoError(t, err, "s70's address is free again")
+	ip, _, _ := unstructured.NestedString(o.Object, "spec", "clusterIP")
+	assert.Equal(t, "fd00:10::47", ip)
+
+	for cidr, bound := range map[string]string{"10.0.0.0/11": "/12", "fd00::/107": "/108"} {
+		_, err := StartServer(Options{ServiceCIDR: cidr})
+		require.Error(t, err, cidr)
+		assert.ErrorContains(t, err, "too large", cidr)
+		assert.ErrorContains(t, err, bound, cidr)
+	}
+	s, err := StartServer(Options{ServiceCIDR: "10.96.0.0/12"})
+	require.NoError(t, err, "the largest range kube-apiserver takes")
+	s.Close()
 }

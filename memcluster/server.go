@@ -37,7 +37,8 @@ type Options struct {
 	// resourceVersion; default 10000. An older version gets 410 Gone.
 	History int
 	// ServiceCIDR is the range Services' cluster IPs come from, as kube-apiserver's
-	// --service-cluster-ip-range; default 10.0.0.0/24. An IP outside it is refused.
+	// --service-cluster-ip-range; default 10.0.0.0/24. An IP outside it is refused. As
+	// kube-apiserver's, it has at most 20 bits of host (a /12 of IPv4, a /108 of IPv6).
 	ServiceCIDR string
 }
 

@@ -1,6 +1,7 @@
 package memcluster
 
 import (
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -27,27 +28,65 @@ const (
 	nodePortLast  = 32767
 )
 
-// allocations are the cluster IPs and node ports in use, by the Service holding them.
+// allocations are the cluster IPs and node ports in use, as bitmaps of the two ranges
+// (kube-apiserver's allocators are bitmaps too), and what each Service holds, to free
+// when it is deleted: for a hundred thousand Services a few bytes an address, not a map
+// entry keyed by the Service.
 type allocations struct {
 	cidr      netip.Prefix
-	ips       map[netip.Addr]key
-	nodePorts map[int64]key
-	held      map[key]holding // by Service
-	last      netip.Addr      // the address allocated last: the next search starts after it
+	base      uint32                // the range's first address, its last four bytes
+	size      uint32                // the number of addresses in the range
+	ips       bitmap                // by offset in the range
+	nodePorts bitmap                // by port - nodePortFirst
+	held      map[[2]string]holding // by Service namespace and name
+	last      int64                 // the offset allocated last: the next search starts after it; -1 before the first
 }
 
 // holding is what one Service holds.
 type holding struct {
-	ip    netip.Addr
+	ip    int32 // its address's offset in the range; -1 for none
 	ports []int64
 }
+
+// maxServiceHostBits is kube-apiserver's bound on the Service range: 20 bits of host
+// (a /12 of IPv4, a /108 of IPv6).
+const maxServiceHostBits = 20
 
 func newAllocations(cidr string) (*allocations, error) {
 	p, err := netip.ParsePrefix(cidr)
 	if err != nil {
 		return nil, fmt.Errorf("memcluster: ServiceCIDR %q: %w", cidr, err)
 	}
-	return &allocations{cidr: p.Masked(), ips: map[netip.Addr]key{}, nodePorts: map[int64]key{}, held: map[key]holding{}}, nil
+	p = p.Masked()
+	hostBits := p.Addr().BitLen() - p.Bits()
+	if hostBits > maxServiceHostBits {
+		return nil, fmt.Errorf("memcluster: ServiceCIDR %q is too large: a Service range has at most %d bits of host, as kube-apiserver's (a /%d of IPv%d)",
+			cidr, maxServiceHostBits, p.Addr().BitLen()-maxServiceHostBits, map[bool]int{true: 4, false: 6}[p.Addr().Is4()])
+	}
+	size := uint32(1) << hostBits
+	return &allocations{cidr: p, base: low32(p.Addr()), size: size, ips: newBitmap(int(size)),
+		nodePorts: newBitmap(nodePortLast - nodePortFirst + 1), held: map[[2]string]holding{}, last: -1}, nil
+}
+
+// low32 returns the last four bytes of ip.
+func low32(ip netip.Addr) uint32 {
+	b := ip.As16()
+	return binary.BigEndian.Uint32(b[12:])
+}
+
+// offset returns ip's offset in the range, which contains it.
+func (a *allocations) offset(ip netip.Addr) uint32 { return low32(ip) - a.base }
+
+// addr returns the address at offset off of the range: the host bits are within the
+// last four bytes, which the range's first address has at zero.
+func (a *allocations) addr(off uint32) netip.Addr {
+	b := a.cidr.Addr().As16()
+	binary.BigEndian.PutUint32(b[12:], a.base+off)
+	ip := netip.AddrFrom16(b)
+	if a.cidr.Addr().Is4() {
+		ip = ip.Unmap()
+	}
+	return ip
 }
 
 // admit applies the create-time strategy of req's kind to obj. The caller holds s.mu.
@@ -117,7 +156,7 @@ func (a *allocations) service(k key, obj object) error {
 			case n < nodePortFirst || n > nodePortLast:
 				errs = append(errs, field.Invalid(path, n, fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %d-%d", nodePortFirst, nodePortLast)))
 				continue
-			case a.nodePorts[n] != (key{}) || taken[n]:
+			case a.nodePorts.has(int(n-nodePortFirst)) || taken[n]:
 				errs = append(errs, field.Invalid(path, n, "provided port is already allocated"))
 				continue
 			}
@@ -137,13 +176,15 @@ func (a *allocations) service(k key, obj object) error {
 	if requested, _ := spec["clusterIP"].(string); typ != "ExternalName" && requested == "None" {
 		spec["clusterIPs"] = []any{"None"}
 	}
+	held := holding{ip: -1, ports: ports}
 	if ip.IsValid() {
-		a.ips[ip] = k
+		held.ip = int32(a.offset(ip))
+		a.ips.set(int(held.ip), true)
 		spec["clusterIP"], spec["clusterIPs"] = ip.String(), []any{ip.String()}
 	}
 	var list []any
 	for i, n := range ports {
-		a.nodePorts[n] = k
+		a.nodePorts.set(int(n-nodePortFirst), true)
 		if at := given[i]; at >= 0 {
 			if list == nil {
 				list = slices.Clone(spec["ports"].([]any))
@@ -155,7 +196,7 @@ func (a *allocations) service(k key, obj object) error {
 		}
 	}
 	if ip.IsValid() || len(ports) > 0 {
-		a.held[k] = holding{ip: ip, ports: ports}
+		a.held[[2]string{k.namespace, k.name}] = held
 	}
 	return nil
 }
@@ -165,7 +206,7 @@ func (a *allocations) takenIP(ip netip.Addr) string {
 	switch {
 	case !a.cidr.Contains(ip):
 		return "the provided network does not match the current range"
-	case a.ips[ip] != (key{}):
+	case a.ips.has(int(a.offset(ip))):
 		return "provided IP is already allocated"
 	}
 	return ""
@@ -176,45 +217,78 @@ func (a *allocations) takenIP(ip netip.Addr) string {
 // allocator walks its bitmap; the zero Addr when none is left. A restore of a hundred
 // thousand Services thus takes each in constant time, not after all those before it.
 func (a *allocations) nextIP() netip.Addr {
-	first := a.cidr.Addr().Next()
-	usable := func(ip netip.Addr) bool { return a.cidr.Contains(ip) && a.cidr.Contains(ip.Next()) }
+	if a.size < 3 {
+		return netip.Addr{}
+	}
+	first, last := 1, int(a.size)-2 // the usable offsets
 	start := first
-	if a.last.IsValid() && usable(a.last.Next()) {
-		start = a.last.Next()
+	if a.last >= int64(first) && a.last < int64(last) {
+		start = int(a.last) + 1
 	}
-	for ip := start; ; {
-		if a.ips[ip] == (key{}) {
-			a.last = ip
-			return ip
-		}
-		if ip = ip.Next(); !usable(ip) {
-			ip = first
-		}
-		if ip == start {
-			return netip.Addr{}
-		}
+	off, ok := a.ips.nextClear(start, last)
+	if !ok {
+		off, ok = a.ips.nextClear(first, start-1)
 	}
+	if !ok {
+		return netip.Addr{}
+	}
+	a.last = int64(off)
+	return a.addr(uint32(off))
 }
 
 func (a *allocations) nextNodePort(taken map[int64]bool) int64 {
 	for n := int64(nodePortFirst); n <= nodePortLast; n++ {
-		if a.nodePorts[n] == (key{}) && !taken[n] {
+		if !a.nodePorts.has(int(n-nodePortFirst)) && !taken[n] {
 			return n
 		}
 	}
 	return 0
 }
 
-// release frees what the deleted Service obj held.
+// release frees what the deleted Service k held.
 func (a *allocations) release(k key) {
-	h := a.held[k]
-	if h.ip.IsValid() {
-		delete(a.ips, h.ip)
+	hk := [2]string{k.namespace, k.name}
+	h, ok := a.held[hk]
+	if !ok {
+		return
+	}
+	if h.ip >= 0 {
+		a.ips.set(int(h.ip), false)
 	}
 	for _, n := range h.ports {
-		delete(a.nodePorts, n)
+		a.nodePorts.set(int(n-nodePortFirst), false)
 	}
-	delete(a.held, k)
+	delete(a.held, hk)
+}
+
+// bitmap is a set of the integers below its length.
+type bitmap []uint64
+
+func newBitmap(n int) bitmap { return make(bitmap, (n+63)/64) }
+
+func (b bitmap) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
+
+func (b bitmap) set(i int, on bool) {
+	if on {
+		b[i/64] |= 1 << (i % 64)
+	} else {
+		b[i/64] &^= 1 << (i % 64)
+	}
+}
+
+// nextClear returns the first integer from lo to hi, both included, not in b.
+func (b bitmap) nextClear(lo, hi int) (int, bool) {
+	for i := lo; i <= hi; {
+		if i%64 == 0 && b[i/64] == ^uint64(0) {
+			i += 64 // a full word
+			continue
+		}
+		if !b.has(i) {
+			return i, true
+		}
+		i++
+	}
+	return 0, false
 }
 
 func toInt64(v any) (int64, bool) {
