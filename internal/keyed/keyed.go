@@ -1,9 +1,10 @@
 // Package keyed maps keys to values that carry their own key (a manifest's items by
 // UID or by identity, a store's objects by UID). A million keys in a Go map keyed by
-// the key itself cost the key in every slot, strings the collector follows; here a
-// slot's key is a 64-bit hash of the key, and the value itself says whose it is. A key
-// whose hash another key in the map has, or whose value is not its own (an alias), is
-// kept in a second map, keyed by the key.
+// the key itself cost the key in every slot, strings the collector follows; here a slot
+// is a 32-bit hash of the key beside the value, and the value itself says whose it is.
+// The slots are one table, open-addressed: a million values take about 17 bytes each
+// at the size given to New, where a Go map of hashes to values took 38. A value kept
+// under a key that is not its own (an alias) is in a Go map beside, keyed by the key.
 package keyed
 
 import (
@@ -16,69 +17,147 @@ type Map[K comparable, V any] struct {
 	keyOf    func(V) K
 	seed     maphash.Seed
 	testHash func(K) uint64 // in place of maphash's, in tests
-	// byHash holds values under their own key's hash; more, any other: a key whose
-	// hash another's value holds, or whose value is another key's. A key is in one
-	// or the other.
-	byHash map[uint64]V
-	more   map[K]V
+	// The table, linear probing from the slot the hash gives (home): tags[i] is the
+	// hash of vals[i]'s own key, never 0; 0 marks an empty slot. There are no
+	// tombstones: a deletion moves back the values after it that may move.
+	tags []uint32
+	vals []V
+	n    int     // slots in use
+	more map[K]V // aliases: values kept under a key that is not their own
 }
 
 // New returns a Map with room for n values; keyOf gives a value's own key.
 func New[K comparable, V any](n int, keyOf func(V) K) *Map[K, V] {
-	return &Map[K, V]{keyOf: keyOf, seed: maphash.MakeSeed(), byHash: make(map[uint64]V, n)}
+	m := &Map[K, V]{keyOf: keyOf, seed: maphash.MakeSeed()}
+	if n > 0 {
+		m.alloc(n + n*3/7 + 1) // seven tenths full at n
+	}
+	return m
 }
 
-func (m *Map[K, V]) hash(k K) uint64 {
+func (m *Map[K, V]) alloc(size int) {
+	m.tags, m.vals, m.n = make([]uint32, size), make([]V, size), 0
+}
+
+// hash returns k's tag: 32 bits of its hash, never 0.
+func (m *Map[K, V]) hash(k K) uint32 {
+	var h uint64
 	if m.testHash != nil {
-		return m.testHash(k)
+		h = m.testHash(k)
+	} else {
+		h = maphash.Comparable(m.seed, k)
 	}
-	return maphash.Comparable(m.seed, k)
+	if t := uint32(h>>32) ^ uint32(h); t != 0 {
+		return t
+	}
+	return 1
+}
+
+// home is the slot where the search for tag t starts: t scaled to the table.
+func (m *Map[K, V]) home(t uint32) int { return int(uint64(t) * uint64(len(m.tags)) >> 32) }
+
+// find returns the slot that holds k's own value, or -1.
+func (m *Map[K, V]) find(k K, t uint32) int {
+	if m.n == 0 {
+		return -1
+	}
+	for i := m.home(t); ; {
+		switch m.tags[i] {
+		case 0:
+			return -1
+		case t:
+			if m.keyOf(m.vals[i]) == k {
+				return i
+			}
+		}
+		if i++; i == len(m.tags) {
+			i = 0
+		}
+	}
 }
 
 // Get returns the value of k.
 func (m *Map[K, V]) Get(k K) (V, bool) {
-	v, ok := m.byHash[m.hash(k)]
-	if ok && m.keyOf(v) == k {
-		return v, true
+	if i := m.find(k, m.hash(k)); i >= 0 {
+		return m.vals[i], true
 	}
-	v, ok = m.more[k]
+	v, ok := m.more[k]
 	return v, ok
 }
 
 // Set keeps v under k, in place of the value there. v's own key need not be k.
 func (m *Map[K, V]) Set(k K, v V) {
-	h := m.hash(k)
-	held, ok := m.byHash[h]
+	t := m.hash(k)
+	i := m.find(k, t)
 	switch {
-	case ok && m.keyOf(held) == k && m.keyOf(v) == k: // a new value of its own key
-		m.byHash[h] = v
-	case ok && m.keyOf(held) == k: // k now names another key's value
-		delete(m.byHash, h)
-		m.setMore(k, v)
-	case !ok && m.keyOf(v) == k:
-		m.byHash[h] = v
-		delete(m.more, k) // kept there while another key held h, or as an alias
-	default: // h is another key's, or v is not k's own
-		m.setMore(k, v)
+	case m.keyOf(v) != k: // an alias
+		if i >= 0 {
+			m.remove(i)
+		}
+		if m.more == nil {
+			m.more = map[K]V{}
+		}
+		m.more[k] = v
+	case i >= 0: // a new value of its own key
+		m.vals[i] = v
+	default:
+		delete(m.more, k) // kept there while it was an alias
+		m.insert(t, v)
 	}
 }
 
-func (m *Map[K, V]) setMore(k K, v V) {
-	if m.more == nil {
-		m.more = map[K]V{}
+// insert puts v, whose key's tag is t and is not in the table, in the first empty slot
+// from its home, growing the table first when it would be over four fifths full.
+func (m *Map[K, V]) insert(t uint32, v V) {
+	if (m.n+1)*5 > len(m.tags)*4 {
+		tags, vals := m.tags, m.vals
+		m.alloc(max(2*len(tags), 8))
+		for i, t := range tags {
+			if t != 0 {
+				m.insert(t, vals[i])
+			}
+		}
 	}
-	m.more[k] = v
+	i := m.home(t)
+	for m.tags[i] != 0 {
+		if i++; i == len(m.tags) {
+			i = 0
+		}
+	}
+	m.tags[i], m.vals[i] = t, v
+	m.n++
+}
+
+// remove empties slot i, moving back each value after it, up to the next empty slot,
+// that may sit in the hole: one whose home is not between the hole and its slot.
+func (m *Map[K, V]) remove(i int) {
+	for j := i; ; {
+		if j++; j == len(m.tags) {
+			j = 0
+		}
+		t := m.tags[j]
+		if t == 0 {
+			break
+		}
+		h := m.home(t)
+		if i < j && (h <= i || h > j) || i > j && h <= i && h > j {
+			m.tags[i], m.vals[i] = t, m.vals[j]
+			i = j
+		}
+	}
+	var zero V
+	m.tags[i], m.vals[i] = 0, zero
+	m.n--
 }
 
 // Delete forgets k.
 func (m *Map[K, V]) Delete(k K) {
-	h := m.hash(k)
-	if v, ok := m.byHash[h]; ok && m.keyOf(v) == k {
-		delete(m.byHash, h)
+	if i := m.find(k, m.hash(k)); i >= 0 {
+		m.remove(i)
 		return
 	}
 	delete(m.more, k)
 }
 
 // Len returns the number of keys kept.
-func (m *Map[K, V]) Len() int { return len(m.byHash) + len(m.more) }
+func (m *Map[K, V]) Len() int { return m.n + len(m.more) }

@@ -16,12 +16,14 @@ type obj struct {
 func keyOf(o *obj) string { return o.key }
 
 // The map agrees with a Go map through sets of values under their own keys and under
-// other keys (aliases), replacements and deletions, with maphash and with a hash that
-// sends many keys to one slot.
+// other keys (aliases), replacements and deletions, as the table grows, with maphash
+// and with hashes that send many keys to one slot: the first, or the last, so that the
+// runs of slots wrap around the table's end.
 func TestMapAgreesWithAMap(t *testing.T) {
 	for name, hash := range map[string]func(string) uint64{
 		"maphash":   nil,
 		"colliding": func(k string) uint64 { return uint64(len(k) % 3) },
+		"wrapping":  func(k string) uint64 { return 0xffffffff - uint64(len(k)%3) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := New(0, keyOf)
