@@ -1,7 +1,6 @@
 package memcluster
 
 import (
-	"bytes"
 	"sync"
 	"sync/atomic"
 
@@ -33,22 +32,23 @@ const dictBytes = s2.MaxDictSize
 const compressMax = 1 << 20
 
 // scratch holds buffers that an object is encoded into, and compressed into, before
-// what is kept is copied out to a slice of its own size.
+// what is kept is copied out to a string of its own size (stored.identify).
 var scratch = sync.Pool{New: func() any { return new([]byte) }}
 
-// compress returns raw, or raw compressed and the dictionary to decompress it with.
-// raw, which the caller may use again, is copied when it is returned as it is.
-func (c *codec) compress(raw []byte) ([]byte, *s2.Dict) {
+// compress returns raw compressed, in dst's buffer, grown as it needs, and the
+// dictionary to decompress it with; or raw as it is and nil. The caller copies what is
+// returned before it uses either buffer again.
+func (c *codec) compress(dst *[]byte, raw []byte) ([]byte, *s2.Dict) {
 	if len(raw) > compressMax {
-		return bytes.Clone(raw), nil
+		return raw, nil
 	}
 	if d := c.dict.Load(); d != nil {
-		return encode(d, raw), d
+		return encode(dst, d, raw), d
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if d := c.dict.Load(); d != nil {
-		return encode(d, raw), d
+		return encode(dst, d, raw), d
 	}
 	if !c.done {
 		c.sample = append(c.sample, raw...)
@@ -60,16 +60,14 @@ func (c *codec) compress(raw []byte) ([]byte, *s2.Dict) {
 			c.sample, c.done = nil, true
 		}
 	}
-	return bytes.Clone(raw), nil
+	return raw, nil
 }
 
-// encode compresses raw against d, into a slice of its own size.
-func encode(d *s2.Dict, raw []byte) []byte {
-	buf := scratch.Get().(*[]byte)
-	defer scratch.Put(buf)
-	if n := s2.MaxEncodedLen(len(raw)); cap(*buf) < n {
-		*buf = make([]byte, n)
+// encode compresses raw against d, into dst's buffer.
+func encode(dst *[]byte, d *s2.Dict, raw []byte) []byte {
+	if n := s2.MaxEncodedLen(len(raw)); cap(*dst) < n {
+		*dst = make([]byte, n)
 	}
-	*buf = d.Encode((*buf)[:cap(*buf)], raw)
-	return bytes.Clone(*buf)
+	*dst = d.Encode((*dst)[:cap(*dst)], raw)
+	return *dst
 }

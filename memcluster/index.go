@@ -27,6 +27,14 @@ func (x objectIndex) set(k key, st *stored) {
 	names[k.name] = st
 }
 
+// replace sets k, which x holds, to st, keyed by k's strings: a Go map given a new
+// value keeps the key it had.
+func (x objectIndex) replace(k key, st *stored) {
+	names := x[k.gr][k.namespace]
+	delete(names, k.name)
+	names[k.name] = st
+}
+
 func (x objectIndex) delete(k key) {
 	byNS := x[k.gr]
 	names := byNS[k.namespace]

@@ -217,11 +217,17 @@ func (s *Server) recordStored(typ watch.EventType, k key, encoded *stored) *stor
 		shown = encoded
 	} else {
 		st = encoded
-		if prev == nil && k.name == st.name() && k.namespace == st.namespace {
+		if k.name == st.name() && k.namespace == st.namespace {
 			k.name, k.namespace = st.name(), st.namespace // the key keeps no strings of its own
 		}
 		st.rt = s.types[k.gr]
-		s.objects.set(k, st)
+		if prev != nil {
+			// The index's key is then st's name, not prev's, which would keep prev's
+			// JSON with it (the name is cut from the same string).
+			s.objects.replace(k, st)
+		} else {
+			s.objects.set(k, st)
+		}
 		s.byUID.Set(st.uid(), st)
 		s.gcWatch(k, st, prev)
 		shown = st

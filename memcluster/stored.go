@@ -4,7 +4,10 @@ import (
 	stdjson "encoding/json"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"unique"
+	"unsafe"
 
 	"github.com/klauspost/compress/s2"
 	"github.com/restoregraph/restoregraph/internal/jsontree"
@@ -19,20 +22,21 @@ import (
 // under its lock after encoding it, and compressed once its resource has a dictionary
 // (codec): json puts them together again.
 type stored struct {
-	raw  []byte        // its JSON, with apiVersion and kind; compressed with dict
-	dict *s2.Dict      // nil when raw is not compressed
-	rt   *resourceType // its resource, once stored
-	// id is its name, UID and resourceVersion, one after the other, which name, uid
-	// and rv cut out of it: one string for the collector to mark, not three, for each
-	// of a million objects.
-	id        string
+	// data is its name and UID, then its JSON, with apiVersion and kind (compressed
+	// with dict): one allocation for the collector to keep, not three, for each of a
+	// million objects. name, uid and raw cut it.
+	data      string
+	dict      *s2.Dict      // nil when the JSON is not compressed
+	rt        *resourceType // its resource, once stored
 	namespace string
 	gv        unique.Handle[string] // its apiVersion
 	labels    labelSet
 	owners    []types.UID
-	at        int32  // where rv goes in the JSON raw holds; -1 when it is there
+	rvn       uint64 // its resourceVersion, which the store gives in decimal, when hasRV
+	at        int32  // where the resourceVersion goes in the JSON raw holds; -1 when it is there
 	nameLen   uint16 // a name is at most 253 bytes (validateName)
-	rvLen     uint8  // a resourceVersion is the store's, a uint64 in decimal
+	uidLen    uint8  // the store gives UUIDs
+	hasRV     bool
 	// deleting: it has a deletionTimestamp; finalizers: it has finalizers.
 	deleting, finalizers bool
 }
@@ -44,17 +48,18 @@ func newStored(obj object) *stored {
 	if err != nil {
 		panic("memcluster: an object decoded from JSON does not encode: " + err.Error())
 	}
-	st := describe(obj, raw, nil)
-	st.identify(metaString(obj, "name"), metaString(obj, "uid"), metaString(obj, "resourceVersion"))
+	st := describe(obj, nil)
+	st.identify(metaString(obj, "name"), metaString(obj, "uid"), raw)
+	st.setRV(metaString(obj, "resourceVersion"))
 	return st
 }
 
-// describe returns obj, encoded as raw, with the fields of its metadata the server looks
-// at, but its name, UID and resourceVersion (identify's); its apiVersion and labels made
-// canonical through c.
-func describe(obj object, raw []byte, c *canonSet) *stored {
+// describe returns obj with the fields of its metadata the server looks at, but its
+// name, UID and resourceVersion, and without its JSON (identify's and setRV's); its
+// apiVersion and labels made canonical through c.
+func describe(obj object, c *canonSet) *stored {
 	md := meta(obj)
-	st := &stored{raw: raw, at: -1, owners: ownerUIDs(obj), deleting: metaString(obj, "deletionTimestamp") != "", finalizers: len(finalizers(obj)) > 0}
+	st := &stored{at: -1, owners: ownerUIDs(obj), deleting: metaString(obj, "deletionTimestamp") != "", finalizers: len(finalizers(obj)) > 0}
 	apiVersion, _ := obj["apiVersion"].(string)
 	st.gv = c.handle(apiVersion)
 	st.namespace, _ = md["namespace"].(string)
@@ -62,22 +67,54 @@ func describe(obj object, raw []byte, c *canonSet) *stored {
 	return st
 }
 
-// identify sets st's name, UID and resourceVersion.
-func (st *stored) identify(name, uid, rv string) {
-	if len(name) > math.MaxUint16 || len(rv) > math.MaxUint8 {
-		panic(fmt.Sprintf("memcluster: a name of %d bytes or a resourceVersion of %d stored", len(name), len(rv)))
+// identify sets st's name and UID, and its JSON, raw, which it copies.
+func (st *stored) identify(name, uid string, raw []byte) {
+	if len(name) > math.MaxUint16 || len(uid) > math.MaxUint8 {
+		panic(fmt.Sprintf("memcluster: a name of %d bytes or a UID of %d stored", len(name), len(uid)))
 	}
-	st.id, st.nameLen, st.rvLen = name+uid+rv, uint16(len(name)), uint8(len(rv))
+	var b strings.Builder
+	b.Grow(len(name) + len(uid) + len(raw))
+	b.WriteString(name)
+	b.WriteString(uid)
+	b.Write(raw)
+	st.data, st.nameLen, st.uidLen = b.String(), uint16(len(name)), uint8(len(uid))
 }
 
-func (st *stored) name() string       { return st.id[:st.nameLen] }
-func (st *stored) uid() types.UID     { return types.UID(st.id[st.nameLen : len(st.id)-int(st.rvLen)]) }
-func (st *stored) rv() string         { return st.id[len(st.id)-int(st.rvLen):] }
+// setRV sets st's resourceVersion, one the store gave or none.
+func (st *stored) setRV(rv string) {
+	if rv == "" {
+		st.rvn, st.hasRV = 0, false
+		return
+	}
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		panic(fmt.Sprintf("memcluster: resourceVersion %q stored: the store gives integers", rv))
+	}
+	st.rvn, st.hasRV = n, true
+}
+
+func (st *stored) name() string { return st.data[:st.nameLen] }
+func (st *stored) uid() types.UID {
+	return types.UID(st.data[st.nameLen : int(st.nameLen)+int(st.uidLen)])
+}
+func (st *stored) rv() string {
+	if !st.hasRV {
+		return ""
+	}
+	return strconv.FormatUint(st.rvn, 10)
+}
 func (st *stored) apiVersion() string { return st.gv.Value() }
+
+// raw returns the JSON data holds, compressed when dict is not nil. No one changes it:
+// it is the string's bytes.
+func (st *stored) raw() []byte {
+	r := st.data[int(st.nameLen)+int(st.uidLen):]
+	return unsafe.Slice(unsafe.StringData(r), len(r))
+}
 
 // json returns st's JSON. The caller does not change it.
 func (st *stored) json() []byte {
-	raw := st.raw
+	raw := st.raw()
 	if st.dict != nil {
 		var err error
 		if raw, err = st.dict.Decode(nil, raw); err != nil {
@@ -87,9 +124,8 @@ func (st *stored) json() []byte {
 	if st.at < 0 {
 		return raw
 	}
-	rv := st.rv()
-	out := make([]byte, 0, len(raw)+len(rv))
-	return append(append(append(out, raw[:st.at]...), rv...), raw[st.at:]...)
+	out := make([]byte, 0, len(raw)+20) // a uint64 has at most 20 digits
+	return append(strconv.AppendUint(append(out, raw[:st.at]...), st.rvn, 10), raw[st.at:]...)
 }
 
 // encodeUnversioned encodes obj, a created object of rt whose resourceVersion the store
@@ -108,8 +144,11 @@ func encodeUnversioned(rt *resourceType, c *canonSet, obj object) *stored {
 	if at < 0 {
 		panic("memcluster: a created object has no metadata")
 	}
-	data, dict := rt.codec.compress(raw)
-	st := describe(obj, data, c)
+	zbuf := scratch.Get().(*[]byte)
+	defer scratch.Put(zbuf)
+	data, dict := rt.codec.compress(zbuf, raw)
+	st := describe(obj, c)
+	st.identify(metaString(obj, "name"), metaString(obj, "uid"), data)
 	st.dict, st.at = dict, int32(at)
 	return st
 }
@@ -118,7 +157,7 @@ func encodeUnversioned(rt *resourceType, c *canonSet, obj object) *stored {
 // and returns st.
 func (st *stored) version(obj object, rv string) *stored {
 	meta(obj)["resourceVersion"] = rv
-	st.identify(metaString(obj, "name"), metaString(obj, "uid"), rv)
+	st.setRV(rv)
 	return st
 }
 

@@ -30,9 +30,9 @@ func TestStoredEncodingIsEncodingJSONs(t *testing.T) {
 	obj["big"] = int64(1) << 62
 	want, err := json.Marshal(obj)
 	require.NoError(t, err)
-	require.Equal(t, string(want), string(newStored(obj).raw))
+	require.Equal(t, string(want), string(newStored(obj).raw()))
 
-	raw := newStored(map[string]any{"invalid": "a\xffb"}).raw
+	raw := newStored(map[string]any{"invalid": "a\xffb"}).raw()
 	require.Equal(t, "{\"invalid\":\"a\uFFFDb\"}", string(raw))
 }
 
@@ -53,11 +53,11 @@ func TestUnversionedIsEncodedWithItsVersion(t *testing.T) {
 		st := encodeUnversioned(rt, &canonSet{}, obj).version(obj, rv)
 		assert.Equal(t, rv, metaString(obj, "resourceVersion"))
 		want := newStored(obj)
-		require.Equal(t, string(want.raw), string(st.json()), "object %d", i)
+		require.Equal(t, string(want.raw()), string(st.json()), "object %d", i)
 		assert.Equal(t, []string{want.name(), string(want.uid()), want.rv()}, []string{st.name(), string(st.uid()), st.rv()})
 		if st.dict != nil {
 			compressed++
-			assert.Less(t, len(st.raw), len(want.raw)/4, "object %d is kept compressed", i)
+			assert.Less(t, len(st.raw()), len(want.raw())/4, "object %d is kept compressed", i)
 		}
 		require.Less(t, i, 2*dictBytes/len(podJSON), "no dictionary made")
 	}
@@ -68,7 +68,7 @@ func TestUnversionedIsEncodedWithItsVersion(t *testing.T) {
 	obj["data"] = map[string]any{"big": strings.Repeat("x", compressMax)}
 	st := encodeUnversioned(rt, &canonSet{}, obj).version(obj, "7")
 	assert.Nil(t, st.dict)
-	assert.Equal(t, string(newStored(obj).raw), string(st.json()))
+	assert.Equal(t, string(newStored(obj).raw()), string(st.json()))
 }
 
 // BenchmarkEncode encodes a Pod's tree as the store does, against json/v2 under
