@@ -1,45 +1,49 @@
 package memcluster
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/restoregraph/restoregraph/internal/keyed"
+)
 
 // objectIndex holds the store's objects by group-resource, namespace ("" for
 // cluster-scoped objects) and name. A list of one resource, or of one namespace, reads
-// only its own objects; and each of a million objects is a name in a map of names, whose
-// string the object holds, not a key of a group-resource, a namespace and a name.
-type objectIndex map[schema.GroupResource]map[string]map[string]*stored
+// only its own objects; and each of a million objects is its own key in a table of
+// names (keyed.Map: its name is cut from its record), not a key of a group-resource, a
+// namespace and a name, nor a string the index keeps.
+type objectIndex map[schema.GroupResource]map[string]*keyed.Map[string, *stored]
+
+func storedName(st *stored) string { return st.name() }
 
 func (x objectIndex) get(k key) (*stored, bool) {
-	st, ok := x[k.gr][k.namespace][k.name]
-	return st, ok
+	if names := x[k.gr][k.namespace]; names != nil {
+		return names.Get(k.name)
+	}
+	return nil, false
 }
 
 func (x objectIndex) set(k key, st *stored) {
 	byNS := x[k.gr]
 	if byNS == nil {
-		byNS = map[string]map[string]*stored{}
+		byNS = map[string]*keyed.Map[string, *stored]{}
 		x[k.gr] = byNS
 	}
 	names := byNS[k.namespace]
 	if names == nil {
-		names = map[string]*stored{}
+		names = keyed.New(0, storedName)
 		byNS[k.namespace] = names
 	}
-	names[k.name] = st
-}
-
-// replace sets k, which x holds, to st, keyed by k's strings: a Go map given a new
-// value keeps the key it had.
-func (x objectIndex) replace(k key, st *stored) {
-	names := x[k.gr][k.namespace]
-	delete(names, k.name)
-	names[k.name] = st
+	names.Set(k.name, st)
 }
 
 func (x objectIndex) delete(k key) {
 	byNS := x[k.gr]
 	names := byNS[k.namespace]
-	delete(names, k.name)
-	if len(names) == 0 {
+	if names == nil {
+		return
+	}
+	names.Delete(k.name)
+	if names.Len() == 0 {
 		delete(byNS, k.namespace)
 		if len(byNS) == 0 {
 			delete(x, k.gr)
@@ -50,8 +54,11 @@ func (x objectIndex) delete(k key) {
 // inResource calls f for each object of gr in namespace ns, or in every namespace when
 // ns is "" (which is also where cluster-scoped objects are). f may not change x.
 func (x objectIndex) inResource(gr schema.GroupResource, ns string, f func(key, *stored)) {
-	each := func(ns string, names map[string]*stored) {
-		for name, st := range names {
+	each := func(ns string, names *keyed.Map[string, *stored]) {
+		if names == nil {
+			return
+		}
+		for name, st := range names.All() {
 			f(key{gr: gr, namespace: ns, name: name}, st)
 		}
 	}
@@ -68,8 +75,10 @@ func (x objectIndex) inResource(gr schema.GroupResource, ns string, f func(key, 
 // change x.
 func (x objectIndex) inNamespace(ns string, f func(key, *stored)) {
 	for gr, byNS := range x {
-		for name, st := range byNS[ns] {
-			f(key{gr: gr, namespace: ns, name: name}, st)
+		if names := byNS[ns]; names != nil {
+			for name, st := range names.All() {
+				f(key{gr: gr, namespace: ns, name: name}, st)
+			}
 		}
 	}
 }

@@ -221,13 +221,7 @@ func (s *Server) recordStored(typ watch.EventType, k key, encoded *stored) *stor
 			k.name, k.namespace = st.name(), st.namespace // the key keeps no strings of its own
 		}
 		st.rt = s.types[k.gr]
-		if prev != nil {
-			// The index's key is then st's name, not prev's, which would keep prev's
-			// JSON with it (the name is cut from the same string).
-			s.objects.replace(k, st)
-		} else {
-			s.objects.set(k, st)
-		}
+		s.objects.set(k, st)
 		s.byUID.Set(st.uid(), st)
 		s.gcWatch(k, st, prev)
 		shown = st

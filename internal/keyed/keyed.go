@@ -9,6 +9,7 @@ package keyed
 
 import (
 	"hash/maphash"
+	"iter"
 )
 
 // Map maps a key to a value. The zero value is not ready; use New. Like a Go map, it is
@@ -161,3 +162,19 @@ func (m *Map[K, V]) Delete(k K) {
 
 // Len returns the number of keys kept.
 func (m *Map[K, V]) Len() int { return m.n + len(m.more) }
+
+// All iterates every key and its value, in no order. The map may not change meanwhile.
+func (m *Map[K, V]) All() iter.Seq2[K, V] {
+	return func(yield func(K, V) bool) {
+		for i, t := range m.tags {
+			if t != 0 && !yield(m.keyOf(m.vals[i]), m.vals[i]) {
+				return
+			}
+		}
+		for k, v := range m.more {
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
+}

@@ -32,6 +32,12 @@ func TestMapAgreesWithAMap(t *testing.T) {
 			check := func(step int) {
 				t.Helper()
 				require.Equal(t, len(want), m.Len(), "step %d", step)
+				all := map[string]*obj{}
+				for k, o := range m.All() {
+					require.NotContains(t, all, k, "step %d: %s twice", step, k)
+					all[k] = o
+				}
+				require.Equal(t, want, all, "step %d", step)
 				for k, o := range want {
 					got, ok := m.Get(k)
 					require.True(t, ok, "step %d: %s", step, k)
