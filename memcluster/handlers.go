@@ -270,7 +270,7 @@ func (s *Server) createObject(req *request, obj object) (*stored, error) {
 		if !ok {
 			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, req.namespace)
 		}
-		if nsObj.deleting {
+		if nsObj.deleting() {
 			return nil, apierrors.NewForbidden(req.rt.gr, name, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", req.namespace))
 		}
 	}
@@ -486,13 +486,13 @@ func (s *Server) deleteHandler(w http.ResponseWriter, r *http.Request, req *requ
 // contents hold it. The caller holds s.mu.
 func (s *Server) remove(req *request, k key, st *stored) {
 	isNamespace := k.gr == schema.GroupResource{Resource: "namespaces"}
-	if !st.finalizers && !isNamespace {
+	if !st.finalizers() && !isNamespace {
 		obj := st.object()
 		s.record(watch.Deleted, k, obj)
 		s.afterDelete(req, obj)
 		return
 	}
-	if st.deleting {
+	if st.deleting() {
 		return
 	}
 	marked := st.object()

@@ -85,5 +85,5 @@ func (x objectIndex) inNamespace(ns string, f func(key, *stored)) {
 
 // key is st's key. st is stored.
 func (st *stored) key() key {
-	return key{gr: st.rt.gr, namespace: st.namespace, name: st.name()}
+	return key{gr: st.rt.gr, namespace: st.namespace(), name: st.name()}
 }

@@ -65,7 +65,7 @@ func (p page) cut(objs []*stored, rv uint64) ([]*stored, string) {
 }
 
 // objectKey is what a list orders objects by: namespace, then name.
-func objectKey(st *stored) [2]string { return [2]string{st.namespace, st.name()} }
+func objectKey(st *stored) [2]string { return [2]string{st.namespace(), st.name()} }
 
 func compareKeys(a, b [2]string) int {
 	if c := strings.Compare(a[0], b[0]); c != 0 {

@@ -217,8 +217,8 @@ func (s *Server) recordStored(typ watch.EventType, k key, encoded *stored) *stor
 		shown = encoded
 	} else {
 		st = encoded
-		if k.name == st.name() && k.namespace == st.namespace {
-			k.name, k.namespace = st.name(), st.namespace // the key keeps no strings of its own
+		if k.name == st.name() && k.namespace == st.namespace() {
+			k.name, k.namespace = st.name(), st.namespace() // the key keeps no strings of its own
 		}
 		st.rt = s.types[k.gr]
 		s.objects.set(k, st)
@@ -271,7 +271,7 @@ func (s *Server) list(gr schema.GroupResource, ns, name string, sel labels.Selec
 		}
 	})
 	slices.SortFunc(out, func(a, b *stored) int {
-		if c := strings.Compare(a.namespace, b.namespace); c != 0 {
+		if c := strings.Compare(a.namespace(), b.namespace()); c != 0 {
 			return c
 		}
 		return strings.Compare(a.name(), b.name())

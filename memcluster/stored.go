@@ -25,20 +25,50 @@ type stored struct {
 	// data is its name and UID, then its JSON, with apiVersion and kind (compressed
 	// with dict): one allocation for the collector to keep, not three, for each of a
 	// million objects. name, uid and raw cut it.
-	data      string
-	dict      *s2.Dict      // nil when the JSON is not compressed
-	rt        *resourceType // its resource, once stored
-	namespace string
-	gv        unique.Handle[string] // its apiVersion
-	labels    labelSet
-	owners    []types.UID
-	rvn       uint64 // its resourceVersion, which the store gives in decimal, when hasRV
-	at        int32  // where the resourceVersion goes in the JSON raw holds; -1 when it is there
-	nameLen   uint16 // a name is at most 253 bytes (validateName)
-	uidLen    uint8  // the store gives UUIDs
-	hasRV     bool
-	// deleting: it has a deletionTimestamp; finalizers: it has finalizers.
-	deleting, finalizers bool
+	data   string
+	dict   *s2.Dict              // nil when the JSON is not compressed
+	rt     *resourceType         // its resource, once stored
+	ns     unique.Handle[string] // its namespace; the zero Handle for none
+	gv     unique.Handle[string] // its apiVersion
+	labels labelSet
+	owners []types.UID
+	rvn    uint64 // its resourceVersion, which the store gives in decimal, when hasRV
+	at     int32  // where the resourceVersion goes in the JSON raw holds; -1 when it is there
+	// nameLen: a name is at most 253 bytes (validateName); uidLen: the store gives
+	// UUIDs.
+	nameLen uint16
+	uidLen  uint8
+	flags   storedFlags
+}
+
+// storedFlags are a record's booleans, in one byte: a record is 96 bytes, not 112.
+type storedFlags uint8
+
+const (
+	hasRV      storedFlags = 1 << iota // rvn is its resourceVersion
+	deleting                           // it has a deletionTimestamp
+	finalizing                         // it has finalizers
+)
+
+func (st *stored) has(f storedFlags) bool { return st.flags&f != 0 }
+
+func (st *stored) set(f storedFlags, on bool) {
+	if on {
+		st.flags |= f
+	} else {
+		st.flags &^= f
+	}
+}
+
+func (st *stored) deleting() bool   { return st.has(deleting) }
+func (st *stored) finalizers() bool { return st.has(finalizing) }
+
+// namespace returns its namespace, "" for a cluster-scoped object.
+func (st *stored) namespace() string {
+	if st.ns == (unique.Handle[string]{}) {
+		return ""
+	}
+	return st.ns.Value()
 }
 
 // newStored encodes obj. The caller never changes obj afterwards: events share it.
@@ -59,10 +89,14 @@ func newStored(obj object) *stored {
 // apiVersion and labels made canonical through c.
 func describe(obj object, c *canonSet) *stored {
 	md := meta(obj)
-	st := &stored{at: -1, owners: ownerUIDs(obj), deleting: metaString(obj, "deletionTimestamp") != "", finalizers: len(finalizers(obj)) > 0}
+	st := &stored{at: -1, owners: ownerUIDs(obj)}
+	st.set(deleting, metaString(obj, "deletionTimestamp") != "")
+	st.set(finalizing, len(finalizers(obj)) > 0)
 	apiVersion, _ := obj["apiVersion"].(string)
 	st.gv = c.handle(apiVersion)
-	st.namespace, _ = md["namespace"].(string)
+	if ns, _ := md["namespace"].(string); ns != "" {
+		st.ns = c.handle(ns)
+	}
 	st.labels = labelsOf(obj, c)
 	return st
 }
@@ -83,14 +117,16 @@ func (st *stored) identify(name, uid string, raw []byte) {
 // setRV sets st's resourceVersion, one the store gave or none.
 func (st *stored) setRV(rv string) {
 	if rv == "" {
-		st.rvn, st.hasRV = 0, false
+		st.rvn = 0
+		st.set(hasRV, false)
 		return
 	}
 	n, err := strconv.ParseUint(rv, 10, 64)
 	if err != nil {
 		panic(fmt.Sprintf("memcluster: resourceVersion %q stored: the store gives integers", rv))
 	}
-	st.rvn, st.hasRV = n, true
+	st.rvn = n
+	st.set(hasRV, true)
 }
 
 func (st *stored) name() string { return st.data[:st.nameLen] }
@@ -98,7 +134,7 @@ func (st *stored) uid() types.UID {
 	return types.UID(st.data[st.nameLen : int(st.nameLen)+int(st.uidLen)])
 }
 func (st *stored) rv() string {
-	if !st.hasRV {
+	if !st.has(hasRV) {
 		return ""
 	}
 	return strconv.FormatUint(st.rvn, 10)
