@@ -67,3 +67,53 @@ func TestMapAgreesWithAMap(t *testing.T) {
 		})
 	}
 }
+
+// FuzzMap runs the operations the input spells (a byte an operation: which, and on
+// which of 64 keys) against a Map and a Go map, with a hash the input also chooses, and
+// checks they agree after each.
+func FuzzMap(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 64, 65, 128, 129, 192, 193, 5, 69, 133})
+	f.Add([]byte{1, 0xff, 0x40, 0x80, 0xc0, 0x3f, 0x7f, 0xbf})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		if len(ops) == 0 {
+			return
+		}
+		hashes := []func(string) uint64{
+			nil,
+			func(k string) uint64 { return uint64(len(k) % 2) },
+			func(k string) uint64 { return 0xffffffff - uint64(k[len(k)-1]%4) },
+		}
+		m := New(int(ops[0]%4), keyOf)
+		m.testHash = hashes[int(ops[0]/4)%len(hashes)]
+		want := map[string]*obj{}
+		key := func(b byte) string { return fmt.Sprintf("k%d", b%64) }
+		for step, op := range ops[1:] {
+			k := key(op)
+			switch op >> 6 {
+			case 0, 1: // its own value
+				o := &obj{key: k, n: step}
+				m.Set(k, o)
+				want[k] = o
+			case 2: // another key's value
+				o := &obj{key: key(op + 7), n: step}
+				m.Set(k, o)
+				want[k] = o
+			case 3:
+				m.Delete(k)
+				delete(want, k)
+			}
+			require.Equal(t, len(want), m.Len(), "step %d", step)
+			for k, o := range want {
+				got, ok := m.Get(k)
+				require.True(t, ok, "step %d: %s", step, k)
+				require.Same(t, o, got, "step %d: %s", step, k)
+			}
+			n := 0
+			for k, o := range m.All() {
+				require.Same(t, want[k], o, "step %d: %s", step, k)
+				n++
+			}
+			require.Equal(t, len(want), n, "step %d", step)
+		}
+	})
+}
