@@ -57,6 +57,8 @@ func (s *Server) gcWatch(k key, st, old *stored) {
 			st.owners[i] = o
 		}
 		if old == nil || !slices.Contains(old.owners, o) {
+			// st's UID is cut from its record: an update of st leaves the entry
+			// holding the record it replaced, until the owner goes.
 			s.dependents[o] = append(s.dependents[o], st.uid())
 		}
 	}

@@ -60,8 +60,12 @@ func newAllocations(cidr string) (*allocations, error) {
 	p = p.Masked()
 	hostBits := p.Addr().BitLen() - p.Bits()
 	if hostBits > maxServiceHostBits {
+		family := 6
+		if p.Addr().Is4() {
+			family = 4
+		}
 		return nil, fmt.Errorf("memcluster: ServiceCIDR %q is too large: a Service range has at most %d bits of host, as kube-apiserver's (a /%d of IPv%d)",
-			cidr, maxServiceHostBits, p.Addr().BitLen()-maxServiceHostBits, map[bool]int{true: 4, false: 6}[p.Addr().Is4()])
+			cidr, maxServiceHostBits, p.Addr().BitLen()-maxServiceHostBits, family)
 	}
 	size := uint32(1) << hostBits
 	return &allocations{cidr: p, base: low32(p.Addr()), size: size, ips: newBitmap(int(size)),
