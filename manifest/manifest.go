@@ -57,16 +57,15 @@ func (m *Manifest) Add(item *Item) (bool, error) {
 	if m.byUID == nil {
 		m.byUID, m.byID = keyed.New(0, itemUID), keyed.New(0, (*Item).ID)
 	}
-	if prev, ok := m.byUID.Get(item.UID); ok {
+	// Each table is looked up once: the item goes in unless its key is taken.
+	if prev, added := m.byUID.Insert(item); !added {
 		return false, m.fold(prev, item)
 	}
-	id := item.ID()
-	if prev, ok := m.byID.Get(id); ok {
-		return false, fmt.Errorf("%w: %s (uid %s) is already recorded with uid %s", ErrItemAlreadyExists, id, item.UID, prev.UID)
+	if prev, added := m.byID.Insert(item); !added {
+		m.byUID.Delete(item.UID)
+		return false, fmt.Errorf("%w: %s (uid %s) is already recorded with uid %s", ErrItemAlreadyExists, item.ID(), item.UID, prev.UID)
 	}
 	m.items = append(m.items, item)
-	m.byUID.Set(item.UID, item)
-	m.setID(id, item)
 	// No lock: Add never runs concurrently with anything else (see the package doc).
 	m.sorted = len(m.items) == 1 || (m.sorted && compareItems(m.items[len(m.items)-2], item) < 0)
 	m.children, m.set = nil, nil

@@ -62,6 +62,9 @@ func TestAdd(t *testing.T) {
 				want = 2
 			}
 			assert.Equal(t, want, m.Len(), "a refused item must not be recorded")
+			if got, found := m.ByUID(tc.second.UID); !tc.added && found {
+				assert.NotSame(t, tc.second, got, "a refused item must not be found by its UID")
+			}
 		})
 	}
 }

@@ -109,6 +109,35 @@ func (m *Map[K, V]) Set(k K, v V) {
 	}
 }
 
+// Insert keeps v under its own key unless the key has a value already (its own, or an
+// alias): it returns that value and false, else v and true. It looks the key up once,
+// where Get then Set look it up twice.
+func (m *Map[K, V]) Insert(v V) (V, bool) {
+	k := m.keyOf(v)
+	t := m.hash(k)
+	i := -1 // the first empty slot from k's home, once k is not before it
+	if len(m.tags) > 0 {
+		for i = m.home(t); m.tags[i] != 0; {
+			if m.tags[i] == t && m.keyOf(m.vals[i]) == k {
+				return m.vals[i], false
+			}
+			if i++; i == len(m.tags) {
+				i = 0
+			}
+		}
+	}
+	if prev, ok := m.more[k]; ok {
+		return prev, false
+	}
+	if i < 0 || (m.n+1)*5 > len(m.tags)*4 {
+		m.insert(t, v) // grows the table first
+		return v, true
+	}
+	m.tags[i], m.vals[i] = t, v
+	m.n++
+	return v, true
+}
+
 // insert puts v, whose key's tag is t and is not in the table, in the first empty slot
 // from its home, growing the table first when it would be over four fifths full.
 func (m *Map[K, V]) insert(t uint32, v V) {

@@ -48,10 +48,21 @@ func TestMapAgreesWithAMap(t *testing.T) {
 			for step := range 1000 {
 				k := key(step)
 				switch step % 5 {
-				case 0, 1, 2: // its own value
+				case 0, 1: // its own value
 					o := &obj{key: k, n: step}
 					m.Set(k, o)
 					want[k] = o
+				case 2: // its own value, unless the key has one
+					o := &obj{key: k, n: step}
+					got, added := m.Insert(o)
+					prev, had := want[k]
+					require.Equal(t, !had, added, "step %d: %s", step, k)
+					if had {
+						require.Same(t, prev, got, "step %d: %s", step, k)
+					} else {
+						require.Same(t, o, got, "step %d: %s", step, k)
+						want[k] = o
+					}
 				case 3: // another key's value
 					o := &obj{key: key(step * 31), n: step}
 					m.Set(k, o)
@@ -90,10 +101,21 @@ func FuzzMap(f *testing.F) {
 		for step, op := range ops[1:] {
 			k := key(op)
 			switch op >> 6 {
-			case 0, 1: // its own value
+			case 0: // its own value
 				o := &obj{key: k, n: step}
 				m.Set(k, o)
 				want[k] = o
+			case 1: // its own value, unless the key has one
+				o := &obj{key: k, n: step}
+				got, added := m.Insert(o)
+				prev, had := want[k]
+				require.Equal(t, !had, added, "step %d: %s", step, k)
+				if had {
+					require.Same(t, prev, got, "step %d: %s", step, k)
+				} else {
+					require.Same(t, o, got, "step %d: %s", step, k)
+					want[k] = o
+				}
 			case 2: // another key's value
 				o := &obj{key: key(op + 7), n: step}
 				m.Set(k, o)
