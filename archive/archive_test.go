@@ -537,3 +537,27 @@ func TestReadNamesTheFirstBadEntry(t *testing.T) {
 	assert.Equal(t, "resources/deployments.apps/v1/namespaces/shop/api.json", ee.Path)
 	assert.ErrorIs(t, err, errDuplicate)
 }
+
+// The walk's names live in its batches, which later entries reuse: nothing the read
+// keeps (the manifest, the body index) may be one of them. Thousands of objects, many
+// batches: every object's body is found under its own name, and is its own.
+func TestReadKeepsNoNameOfTheWalk(t *testing.T) {
+	var es []entry
+	for i := range 3000 {
+		name, ns := fmt.Sprintf("cm-%04d", i), fmt.Sprintf("ns-%d", i%7)
+		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":%q,"uid":"u-%d"}}`, name, ns, i)
+		es = append(es,
+			entry{name: "resources/configmaps/v1-preferredversion/namespaces/" + ns + "/" + name + ".json", body: body},
+			entry{name: "resources/configmaps/namespaces/" + ns + "/" + name + ".json", body: body})
+	}
+	b, err := Read(context.Background(), bytes.NewReader(rawTar(t, true, es...)), Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	require.Equal(t, 3000, b.Manifest().Len())
+	for _, it := range b.Manifest().Items() {
+		obj, err := b.Object(it, it.Version)
+		require.NoError(t, err, "%s", it)
+		require.Equal(t, it.Name, obj.GetName())
+		require.Equal(t, it.Namespace, obj.GetNamespace())
+	}
+}
