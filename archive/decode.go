@@ -2,7 +2,6 @@ package archive
 
 import (
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/restoregraph/restoregraph/internal/strslab"
 )
@@ -29,7 +28,6 @@ type pending struct {
 
 type batch struct {
 	data    []byte
-	names   []byte // the entries' names: the raw names and the locations are in it
 	entries []pending
 }
 
@@ -41,8 +39,7 @@ func (bt *batch) bytes(i int) []byte {
 const (
 	batchEntries = 256
 	batchBytes   = 512 << 10
-	batchNames   = batchEntries * 96 // the names of a backup's entries are about 70 bytes
-	batchesAhead = 2                 // batches waiting for each stage, at most
+	batchesAhead = 2 // batches waiting for each stage, at most
 )
 
 // decoding passes batches from the walk to the decoder, from the decoder to the index,
@@ -57,22 +54,20 @@ type decoding struct {
 	finished bool
 }
 
-// add copies an entry, its raw name and its bytes, into the current batch, and
-// returns it and its cleaned name (a suffix of raw), both now the batch's: they live
-// until the batch is indexed, and the caller sets the entry's location from them before
-// it calls added. An entry whose bytes are the previous entry's (dup) shares them when
-// that entry is in the batch.
-func (d *decoding) add(raw, name string, dup bool, data []byte) (*pending, string) {
+// add copies an entry into the current batch, and sends the batch on when it is full.
+// An entry whose bytes are the previous entry's (dup) shares them when that entry is in
+// the batch.
+// It returns the index's error once the index has met one: the walk then stops.
+func (d *decoding) add(p pending, data []byte, index func(*batch) error) error {
 	if d.cur == nil {
 		select {
 		case d.cur = <-d.free:
-			d.cur.data, d.cur.names, d.cur.entries = d.cur.data[:0], d.cur.names[:0], d.cur.entries[:0]
+			d.cur.data, d.cur.entries = d.cur.data[:0], d.cur.entries[:0]
 		default:
-			d.cur = &batch{data: make([]byte, 0, batchBytes), names: make([]byte, 0, batchNames), entries: make([]pending, 0, batchEntries)}
+			d.cur = &batch{data: make([]byte, 0, batchBytes), entries: make([]pending, 0, batchEntries)}
 		}
 	}
-	p := pending{dup: dup}
-	if n := len(d.cur.entries); dup && n > 0 {
+	if n := len(d.cur.entries); p.dup && n > 0 {
 		// The second copy of an object shares the first's bytes, which it repeats.
 		p.start, p.end = d.cur.entries[n-1].start, d.cur.entries[n-1].end
 	} else {
@@ -80,18 +75,7 @@ func (d *decoding) add(raw, name string, dup bool, data []byte) (*pending, strin
 		d.cur.data = append(d.cur.data, data...)
 		p.end = len(d.cur.data)
 	}
-	// A grown names array leaves the names before it in the old one, which they keep
-	// alive until the batch is indexed.
-	start := len(d.cur.names)
-	d.cur.names = append(d.cur.names, raw...)
-	p.raw = unsafe.String(unsafe.SliceData(d.cur.names[start:]), len(raw))
 	d.cur.entries = append(d.cur.entries, p)
-	return &d.cur.entries[len(d.cur.entries)-1], p.raw[len(raw)-len(name):]
-}
-
-// added sends the current batch on when it is full. It returns the index's error once
-// the index has met one: the walk then stops.
-func (d *decoding) added(index func(*batch) error) error {
 	if len(d.cur.entries) < batchEntries && len(d.cur.data) < batchBytes {
 		return nil
 	}

@@ -10,11 +10,11 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"unsafe"
 
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/restoregraph/restoregraph/internal/readahead"
+	"github.com/restoregraph/restoregraph/internal/strslab"
 	"github.com/restoregraph/restoregraph/manifest"
 )
 
@@ -26,10 +26,10 @@ type entries struct {
 	pad    int               // the padding after the last body, not yet skipped
 	closer io.Closer         // the file, when ReadFile opened it
 
-	// name holds the current entry's name: next hands it out until the next call, and
-	// what keeps a name (the batches of the read, an error) copies it. Two million
-	// names of a million objects' backup are then no memory of their own.
-	name         []byte
+	// names holds the entries' names, 64 KiB at a time: two million names of a
+	// million objects' backup are then some thousand allocations, not two million.
+	// A slab lives as long as a name in it: until the entries it read are indexed.
+	names        *strslab.Strings
 	total, count int64
 	buf, prev    []byte // this entry's bytes and the previous one's, swapped
 	prevItem     bool   // the previous entry was an object's: prev holds its bytes
@@ -38,7 +38,7 @@ type entries struct {
 
 func newEntries(r io.Reader, opts Options) (*entries, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	e := &entries{opts: opts, r: br}
+	e := &entries{opts: opts, r: br, names: strslab.New(0)}
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
@@ -62,9 +62,8 @@ func (e *entries) close() {
 	}
 }
 
-// next returns the next regular file's cleaned name and its name as the tarball has
-// it, both valid until the next call, and its bytes (valid until the call after the
-// next), or io.EOF. The names are the entries' own: a caller copies what it keeps.
+// next returns the next regular file's cleaned name, its name as the tarball has it,
+// and its bytes (valid until the call after the next), or io.EOF.
 func (e *entries) next() (name, raw string, data []byte, err error) {
 	for {
 		// A stream that ends within the padding after the last body ends there, as
@@ -85,19 +84,19 @@ func (e *entries) next() (name, raw string, data []byte, err error) {
 		raw = h.name
 		name, err = entryName(h.typeflag, h.name)
 		if err != nil {
-			return "", "", nil, &EntryError{Path: strings.Clone(raw), Err: err}
+			return "", "", nil, &EntryError{Path: raw, Err: err}
 		}
 		if e.count++; e.count > e.opts.MaxEntries {
-			return "", "", nil, &LimitError{Path: strings.Clone(raw), Limit: "entries", Max: e.opts.MaxEntries}
+			return "", "", nil, &LimitError{Path: raw, Limit: "entries", Max: e.opts.MaxEntries}
 		}
 		if h.typeflag == tar.TypeDir {
 			continue // a directory has no data, whatever its header's size says
 		}
 		if limit, what := e.opts.entryLimit(name); h.size > limit {
-			return "", "", nil, &LimitError{Path: strings.Clone(raw), Limit: what, Max: limit}
+			return "", "", nil, &LimitError{Path: raw, Limit: what, Max: limit}
 		}
 		if e.total += h.size; e.total > e.opts.MaxTotalBytes {
-			return "", "", nil, &LimitError{Path: strings.Clone(raw), Limit: "total size", Max: e.opts.MaxTotalBytes}
+			return "", "", nil, &LimitError{Path: raw, Limit: "total size", Max: e.opts.MaxTotalBytes}
 		}
 		e.buf, e.prev = e.prev, e.buf
 		if int64(cap(e.buf)) < h.size {
@@ -108,7 +107,7 @@ func (e *entries) next() (name, raw string, data []byte, err error) {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			return "", "", nil, &EntryError{Path: strings.Clone(raw), Err: err}
+			return "", "", nil, &EntryError{Path: raw, Err: err}
 		}
 		e.pad = int(-h.size & (blockSize - 1))
 		return name, raw, e.buf, nil
@@ -132,7 +131,7 @@ type header struct {
 // for non-ASCII runes to guess the format), more than inflating the entry.
 func (e *entries) header() (header, error) {
 	if blk, err := e.r.Peek(blockSize); err == nil {
-		if h, ok := plainHeader(blk, &e.name); ok {
+		if h, ok := plainHeader(blk, e.names); ok {
 			e.r.Discard(blockSize)
 			return h, nil
 		}
@@ -157,8 +156,8 @@ func (e *entries) header() (header, error) {
 // plainHeader parses blk when archive/tar would read it as a ustar header of a
 // regular file or a directory, standing alone: the ustar magic and version, a
 // checksum that matches, every numeric field octal. It reports false otherwise. The
-// name is copied into *name, which it stays in until the next call.
-func plainHeader(blk []byte, name *[]byte) (header, bool) {
+// name is copied into names.
+func plainHeader(blk []byte, names *strslab.Strings) (header, bool) {
 	const (
 		magic   = "ustar\x0000"
 		trailer = "tar\x00" // marks star's variant, whose prefix field is shorter
@@ -185,12 +184,11 @@ func plainHeader(blk []byte, name *[]byte) (header, bool) {
 	if !ok {
 		return header{}, false
 	}
-	base := cString(blk[:100])
+	name := cString(blk[:100])
 	if prefix := cString(blk[345:500]); len(prefix) > 0 {
-		return header{name: string(prefix) + "/" + string(base), typeflag: typeflag, size: size}, true
+		return header{name: string(prefix) + "/" + string(name), typeflag: typeflag, size: size}, true
 	}
-	*name = append((*name)[:0], base...)
-	return header{name: unsafe.String(unsafe.SliceData(*name), len(*name)), typeflag: typeflag, size: size}, true
+	return header{name: names.Copy(name), typeflag: typeflag, size: size}, true
 }
 
 // checksum is the sum of a header block's bytes, its checksum field (bytes 148 to 155)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/restoregraph/restoregraph/internal/strslab"
 )
 
 // walked is what a walk of a tarball gives: each regular file's names and bytes, then
@@ -191,7 +193,7 @@ func TestPlainHeaderReadsTheWritersHeaders(t *testing.T) {
 		tw := tar.NewWriter(&buf)
 		require.NoError(t, tw.WriteHeader(h))
 		require.Equal(t, blockSize, buf.Len(), "%s: one block", h.Name)
-		got, ok := plainHeader(buf.Bytes(), new([]byte))
+		got, ok := plainHeader(buf.Bytes(), strslab.New(0))
 		require.True(t, ok, h.Name)
 		assert.Equal(t, header{name: h.Name, typeflag: h.Typeflag, size: h.Size}, got)
 	}
@@ -199,7 +201,7 @@ func TestPlainHeaderReadsTheWritersHeaders(t *testing.T) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	require.NoError(t, tw.WriteHeader(&tar.Header{Name: strings.Repeat("a", 300), Typeflag: tar.TypeReg}))
-	_, ok := plainHeader(buf.Bytes()[:blockSize], new([]byte))
+	_, ok := plainHeader(buf.Bytes()[:blockSize], strslab.New(0))
 	assert.False(t, ok)
 }
 

@@ -85,7 +85,7 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 		for i := range bt.entries {
 			p := &bt.entries[i]
 			if err := b.readItem(&e.last, rd, p, bt.bytes(i)); err != nil {
-				return &EntryError{Path: strings.Clone(p.raw), Err: err}
+				return &EntryError{Path: p.raw, Err: err}
 			}
 		}
 		return nil
@@ -106,7 +106,7 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 				m, err := manifest.Decode(bytes.NewReader(data))
 				if err != nil {
 					e.close()
-					return &EntryError{Path: strings.Clone(raw), Err: err}
+					return &EntryError{Path: raw, Err: err}
 				}
 				b.manifest = m
 				if err := b.checkFormat(); err != nil {
@@ -125,11 +125,11 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 				b.warnings = append(b.warnings, "skipped "+name+": it comes after the bodies; the manifest is built from them")
 			case isItem:
 				items = true
-				p, name := dec.add(raw, name, dup, data)
+				p := pending{raw: raw, dup: dup}
 				if p.loc, p.err = parseItemPath(name); p.err == nil {
 					p.loc = own(b.strs, p.loc)
 				}
-				if err := dec.added(index); err != nil {
+				if err := dec.add(p, data, index); err != nil {
 					e.close() // the index met an error in an earlier entry
 					return err
 				}
@@ -208,7 +208,7 @@ func (b *Backup) readRest(want *bodyKey) error {
 			if !isItem {
 				b.warnings = append(b.warnings, fmt.Sprintf("skipped %s: not part of the backup layout", name))
 			} else if err = b.keepBody(&b.rest.last, dup, name, data); err != nil {
-				err = &EntryError{Path: strings.Clone(raw), Err: err}
+				err = &EntryError{Path: raw, Err: err}
 			}
 		}
 		if err == io.EOF {
