@@ -15,6 +15,21 @@ type obj struct {
 
 func keyOf(o *obj) string { return o.key }
 
+// insert inserts o into m and holds the answer to want, the Go map m must agree with:
+// o goes in, and into want, unless its key has a value, which Insert returns.
+func insert(t *testing.T, m *Map[string, *obj], want map[string]*obj, o *obj, step int) {
+	t.Helper()
+	got, added := m.Insert(o)
+	prev, had := want[o.key]
+	require.Equal(t, !had, added, "step %d: %s", step, o.key)
+	if had {
+		require.Same(t, prev, got, "step %d: %s", step, o.key)
+		return
+	}
+	require.Same(t, o, got, "step %d: %s", step, o.key)
+	want[o.key] = o
+}
+
 // The map agrees with a Go map through sets of values under their own keys and under
 // other keys (aliases), replacements and deletions, as the table grows, with maphash
 // and with hashes that send many keys to one slot: the first, or the last, so that the
@@ -53,16 +68,7 @@ func TestMapAgreesWithAMap(t *testing.T) {
 					m.Set(k, o)
 					want[k] = o
 				case 2: // its own value, unless the key has one
-					o := &obj{key: k, n: step}
-					got, added := m.Insert(o)
-					prev, had := want[k]
-					require.Equal(t, !had, added, "step %d: %s", step, k)
-					if had {
-						require.Same(t, prev, got, "step %d: %s", step, k)
-					} else {
-						require.Same(t, o, got, "step %d: %s", step, k)
-						want[k] = o
-					}
+					insert(t, m, want, &obj{key: k, n: step}, step)
 				case 3: // another key's value
 					o := &obj{key: key(step * 31), n: step}
 					m.Set(k, o)
@@ -106,16 +112,7 @@ func FuzzMap(f *testing.F) {
 				m.Set(k, o)
 				want[k] = o
 			case 1: // its own value, unless the key has one
-				o := &obj{key: k, n: step}
-				got, added := m.Insert(o)
-				prev, had := want[k]
-				require.Equal(t, !had, added, "step %d: %s", step, k)
-				if had {
-					require.Same(t, prev, got, "step %d: %s", step, k)
-				} else {
-					require.Same(t, o, got, "step %d: %s", step, k)
-					want[k] = o
-				}
+				insert(t, m, want, &obj{key: k, n: step}, step)
 			case 2: // another key's value
 				o := &obj{key: key(op + 7), n: step}
 				m.Set(k, o)
