@@ -10,14 +10,12 @@ type Node struct {
 	id     int64
 	r      *run
 	worker int
-	aw     *awaiting // set by Await; most nodes never await
 }
 
 // awaiting is the state of a node in Await, guarded by run.mu.
 type awaiting struct {
 	pending int           // awaited nodes not finished yet
 	err     error         // the first awaited node that did not succeed
-	wake    chan struct{} // closed when pending reaches 0
 	slot    chan struct{} // closed by the worker that hands this node its slot
 }
 
@@ -72,8 +70,7 @@ func (n *Node) Await(ids ...int64) error {
 		r.dyn[v] = append(r.dyn[v], int32(n.id))
 		r.boost(v)
 	}
-	aw := &awaiting{pending: len(waitFor), wake: make(chan struct{}), slot: make(chan struct{})}
-	n.aw = aw
+	aw := &awaiting{pending: len(waitFor), slot: make(chan struct{})}
 	if r.awaiting == nil {
 		r.awaiting = map[int32]*awaiting{}
 	}
@@ -84,12 +81,7 @@ func (n *Node) Await(ids ...int64) error {
 	r.spawnWorker() // the slot given up goes to another worker
 	r.mu.Unlock()
 
-	<-aw.wake
-	r.mu.Lock()
-	r.resumers = append(r.resumers, n)
-	r.cond.Broadcast()
-	r.mu.Unlock()
-	<-aw.slot
+	<-aw.slot // once what it awaits has finished (wakeAwaiters), a worker's slot
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -98,7 +90,6 @@ func (n *Node) Await(ids ...int64) error {
 	r.rep.waited[int32(n.id)] += end.Sub(start)
 	delete(r.awaiting, int32(n.id))
 	r.emit(Event{Type: Resumed, Node: n.id, Time: end, Worker: n.worker})
-	n.aw = nil
 	return aw.err
 }
 
@@ -144,7 +135,11 @@ func (r *run) boost(v int32) {
 	}
 }
 
-// wakeAwaiters tells the nodes awaiting u that it finished.
+// wakeAwaiters tells the nodes awaiting u that it finished: one that awaits nothing
+// more wants a slot back, before any ready node gets one. It is queued here, under the
+// lock the worker that finished u still holds, so that this worker hands it its slot
+// next rather than starting a ready node first (and the resumed node's worker parks
+// for the next Await to reuse).
 func (r *run) wakeAwaiters(u int32, status Status) {
 	for _, w := range r.dyn[u] {
 		aw := r.awaiting[w]
@@ -152,7 +147,8 @@ func (r *run) wakeAwaiters(u int32, status Status) {
 			aw.err = fmt.Errorf("%w: awaited node %d %s", ErrDependencyFailed, u, status)
 		}
 		if aw.pending--; aw.pending == 0 {
-			close(aw.wake)
+			r.resumers = append(r.resumers, aw)
+			r.cond.Broadcast()
 		}
 	}
 	delete(r.dyn, u)

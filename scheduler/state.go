@@ -26,9 +26,9 @@ type run struct {
 	indeg      []int32
 	prio       []float64
 	ready      queue
-	rep        Report  // its records are written under mu
-	remaining  int     // nodes not yet reported
-	resumers   []*Node // awaiting nodes whose dependencies finished, wanting a slot back
+	rep        Report      // its records are written under mu
+	remaining  int         // nodes not yet reported
+	resumers   []*awaiting // awaits that nothing holds up any more, each wanting a slot back
 	dyn        map[int32][]int32
 	awaiting   map[int32]*awaiting // the nodes in Await
 	nextWorker int

@@ -54,9 +54,9 @@ func (r *run) worker(id int) error {
 	var now time.Time // the clock read when the last node ended, reused to start the next
 	for {
 		if len(r.resumers) > 0 {
-			n := r.resumers[0]
+			aw := r.resumers[0]
 			r.resumers = r.resumers[1:]
-			close(n.aw.slot)
+			close(aw.slot)
 			if r.ready.len() > 0 {
 				r.cond.Signal() // this worker may have released nodes it will not run now
 			}
