@@ -59,18 +59,19 @@ func (m *Map[K, V]) hash(k K) uint32 {
 // home is the slot where the search for tag t starts: t scaled to the table.
 func (m *Map[K, V]) home(t uint32) int { return int(uint64(t) * uint64(len(m.tags)) >> 32) }
 
-// find returns the slot that holds k's own value, or -1.
-func (m *Map[K, V]) find(k K, t uint32) int {
-	if m.n == 0 {
-		return -1
+// find returns the slot that holds k's own value and true; else the first empty slot
+// from k's home, where it would go, and false (-1 when there is no table yet).
+func (m *Map[K, V]) find(k K, t uint32) (int, bool) {
+	if len(m.tags) == 0 {
+		return -1, false
 	}
 	for i := m.home(t); ; {
 		switch m.tags[i] {
 		case 0:
-			return -1
+			return i, false
 		case t:
 			if m.keyOf(m.vals[i]) == k {
-				return i
+				return i, true
 			}
 		}
 		if i++; i == len(m.tags) {
@@ -81,7 +82,7 @@ func (m *Map[K, V]) find(k K, t uint32) int {
 
 // Get returns the value of k.
 func (m *Map[K, V]) Get(k K) (V, bool) {
-	if i := m.find(k, m.hash(k)); i >= 0 {
+	if i, ok := m.find(k, m.hash(k)); ok {
 		return m.vals[i], true
 	}
 	v, ok := m.more[k]
@@ -91,17 +92,17 @@ func (m *Map[K, V]) Get(k K) (V, bool) {
 // Set keeps v under k, in place of the value there. v's own key need not be k.
 func (m *Map[K, V]) Set(k K, v V) {
 	t := m.hash(k)
-	i := m.find(k, t)
+	i, found := m.find(k, t)
 	switch {
 	case m.keyOf(v) != k: // an alias
-		if i >= 0 {
+		if found {
 			m.remove(i)
 		}
 		if m.more == nil {
 			m.more = map[K]V{}
 		}
 		m.more[k] = v
-	case i >= 0: // a new value of its own key
+	case found: // a new value of its own key
 		m.vals[i] = v
 	default:
 		delete(m.more, k) // kept there while it was an alias
@@ -115,16 +116,9 @@ func (m *Map[K, V]) Set(k K, v V) {
 func (m *Map[K, V]) Insert(v V) (V, bool) {
 	k := m.keyOf(v)
 	t := m.hash(k)
-	i := -1 // the first empty slot from k's home, once k is not before it
-	if len(m.tags) > 0 {
-		for i = m.home(t); m.tags[i] != 0; {
-			if m.tags[i] == t && m.keyOf(m.vals[i]) == k {
-				return m.vals[i], false
-			}
-			if i++; i == len(m.tags) {
-				i = 0
-			}
-		}
+	i, found := m.find(k, t)
+	if found {
+		return m.vals[i], false
 	}
 	if prev, ok := m.more[k]; ok {
 		return prev, false
@@ -184,7 +178,7 @@ func (m *Map[K, V]) remove(i int) {
 
 // Delete forgets k.
 func (m *Map[K, V]) Delete(k K) {
-	if i := m.find(k, m.hash(k)); i >= 0 {
+	if i, ok := m.find(k, m.hash(k)); ok {
 		m.remove(i)
 		return
 	}
