@@ -164,7 +164,7 @@ func (s *bodyStore) appendSpilled(dst []byte, ref bodyRef) ([]byte, error) {
 // The spill file holds the bodies s2-compressed, a block at a time: the bodies of one
 // backup repeat each other's keys and values, so the file is a fraction of their size
 // (0.077 of it for the backup the Velero server wrote in testdata/velero, 0.105 for a
-// kube-apiserver 1.37 backup in testdata/backups, 0.05 for the benchmarks' generated
+// kube-apiserver 1.37 backup in testdata/backups, 0.083 for the benchmarks' generated
 // objects, s2's default level). It is written and read at that fraction of the
 // kernel's time, a tenth or less of the page cache is taken, and s2 decodes a block
 // faster than the kernel copies it. A restore asks for bodies in nearly the order they
