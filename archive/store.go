@@ -151,12 +151,12 @@ func (s *bodyStore) appendSpilled(dst []byte, ref bodyRef) ([]byte, error) {
 	dst = slices.Grow(dst, int(ref.n))
 	// The last block that starts at or before the body's first byte, then the ones after
 	// it until the body ends; blocks are laid end to end.
-	i, _ := slices.BinarySearchFunc(blocks, ref.off+1, func(b spilledBlock, off int64) int { return cmp.Compare(b.start, off) })
-	for off, end := ref.off, ref.off+int64(ref.n); off < end; i++ {
-		if dst, err = s.blocks.appendRange(dst, s.spill.file, i-1, blocks[i-1], off, end); err != nil {
+	after, _ := slices.BinarySearchFunc(blocks, ref.off+1, func(b spilledBlock, off int64) int { return cmp.Compare(b.start, off) })
+	for k, off, end := after-1, ref.off, ref.off+int64(ref.n); off < end; k++ {
+		if dst, err = s.blocks.appendRange(dst, s.spill.file, k, blocks[k], off, end); err != nil {
 			return nil, err
 		}
-		off = blocks[i-1].start + int64(blocks[i-1].size)
+		off = blocks[k].start + int64(blocks[k].size)
 	}
 	return dst, nil
 }
