@@ -1,6 +1,7 @@
 package toposort
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -39,4 +40,54 @@ func TestOrderLeavesOutCyclesAndWhatIsBehindThem(t *testing.T) {
 	assert.Equal(t, []int32{0, 4}, order)
 	assert.Equal(t, []bool{false, true, true, true, false}, Unordered(g.Len(), order))
 	assert.Equal(t, []float64{1, 0, 0, 0, 1}, LongestRemaining(g, order, nil), "the cycle's nodes weigh nothing")
+}
+
+func TestLongestRemainingBehindAndBeforeACycle(t *testing.T) {
+	// 0 → 1 ⇄ 2, 0 → 3 → 4: 0 is ordered, with a successor on the cycle
+	g := adj{{1, 3}, {2}, {1}, {4}, {}}
+	order := Order(g)
+	assert.Equal(t, []int32{0, 3, 4}, order)
+	assert.Equal(t, []float64{3, 0, 0, 2, 1}, LongestRemaining(g, order, nil))
+}
+
+// walkedBack is the definition LongestRemaining must agree with: each node of order,
+// walked from the last, weighs its own weight plus the heaviest of its successors'.
+func walkedBack(dag DAG, order []int32, weight func(int32) float64) []float64 {
+	lr := make([]float64, dag.Len())
+	for i := len(order) - 1; i >= 0; i-- {
+		u := order[i]
+		best := 0.0
+		for _, v := range dag.Successors(int64(u)) {
+			best = max(best, lr[v])
+		}
+		lr[u] = weight(u) + best
+	}
+	return lr
+}
+
+func TestLongestRemainingAgreesWithTheWalkBack(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	cycles := 0
+	for range 500 {
+		n := 1 + rng.IntN(40)
+		g := make(adj, n)
+		for range rng.IntN(3 * n) {
+			u, v := rng.IntN(n), rng.IntN(n)
+			if u == v || rng.IntN(20) > 0 && u > v { // mostly forward edges, now and then a cycle
+				continue
+			}
+			g[u] = append(g[u], int32(v))
+		}
+		weights := make([]float64, n)
+		for i := range weights {
+			weights[i] = float64(rng.IntN(5)) // zero, as a barrier weighs, among them
+		}
+		w := func(u int32) float64 { return weights[u] }
+		order := Order(g)
+		if len(order) < n {
+			cycles++
+		}
+		assert.Equal(t, walkedBack(g, order, w), LongestRemaining(g, order, w), "graph %v, weights %v", g, weights)
+	}
+	assert.Greater(t, cycles, 20, "the graphs include cycles")
 }
