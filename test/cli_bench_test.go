@@ -42,7 +42,8 @@ var envelopeServer = harness.Options{EtcdQuotaBytes: 8 << 30, APIServerMemoryLim
 // Priority and Fairness: the client sets no limit of its own), and reports the command's
 // wall time, objects per second and peak resident memory; for apps also the unordered
 // ceiling of the same objects in another fresh server in the same run (tarballCeiling)
-// and the command's rate over it. With RESTOREGRAPH_BENCH_PROFILES=DIR, the command
+// and the command's rate over it, logging beside each other the requests each server
+// served and the CPU each API server and its etcd used. With RESTOREGRAPH_BENCH_PROFILES=DIR, the command
 // writes its CPU and heap profiles there (NAME.cpu.pprof, NAME.heap.pprof):
 //
 //   - capi-fleet: the Cluster API fleet of BenchmarkIntegrationRestore (4,895 objects
@@ -107,8 +108,9 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 				last, err = clirun.Start(bin, args...)
 				b.StopTimer()
 				var sent requestCounts
+				var cpu map[string]time.Duration
 				if err == nil && w.ceiling {
-					sent = serverRequests(b, c)
+					sent, cpu = serverRequests(b, c), serverCPU(b, c)
 				}
 				c.Stop()
 				if err != nil {
@@ -116,10 +118,12 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 				}
 				cliTook += last.Took
 				if w.ceiling {
-					took, ceilingSent := tarballCeiling(b, backup, w.server)
+					took, ceilingSent, ceilingCPU := tarballCeiling(b, backup, w.server)
 					ceilingTook += took
 					b.Logf("cli %.1f s, ceiling %.1f s: %.3f", last.Took.Seconds(), took.Seconds(), took.Seconds()/last.Took.Seconds())
 					b.Logf("requests the API server served, cli / ceiling: %s", sent.beside(ceilingSent))
+					b.Logf("CPU seconds of the servers since they started, cli / ceiling: kube-apiserver %.1f / %.1f, etcd %.1f / %.1f",
+						cpu["kube-apiserver"].Seconds(), ceilingCPU["kube-apiserver"].Seconds(), cpu["etcd"].Seconds(), ceilingCPU["etcd"].Seconds())
 				}
 				b.StartTimer()
 			}
@@ -201,8 +205,9 @@ func BenchmarkIntegrationServices(b *testing.B) {
 // any target (owner references dropped, Services' cluster IPs left to the target): the
 // ceiling a restore of the same objects is measured against. The rest are encoded before
 // the clock starts, and held encoded: a million decoded objects would not fit beside the
-// server. It returns the time the rest took, and the requests its server served.
-func tarballCeiling(b *testing.B, path string, opts harness.Options) (time.Duration, requestCounts) {
+// server. It returns the time the rest took, the requests its server served, and the CPU
+// its API server and etcd used.
+func tarballCeiling(b *testing.B, path string, opts harness.Options) (time.Duration, requestCounts, map[string]time.Duration) {
 	b.Helper()
 	ctx := context.Background()
 	bk, err := archive.ReadFile(ctx, path, archive.Options{})
@@ -254,7 +259,19 @@ func tarballCeiling(b *testing.B, path string, opts harness.Options) (time.Durat
 		b.Fatal(err)
 	}
 	took := time.Since(start)
-	return took, serverRequests(b, c)
+	return took, serverRequests(b, c), serverCPU(b, c)
+}
+
+// serverCPU is the CPU time c's processes (kube-apiserver, etcd, ...) have used since
+// they started, by name: the server's side of a benchmark where it shares the machine
+// with its client.
+func serverCPU(b *testing.B, c *harness.Cluster) map[string]time.Duration {
+	b.Helper()
+	cpu, err := c.CPU()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cpu
 }
 
 // requestCounts is what an API server served since it started, by verb and resource

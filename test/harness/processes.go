@@ -1,10 +1,13 @@
 package harness
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -54,6 +57,41 @@ func (ps *processes) startEnv(name string, env []string, path string, args ...st
 	go func() { cmd.Wait(); log.Close(); close(exited) }()
 	ps.procs = append(ps.procs, process{name: name, cmd: cmd, exited: exited, env: env, path: path, args: args})
 	return nil
+}
+
+// CPU returns the CPU time, user and system, that each running process has used since
+// it started, by name: what a benchmark's servers spent beside its client. It reads
+// /proc (Linux).
+func (ps *processes) CPU() (map[string]time.Duration, error) {
+	out := map[string]time.Duration{}
+	for _, p := range ps.procs {
+		select {
+		case <-p.exited:
+			continue
+		default:
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+		if err != nil {
+			return nil, fmt.Errorf("CPU of %s: %w", p.name, err)
+		}
+		// The fields after the command's name, which is in parentheses and may hold
+		// spaces: utime and stime are the 12th and 13th of them (the 14th and 15th of
+		// the line), in clock ticks of a hundredth of a second.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 13 {
+			return nil, fmt.Errorf("CPU of %s: /proc/%d/stat has %d fields after the name", p.name, p.cmd.Process.Pid, len(f))
+		}
+		var ticks int64
+		for _, field := range f[11:13] {
+			t, err := strconv.ParseInt(field, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("CPU of %s: %w", p.name, err)
+			}
+			ticks += t
+		}
+		out[p.name] = time.Duration(ticks) * (time.Second / 100)
+	}
+	return out, nil
 }
 
 // Kill ends the process of that name at once (SIGKILL), as a crash or a lost machine
