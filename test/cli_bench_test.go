@@ -43,8 +43,9 @@ var envelopeServer = harness.Options{EtcdQuotaBytes: 8 << 30, APIServerMemoryLim
 // wall time, objects per second and peak resident memory; for apps also the unordered
 // ceiling of the same objects in another fresh server in the same run (tarballCeiling)
 // and the command's rate over it, logging beside each other the requests each server
-// served and the CPU each API server and its etcd used. With RESTOREGRAPH_BENCH_PROFILES=DIR, the command
-// writes its CPU and heap profiles there (NAME.cpu.pprof, NAME.heap.pprof):
+// served and the CPU each API server and its etcd used. With
+// RESTOREGRAPH_BENCH_PROFILES=DIR, the command writes its CPU and heap profiles there
+// (NAME.cpu.pprof, NAME.heap.pprof):
 //
 //   - capi-fleet: the Cluster API fleet of BenchmarkIntegrationRestore (4,895 objects
 //     under 15 CRDs);
