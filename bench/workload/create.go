@@ -45,7 +45,7 @@ func asCreated(o Object, dropOwners bool) (schema.GroupVersion, *unstructured.Un
 // client made from cfg, and the server's answer is not decoded unless it is an error:
 // no client does less for a create. It returns the first error.
 func CreateUnordered(ctx context.Context, cfg *rest.Config, objects []Object, workers int) error {
-	return postAll(ctx, cfg, len(objects), workers, func(i int) (Request, error) { return NewRequest(objects[i]) })
+	return postAll(ctx, cfg, len(objects), workers, func(i int) (Request, error) { return NewRequest(objects[i], true) })
 }
 
 // Request is a create as CreateUnordered sends it: where, and the encoded object.
@@ -55,11 +55,12 @@ type Request struct {
 	body                  []byte
 }
 
-// NewRequest encodes o as CreateUnordered sends it, owner references dropped. A
-// ceiling over a million objects keeps these, not the decoded objects, which would
-// take several times the memory.
-func NewRequest(o Object) (Request, error) {
-	gv, u, err := asCreated(o, true)
+// NewRequest encodes o as Create sends it: less its uid and resourceVersion, and less
+// its ownerReferences when dropOwners is set (CreateUnordered's requests). A ceiling
+// over a million objects keeps these, not the decoded objects, which would take
+// several times the memory.
+func NewRequest(o Object, dropOwners bool) (Request, error) {
+	gv, u, err := asCreated(o, dropOwners)
 	if err != nil {
 		return Request{}, err
 	}
