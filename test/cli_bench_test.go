@@ -157,7 +157,8 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 }
 
 // serviceCluster starts a control plane of its own with opts and a Service range for
-// 10,000 Services and more (a /16), untimed; the caller stops it.
+// 10,000 Services and more (a /16), untimed; the caller stops it, or else the
+// benchmark's end, where it fails first.
 func serviceCluster(b *testing.B, opts harness.Options) *harness.Cluster {
 	b.Helper()
 	opts.ServiceCIDR = "10.96.0.0/16"
@@ -167,6 +168,7 @@ func serviceCluster(b *testing.B, opts harness.Options) *harness.Cluster {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(c.Stop) // Stop twice is Stop once
 	return c
 }
 
