@@ -120,9 +120,10 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 				b.StopTimer()
 				var sent requestCounts
 				var cpu map[string]time.Duration
-				restored := filepath.Join(b.TempDir(), "restored.json.gz")
+				var restored string
 				if err == nil && w.ceiling {
 					sent, cpu = serverRequests(b, c), serverCPU(b, c)
+					restored = filepath.Join(b.TempDir(), "restored.json.gz")
 					restoredObjects(b, c, backup, restored)
 				}
 				c.Stop()
@@ -304,7 +305,7 @@ type restoredLine struct {
 // finding them, which the restore's creates did not). It lists them a
 // namespace at a time, where the backup has them: small lists, each in one answer,
 // which a million objects, a continue token and the server's compaction every few
-// seconds would not be.
+// seconds would not be. It fails unless the restore made every object of the backup.
 func restoredObjects(b *testing.B, c *harness.Cluster, backup, path string) {
 	b.Helper()
 	ctx := context.Background()
@@ -318,7 +319,8 @@ func restoredObjects(b *testing.B, c *harness.Cluster, backup, path string) {
 	}
 	var lists []list
 	seen := map[list]bool{}
-	for _, it := range bk.Manifest().Items() {
+	items := bk.Manifest().Items()
+	for _, it := range items {
 		l := list{it.GroupResource().WithVersion(it.Version), it.Namespace}
 		if !seen[l] {
 			seen[l] = true
@@ -336,6 +338,7 @@ func restoredObjects(b *testing.B, c *harness.Cluster, backup, path string) {
 	}
 	zw := gzip.NewWriter(f)
 	enc := json.NewEncoder(zw)
+	written := 0
 	for _, l := range lists {
 		objects, err := dyn.Resource(l.gvr).Namespace(l.namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -355,7 +358,12 @@ func restoredObjects(b *testing.B, c *harness.Cluster, backup, path string) {
 			if err := enc.Encode(restoredLine{Resource: l.gvr.Resource, Object: body}); err != nil {
 				b.Fatal(err)
 			}
+			written++
 		}
+	}
+	// The two ceilings are of the same objects only if the restore made every one.
+	if written != len(items) {
+		b.Fatalf("the restore's server holds %d objects the restore made, the backup %d", written, len(items))
 	}
 	if err := zw.Close(); err != nil {
 		b.Fatal(err)
