@@ -348,8 +348,8 @@ func restoredObjects(b *testing.B, c *harness.Cluster, backup, path string) {
 			if _, ok := u.GetAnnotations()[restore.SourceUIDAnnotation]; !ok {
 				continue
 			}
-			for _, f := range []string{"creationTimestamp", "generation", "managedFields"} {
-				unstructured.RemoveNestedField(u.Object, "metadata", f)
+			for _, field := range []string{"creationTimestamp", "generation", "managedFields"} {
+				unstructured.RemoveNestedField(u.Object, "metadata", field)
 			}
 			body, err := u.MarshalJSON()
 			if err != nil {
