@@ -50,10 +50,9 @@ var envelopeServer = harness.Options{EtcdQuotaBytes: 8 << 30, APIServerMemoryLim
 // wall time, objects per second and peak resident memory; for apps and envelope also
 // two unordered ceilings, each in another fresh server in the same run, and the
 // command's rate over each: the backup's objects (tarballCeiling), and the objects as
-// the restore made them, listed from its server (restoredCeiling: the same bytes
+// the restore made them, listed from its server (restoredCeiling: the same objects
 // stored, so that what is left is the order and the client); it logs beside each
-// other the requests each server served and the CPU each API server and its etcd
-// used. With
+// other the requests each server served and the CPU its processes used. With
 // RESTOREGRAPH_BENCH_PROFILES=DIR, the command writes its CPU and heap profiles there
 // (NAME.cpu.pprof, NAME.heap.pprof):
 //
