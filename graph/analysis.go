@@ -99,7 +99,7 @@ func (g *Graph) CriticalPath(weight func(*Node) float64) ([]*Node, float64) {
 	var path []*Node
 	next := int32(-1)
 	for _, u := range g.at {
-		if g.pred.span[u].n == 0 && (next < 0 || lr[u] > lr[next] || lr[u] == lr[next] && u < next) {
+		if g.pred.span[u].len() == 0 && (next < 0 || lr[u] > lr[next] || lr[u] == lr[next] && u < next) {
 			next = u
 		}
 	}

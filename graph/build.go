@@ -291,7 +291,7 @@ func (b *builder) predecessors() (outDeg []int32, kinds []EdgeKind) {
 			outDeg[p.from]++
 		}
 		d := int32(len(ids)) - first
-		spans[i] = span{off: first, n: d, cap: d}
+		spans[i] = span{off: first, n: d}
 	}
 	g.pred = adjacency{span: spans, ids: ids}
 	return outDeg, kinds
@@ -304,13 +304,13 @@ func (g *Graph) successors(outDeg []int32, kinds []EdgeKind) {
 	succ := make([]span, n)
 	var o int32
 	for u, d := range outDeg {
-		succ[u] = span{off: o, cap: d}
+		succ[u] = span{off: o}
 		o += d
 	}
 	ids, succKinds := make([]int32, o), make([]EdgeKind, o)
 	for v := range int32(n) {
 		s := g.pred.span[v]
-		for k := s.off; k < s.off+s.n; k++ {
+		for k := s.off; k < s.off+s.len(); k++ {
 			u := g.pred.ids[k]
 			t := &succ[u]
 			ids[t.off+t.n], succKinds[t.off+t.n] = v, kinds[k]
