@@ -11,7 +11,7 @@ import (
 func (g *Graph) Order() []*Node {
 	out := make([]*Node, len(g.at))
 	for i, id := range g.at {
-		out[i] = g.nodes[id]
+		out[i] = g.node(id)
 	}
 	return out
 }
@@ -22,7 +22,7 @@ func (g *Graph) Blocked() []*Node {
 	var out []*Node
 	for i, b := range g.blocked {
 		if b {
-			out = append(out, g.nodes[i])
+			out = append(out, g.node(int32(i)))
 		}
 	}
 	return out
@@ -41,7 +41,7 @@ func (g *Graph) Predecessors(id int64) []int32 { return g.pred.list(int32(id)) }
 // would run it: 0 for roots, else one more than the highest level of its predecessors.
 // Blocked nodes have level -1.
 func (g *Graph) Levels() []int {
-	level := make([]int, len(g.nodes))
+	level := make([]int, g.Len())
 	for i := range level {
 		level[i] = -1
 	}
@@ -83,13 +83,13 @@ func (g *Graph) LongestRemaining(weight func(*Node) float64) []float64 {
 	if weight == nil {
 		// Barriers are the nodes after the items: told apart without reading a node.
 		return toposort.LongestRemaining(g, g.at, func(u int32) float64 {
-			if int(u) < g.items {
+			if int(u) < len(g.nodes) {
 				return 1
 			}
 			return 0
 		})
 	}
-	return toposort.LongestRemaining(g, g.at, func(u int32) float64 { return weight(g.nodes[u]) })
+	return toposort.LongestRemaining(g, g.at, func(u int32) float64 { return weight(g.node(u)) })
 }
 
 // CriticalPath returns the heaviest path through the graph and its total weight.
@@ -108,7 +108,7 @@ func (g *Graph) CriticalPath(weight func(*Node) float64) ([]*Node, float64) {
 	}
 	total := lr[next]
 	for next >= 0 {
-		path = append(path, g.nodes[next])
+		path = append(path, g.node(next))
 		u := next
 		next = -1
 		for _, v := range g.succ.list(u) {

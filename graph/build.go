@@ -48,11 +48,9 @@ type builder struct {
 // every edge is made, bucketed and sorted.
 func New(m *manifest.Manifest, opts Options) (*Graph, error) {
 	items := m.Items()
-	g := &Graph{nodes: make([]*Node, len(items)), items: len(items), m: m}
-	slab := make([]Node, len(items))
+	g := &Graph{nodes: make([]Node, len(items)), m: m}
 	for i, it := range items {
-		slab[i] = Node{id: int64(i), Item: it}
-		g.nodes[i] = &slab[i]
+		g.nodes[i] = Node{id: int64(i), Item: it}
 	}
 	b := &builder{g: g, items: items}
 	b.index()
@@ -82,7 +80,7 @@ func (g *Graph) selfEdge(from, to int32, kind EdgeKind) bool {
 	if from != to {
 		return false
 	}
-	g.warn(g.nodes[to], kind.String()+" edge to itself dropped")
+	g.warn(g.node(to), kind.String()+" edge to itself dropped")
 	return true
 }
 
@@ -262,7 +260,7 @@ func (b *builder) predecessors() (outDeg []int32, kinds []EdgeKind) {
 			if o := b.ownerPos[j]; o >= 0 {
 				add(o, i, EdgeOwner)
 			} else {
-				g.warn(g.nodes[i], "owner "+string(b.ownerUIDs[j])+" is not in the backup; restored without it")
+				g.warn(g.node(i), "owner "+string(b.ownerUIDs[j])+" is not in the backup; restored without it")
 			}
 		}
 		if crds != nil {
@@ -324,7 +322,7 @@ func (g *Graph) successors(outDeg []int32, kinds []EdgeKind) {
 // sort computes a topological position for every node (Kahn's algorithm, roots in ID
 // order, first in first out) and marks the nodes on or behind a cycle as blocked.
 func (g *Graph) sort() error {
-	n := len(g.nodes)
+	n := g.Len()
 	g.at = toposort.Order(g)
 	g.pos = make([]int32, n)
 	for v := range g.pos {

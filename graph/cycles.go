@@ -103,7 +103,7 @@ func (g *Graph) cycleIn(scc []int64) Cycle {
 						next = path[i+1]
 					}
 					k, _ := g.kinds(int64(id), int64(next))
-					c.Nodes = append(c.Nodes, g.nodes[id])
+					c.Nodes = append(c.Nodes, g.node(id))
 					c.Kinds = append(c.Kinds, k)
 				}
 				return c
@@ -118,7 +118,7 @@ func (g *Graph) cycleIn(scc []int64) Cycle {
 	// through each of its nodes. Report the component rather than nothing.
 	c := Cycle{}
 	for _, id := range scc {
-		c.Nodes = append(c.Nodes, g.nodes[id])
+		c.Nodes = append(c.Nodes, g.node(int32(id)))
 		c.Kinds = append(c.Kinds, 0)
 	}
 	return c

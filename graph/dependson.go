@@ -85,7 +85,7 @@ func (b *builder) dependsOnEdges() {
 			if dep, ok := index[r]; ok {
 				b.edge(dep, i, EdgeDependsOn)
 			} else {
-				b.g.warn(b.g.nodes[i], "depends-on names "+r.String()+", which is not in the backup")
+				b.g.warn(b.g.node(i), "depends-on names "+r.String()+", which is not in the backup")
 			}
 		}
 	}

@@ -32,8 +32,10 @@ func (n *Node) String() string {
 
 // Graph is the restore DAG of one manifest.
 type Graph struct {
-	nodes []*Node // the items' nodes, then the barriers'
-	items int     // how many nodes are items
+	// The items' nodes, item i's at i, in one allocation; then the barriers', each
+	// its own, for a pointer to a node stays good as barriers are added.
+	nodes    []Node
+	barriers []*Node
 	// succ lists each node's successors, with why each is an edge; pred each node's
 	// predecessors. Both are sorted by node ID.
 	succ, pred adjacency
@@ -60,17 +62,25 @@ func (g *Graph) NodeOf(it *manifest.Item) (int64, bool) {
 var _ gonum.Directed = (*Graph)(nil)
 
 // Len returns the number of nodes, barriers included.
-func (g *Graph) Len() int { return len(g.nodes) }
+func (g *Graph) Len() int { return len(g.nodes) + len(g.barriers) }
 
 // EdgeCount returns the number of edges (an edge with several reasons counts once).
 func (g *Graph) EdgeCount() int { return g.edges }
 
 // NodeAt returns the node with the given ID, or nil.
 func (g *Graph) NodeAt(id int64) *Node {
-	if id < 0 || id >= int64(len(g.nodes)) {
+	if id < 0 || id >= int64(g.Len()) {
 		return nil
 	}
-	return g.nodes[id]
+	return g.node(int32(id))
+}
+
+// node returns node u, which exists.
+func (g *Graph) node(u int32) *Node {
+	if int(u) < len(g.nodes) {
+		return &g.nodes[u]
+	}
+	return g.barriers[int(u)-len(g.nodes)]
 }
 
 // Warnings returns what building the graph reported without failing.
@@ -85,7 +95,7 @@ func (g *Graph) Node(id int64) gonum.Node {
 }
 
 // Nodes implements gonum's graph.Graph; nodes come in ID order.
-func (g *Graph) Nodes() gonum.Nodes { return &nodeIter{g: g, all: true, n: len(g.nodes)} }
+func (g *Graph) Nodes() gonum.Nodes { return &nodeIter{g: g, all: true, n: g.Len()} }
 
 // From implements gonum's graph.Graph: the successors of id.
 func (g *Graph) From(id int64) gonum.Nodes {
@@ -130,7 +140,7 @@ func (g *Graph) EdgeFromTo(uid, vid int64) *Edge {
 	if !ok {
 		return nil
 	}
-	return &Edge{F: g.nodes[uid], T: g.nodes[vid], Kinds: k}
+	return &Edge{F: g.node(int32(uid)), T: g.node(int32(vid)), Kinds: k}
 }
 
 func (g *Graph) kinds(uid, vid int64) (EdgeKind, bool) {
@@ -184,9 +194,9 @@ func (it *nodeIter) Node() gonum.Node {
 		return nil
 	}
 	if it.all {
-		return it.g.nodes[it.cur-1]
+		return it.g.node(int32(it.cur - 1))
 	}
-	return it.g.nodes[it.ids[it.cur-1]]
+	return it.g.node(it.ids[it.cur-1])
 }
 
 func (it *nodeIter) Len() int {

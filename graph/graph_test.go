@@ -58,7 +58,7 @@ func node(t *testing.T, g *Graph, it *manifest.Item) *Node {
 	t.Helper()
 	for n := range g.nodes {
 		if g.nodes[n].Item == it {
-			return g.nodes[n]
+			return &g.nodes[n]
 		}
 	}
 	t.Fatalf("no node for %s", it)
@@ -80,7 +80,7 @@ func assertTopological(t *testing.T, g *Graph) {
 	for _, n := range g.Order() {
 		for _, p := range g.Predecessors(n.ID()) {
 			if !seen[int64(p)] {
-				t.Fatalf("%s comes before its predecessor %s", n, g.nodes[p])
+				t.Fatalf("%s comes before its predecessor %s", n, g.node(p))
 			}
 		}
 		seen[n.ID()] = true

@@ -36,7 +36,7 @@ func (b *RuleBuilder) Edge(from, to int) {
 		return
 	}
 	if err := g.AddEdge(int64(f), int64(t), b.kind); err != nil {
-		g.warn(g.nodes[t], fmt.Sprintf("%s rule edge from %s left out: it would close a cycle", g.KindString(b.kind), g.nodes[f]))
+		g.warn(g.node(t), fmt.Sprintf("%s rule edge from %s left out: it would close a cycle", g.KindString(b.kind), g.node(f)))
 	}
 }
 
