@@ -38,6 +38,9 @@ type builder struct {
 	ownerUIDs []types.UID
 	// ownerPos[j] is the position of the item ownerUIDs[j] names, or -1.
 	ownerPos []int32
+	// indeg[v] is node v's number of predecessors, for the sort: taken as the lists
+	// are laid out, so that the sort need not read every list again.
+	indeg []int32
 }
 
 // New builds the restore DAG of m. The graph is always returned; the error, when not
@@ -57,7 +60,7 @@ func New(m *manifest.Manifest, opts Options) (*Graph, error) {
 	b.resolveOwners()
 	g.successors(b.predecessors())
 	b.dependsOnEdges()
-	if err := g.sort(); err != nil {
+	if err := g.sort(b.indeg); err != nil {
 		b.errs = append(b.errs, err)
 	}
 	if err := g.applyRules(items, opts.Rules); err != nil {
@@ -71,6 +74,7 @@ func New(m *manifest.Manifest, opts Options) (*Graph, error) {
 func (b *builder) edge(from, to int32, kind EdgeKind) {
 	if g := b.g; !g.selfEdge(from, to, kind) && !g.mergeKind(from, to, kind) {
 		g.link(from, to, kind)
+		b.indeg[to]++
 	}
 }
 
@@ -244,6 +248,7 @@ func (b *builder) predecessors() (outDeg []int32, kinds []EdgeKind) {
 	ids := make([]int32, 0, len(b.ownerUIDs)+n)
 	kinds = make([]EdgeKind, 0, cap(ids))
 	outDeg = make([]int32, n)
+	b.indeg = make([]int32, n)
 	type pred struct {
 		from int32
 		kind EdgeKind
@@ -290,6 +295,7 @@ func (b *builder) predecessors() (outDeg []int32, kinds []EdgeKind) {
 		}
 		d := int32(len(ids)) - first
 		spans[i] = span{off: first, n: d}
+		b.indeg[i] = d
 	}
 	g.pred = adjacency{span: spans, ids: ids}
 	return outDeg, kinds
@@ -321,9 +327,10 @@ func (g *Graph) successors(outDeg []int32, kinds []EdgeKind) {
 
 // sort computes a topological position for every node (Kahn's algorithm, roots in ID
 // order, first in first out) and marks the nodes on or behind a cycle as blocked.
-func (g *Graph) sort() error {
+// indeg holds each node's number of predecessors; it is used up.
+func (g *Graph) sort(indeg []int32) error {
 	n := g.Len()
-	g.at = toposort.Order(g)
+	g.at = toposort.OrderFrom(g, indeg)
 	g.pos = make([]int32, n)
 	for v := range g.pos {
 		g.pos[v] = -1

@@ -18,10 +18,18 @@ type DAG interface {
 func Order(dag DAG) []int32 {
 	n := dag.Len()
 	indeg := make([]int32, n)
-	order := make([]int32, 0, n)
 	for v := range n {
 		indeg[v] = int32(len(dag.Predecessors(int64(v))))
-		if indeg[v] == 0 {
+	}
+	return OrderFrom(dag, indeg)
+}
+
+// OrderFrom is Order for a caller that has dag's in-degrees at hand, node v's at
+// indeg[v]: it need not read every node's predecessors for them. It uses indeg up.
+func OrderFrom(dag DAG, indeg []int32) []int32 {
+	order := make([]int32, 0, len(indeg))
+	for v, d := range indeg {
+		if d == 0 {
 			order = append(order, int32(v))
 		}
 	}
