@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,9 @@ var envelopeServer = harness.Options{EtcdQuotaBytes: 8 << 30, APIServerMemoryLim
 // stored, so that what is left is the order and the client); it logs beside each
 // other the requests each server served and the CPU its processes used. With
 // RESTOREGRAPH_BENCH_PROFILES=DIR, the command writes its CPU and heap profiles there
-// (NAME.cpu.pprof, NAME.heap.pprof):
+// (NAME.cpu.pprof, NAME.heap.pprof), and for apps and envelope each side's API server
+// its CPU profile over the same window of its creates (NAME.apiserver-SIDE.pprof,
+// serverProfile):
 //
 //   - capi-fleet: the Cluster API fleet of BenchmarkIntegrationRestore (4,895 objects
 //     under 15 CRDs);
@@ -75,13 +78,14 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 		write   func(f *os.File) (int, error)
 		ceiling bool
 		server  harness.Options
+		profile serverProfile
 	}{
 		{name: "capi-fleet", write: func(f *os.File) (int, error) {
 			gen := workload.CAPI(workload.CAPIOptions{Clusters: benchClusters, Seed: 1})
 			return preferred(gen), gen.Write(f)
 		}},
-		{name: "apps", ceiling: true, write: func(f *os.File) (int, error) { return workload.WriteApps(f, cliObjects, 1) }},
-		{name: "envelope", ceiling: true, server: envelopeServer, write: func(f *os.File) (int, error) {
+		{name: "apps", ceiling: true, profile: serverProfile{"apps", 20 * time.Second, time.Minute}, write: func(f *os.File) (int, error) { return workload.WriteApps(f, cliObjects, 1) }},
+		{name: "envelope", ceiling: true, server: envelopeServer, profile: serverProfile{"envelope", 5 * time.Minute, 5 * time.Minute}, write: func(f *os.File) (int, error) {
 			return workload.WriteShaped(f, envelopeObjects, 1, workload.Envelope)
 		}},
 	} {
@@ -115,8 +119,10 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 				if dir := os.Getenv("RESTOREGRAPH_BENCH_PROFILES"); dir != "" {
 					args = append(args, "--cpu-profile", filepath.Join(dir, w.name+".cpu.pprof"), "--heap-profile", filepath.Join(dir, w.name+".heap.pprof"))
 				}
+				profiled := w.profile.start(b, c, "cli")
 				last, err = clirun.Start(bin, args...)
 				b.StopTimer()
+				profiled()
 				var sent requestCounts
 				var cpu map[string]time.Duration
 				var restored string
@@ -131,9 +137,9 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 				}
 				cliTook += last.Took
 				if w.ceiling {
-					took, ceilingSent, ceilingCPU := tarballCeiling(b, backup, w.server)
+					took, ceilingSent, ceilingCPU := tarballCeiling(b, backup, w.server, w.profile)
 					ceilingTook += took
-					rtook, restoredSent, restoredCPU := restoredCeiling(b, restored, w.server)
+					rtook, restoredSent, restoredCPU := restoredCeiling(b, restored, w.server, w.profile)
 					os.Remove(restored)
 					restoredTook += rtook
 					b.Logf("cli %.1f s, ceiling %.1f s: %.3f, the restored objects' ceiling %.1f s: %.3f", last.Took.Seconds(),
@@ -227,7 +233,7 @@ func BenchmarkIntegrationServices(b *testing.B) {
 // any target (owner references dropped, Services' cluster IPs left to the target): the
 // ceiling a restore of the same objects is measured against. It returns what
 // ceilingObjects.create does.
-func tarballCeiling(b *testing.B, path string, opts harness.Options) (time.Duration, requestCounts, map[string]time.Duration) {
+func tarballCeiling(b *testing.B, path string, opts harness.Options, p serverProfile) (time.Duration, requestCounts, map[string]time.Duration) {
 	b.Helper()
 	bk, err := archive.ReadFile(context.Background(), path, archive.Options{})
 	if err != nil {
@@ -246,7 +252,7 @@ func tarballCeiling(b *testing.B, path string, opts harness.Options) (time.Durat
 		c.add(b, u, it.Resource, true)
 	}
 	bk.Close()
-	return c.create(b, opts)
+	return c.create(b, opts, p, "ceiling")
 }
 
 // restoredCeiling is tarballCeiling's, of the objects a restore made as its server stored
@@ -257,7 +263,7 @@ func tarballCeiling(b *testing.B, path string, opts harness.Options) (time.Durat
 // does not have, so no garbage collector runs beside it: it would delete what is
 // created. That leaves this ceiling's server a little more of the machine than the
 // restore's had, where the restore's ran one.
-func restoredCeiling(b *testing.B, path string, opts harness.Options) (time.Duration, requestCounts, map[string]time.Duration) {
+func restoredCeiling(b *testing.B, path string, opts harness.Options, p serverProfile) (time.Duration, requestCounts, map[string]time.Duration) {
 	b.Helper()
 	if !opts.NoControllerManager {
 		opts.Controllers = []string{"namespace"}
@@ -286,7 +292,7 @@ func restoredCeiling(b *testing.B, path string, opts harness.Options) (time.Dura
 		}
 		c.add(b, u, l.Resource, false)
 	}
-	return c.create(b, opts)
+	return c.create(b, opts, p, "restored")
 }
 
 // restoredLine is one object in restoredObjects' file, with the resource it was listed
@@ -404,7 +410,7 @@ func (c *ceilingObjects) add(b *testing.B, u *unstructured.Unstructured, resourc
 // first objects in it, then the others with benchWorkers goroutines in no order,
 // unthrottled. It returns the time the others took, the requests its server served,
 // and the CPU its processes used (serverCPU).
-func (c *ceilingObjects) create(b *testing.B, opts harness.Options) (time.Duration, requestCounts, map[string]time.Duration) {
+func (c *ceilingObjects) create(b *testing.B, opts harness.Options, p serverProfile, side string) (time.Duration, requestCounts, map[string]time.Duration) {
 	b.Helper()
 	// A million encoded objects are held here while the server grows beside them: the
 	// collector is held to a quarter above what is live, not twice it, so that the
@@ -424,12 +430,53 @@ func (c *ceilingObjects) create(b *testing.B, opts harness.Options) (time.Durati
 			b.Fatal(err)
 		}
 	}
+	profiled := p.start(b, cl, side)
 	start := time.Now()
 	if err := workload.PostUnordered(ctx, cfg, c.others, benchWorkers); err != nil {
 		b.Fatal(err)
 	}
 	took := time.Since(start)
+	profiled()
 	return took, serverRequests(b, cl), serverCPU(b, cl)
+}
+
+// serverProfile is the window of each side's creates over which a benchmark samples
+// its API server's CPU, with RESTOREGRAPH_BENCH_PROFILES=DIR: from at after the creates
+// start, for length, the same on every side so that the servers' profiles compare. The
+// window must end before the fastest side's creates do.
+type serverProfile struct {
+	name       string
+	at, length time.Duration
+}
+
+// start samples c's API server's CPU in the background into
+// DIR/NAME.apiserver-SIDE.pprof, and returns what waits for it to be written (before c
+// is stopped). Without the directory, or a window, it does nothing. A profile that fails
+// is logged, not fatal: it is not what the benchmark measures.
+func (p serverProfile) start(b *testing.B, c *harness.Cluster, side string) (wait func()) {
+	dir := os.Getenv("RESTOREGRAPH_BENCH_PROFILES")
+	if dir == "" || p.length == 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(p.at)
+		cs, err := kubernetes.NewForConfig(c.Config)
+		if err != nil {
+			b.Logf("profiling the %s side's API server: %v", side, err)
+			return
+		}
+		data, err := cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(int(p.length.Seconds()))).DoRaw(context.Background())
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, p.name+".apiserver-"+side+".pprof"), data, 0o644)
+		}
+		if err != nil {
+			b.Logf("profiling the %s side's API server: %v", side, err)
+		}
+	}()
+	return func() { <-done }
 }
 
 // serverCPU is the CPU time c's processes (kube-apiserver, etcd, ...) have used since
