@@ -122,7 +122,7 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 				profiled := w.profile.start(b, c, "cli")
 				last, err = clirun.Start(bin, args...)
 				b.StopTimer()
-				profiled()
+				profiled(err == nil)
 				var sent requestCounts
 				var cpu map[string]time.Duration
 				var restored string
@@ -433,10 +433,11 @@ func (c *ceilingObjects) create(b *testing.B, opts harness.Options, p serverProf
 	profiled := p.start(b, cl, side)
 	start := time.Now()
 	if err := workload.PostUnordered(ctx, cfg, c.others, benchWorkers); err != nil {
+		profiled(false)
 		b.Fatal(err)
 	}
 	took := time.Since(start)
-	profiled()
+	profiled(true)
 	return took, serverRequests(b, cl), serverCPU(b, cl)
 }
 
@@ -453,33 +454,45 @@ type serverProfile struct {
 }
 
 // start samples c's API server's CPU in the background into
-// DIR/NAME.apiserver-SIDE.pprof, and returns what waits for it to be written (before c
-// is stopped). Without the directory, or a window, it does nothing. A profile that fails
+// DIR/NAME.apiserver-SIDE.pprof, and returns what ends it, before c is stopped: with
+// true it waits for the profile to be written, with false (the side failed) it gives the
+// profile up. Without the directory, or a window, it does nothing. A profile that fails
 // is logged, not fatal: it is not what the benchmark measures.
-func (p serverProfile) start(b *testing.B, c *harness.Cluster, side string) (wait func()) {
+func (p serverProfile) start(b *testing.B, c *harness.Cluster, side string) (end func(wait bool)) {
 	dir := os.Getenv("RESTOREGRAPH_BENCH_PROFILES")
 	if dir == "" || p.length == 0 {
-		return func() {}
+		return func(bool) {}
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		time.Sleep(p.at)
+		select {
+		case <-time.After(p.at):
+		case <-ctx.Done():
+			return
+		}
 		cs, err := kubernetes.NewForConfig(c.Config)
 		if err != nil {
 			b.Logf("profiling the %s side's API server: %v", side, err)
 			return
 		}
 		data, err := cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
-			Param("seconds", strconv.Itoa(int(p.length.Seconds()))).DoRaw(context.Background())
+			Param("seconds", strconv.Itoa(int(p.length.Seconds()))).DoRaw(ctx)
 		if err == nil {
 			err = os.WriteFile(filepath.Join(dir, p.name+".apiserver-"+side+".pprof"), data, 0o644)
 		}
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			b.Logf("profiling the %s side's API server: %v", side, err)
 		}
 	}()
-	return func() { <-done }
+	return func(wait bool) {
+		if !wait {
+			cancel()
+		}
+		<-done
+		cancel()
+	}
 }
 
 // serverCPU is the CPU time c's processes (kube-apiserver, etcd, ...) have used since
