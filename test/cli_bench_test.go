@@ -84,7 +84,7 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 			gen := workload.CAPI(workload.CAPIOptions{Clusters: benchClusters, Seed: 1})
 			return preferred(gen), gen.Write(f)
 		}},
-		{name: "apps", ceiling: true, profile: serverProfile{"apps", 20 * time.Second, time.Minute}, write: func(f *os.File) (int, error) { return workload.WriteApps(f, cliObjects, 1) }},
+		{name: "apps", ceiling: true, profile: serverProfile{"apps", 10 * time.Second, 100 * time.Second}, write: func(f *os.File) (int, error) { return workload.WriteApps(f, cliObjects, 1) }},
 		{name: "envelope", ceiling: true, server: envelopeServer, profile: serverProfile{"envelope", time.Minute, 13 * time.Minute}, write: func(f *os.File) (int, error) {
 			return workload.WriteShaped(f, envelopeObjects, 1, workload.Envelope)
 		}},
