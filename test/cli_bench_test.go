@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -477,14 +478,22 @@ func (p serverProfile) start(b *testing.B, c *harness.Cluster, side string) (end
 			b.Logf("profiling the %s side's API server: %v", side, err)
 			return
 		}
+		before, berr := readWindow(ctx, c)
 		data, err := cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
 			Param("seconds", strconv.Itoa(int(p.length.Seconds()))).DoRaw(ctx)
+		after, aerr := readWindow(ctx, c)
 		if err == nil {
 			err = os.WriteFile(filepath.Join(dir, p.name+".apiserver-"+side+".pprof"), data, 0o644)
 		}
-		if err != nil && ctx.Err() == nil {
-			b.Logf("profiling the %s side's API server: %v", side, err)
+		if err = errors.Join(err, berr, aerr); err != nil {
+			if ctx.Err() == nil {
+				b.Logf("profiling the %s side's API server: %v", side, err)
+			}
+			return
 		}
+		creates, cpu := after.creates-before.creates, after.cpu-before.cpu
+		b.Logf("the %s side's API server in its profile's window: %.0f creates, %.1f CPU s, %.2f ms each",
+			side, creates, cpu.Seconds(), cpu.Seconds()*1000/max(creates, 1))
 	}()
 	return func(wait bool) {
 		if !wait {
@@ -493,6 +502,31 @@ func (p serverProfile) start(b *testing.B, c *harness.Cluster, side string) (end
 		<-done
 		cancel()
 	}
+}
+
+// windowReading is what an API server has done by a moment: the creates it has
+// served and the CPU it has used.
+type windowReading struct {
+	creates float64
+	cpu     time.Duration
+}
+
+// readWindow reads c's windowReading, at a profile's window's two ends, so that each
+// side's API server CPU a create within the window is known.
+func readWindow(ctx context.Context, c *harness.Cluster) (windowReading, error) {
+	series, err := readCounters(ctx, c, "apiserver_request_total")
+	if err != nil {
+		return windowReading{}, err
+	}
+	var r windowReading
+	for _, s := range series {
+		if s.label("verb") == "POST" && s.label("subresource") == "" {
+			r.creates += s.value
+		}
+	}
+	cpu, err := c.CPU()
+	r.cpu = cpu["kube-apiserver"]
+	return r, err
 }
 
 // serverCPU is the CPU time c's processes (kube-apiserver, etcd, ...) have used since

@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,13 +32,23 @@ func (s sample) label(name string) string {
 // counters reads the series of metric from c's API server's /metrics.
 func counters(tb testing.TB, c *harness.Cluster, metric string) []sample {
 	tb.Helper()
-	cs, err := kubernetes.NewForConfig(c.Config)
+	out, err := readCounters(context.Background(), c, metric)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	data, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	return out
+}
+
+// readCounters is counters for a caller that must not fail the test (a goroutine of
+// its own).
+func readCounters(ctx context.Context, c *harness.Cluster, metric string) ([]sample, error) {
+	cs, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
+	}
+	data, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var out []sample
 	for line := range strings.Lines(string(data)) {
@@ -48,9 +59,9 @@ func counters(tb testing.TB, c *harness.Cluster, metric string) []sample {
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
 		if err != nil {
-			tb.Fatalf("%s: %v", line, err)
+			return nil, fmt.Errorf("%s: %w", line, err)
 		}
 		out = append(out, sample{labels: line[len(metric)+1 : end], value: v})
 	}
-	return out
+	return out, nil
 }
