@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -492,8 +493,14 @@ func (p serverProfile) start(b *testing.B, c *harness.Cluster, side string) (end
 			return
 		}
 		creates, cpu := after.creates-before.creates, after.cpu-before.cpu
-		b.Logf("the %s side's API server in its profile's window: %.0f creates, %.1f CPU s, %.2f ms each",
-			side, creates, cpu.Seconds(), cpu.Seconds()*1000/max(creates, 1))
+		var kinds []string // what was created in the window, and so what was left after it
+		for _, res := range slices.Sorted(maps.Keys(after.byResource)) {
+			if n := after.byResource[res] - before.byResource[res]; n > 0 {
+				kinds = append(kinds, fmt.Sprintf("%s %.0f (%.0f by its end)", res, n, after.byResource[res]))
+			}
+		}
+		b.Logf("the %s side's API server in its profile's window: %.0f creates, %.1f CPU s, %.2f ms each; %s",
+			side, creates, cpu.Seconds(), cpu.Seconds()*1000/max(creates, 1), strings.Join(kinds, ", "))
 	}()
 	return func(wait bool) {
 		if !wait {
@@ -505,10 +512,11 @@ func (p serverProfile) start(b *testing.B, c *harness.Cluster, side string) (end
 }
 
 // windowReading is what an API server has done by a moment: the creates it has
-// served and the CPU it has used.
+// served, in all and by resource, and the CPU it has used.
 type windowReading struct {
-	creates float64
-	cpu     time.Duration
+	creates    float64
+	byResource requestCounts
+	cpu        time.Duration
 }
 
 // readWindow reads c's windowReading, at a profile's window's two ends, so that each
@@ -518,10 +526,11 @@ func readWindow(ctx context.Context, c *harness.Cluster) (windowReading, error) 
 	if err != nil {
 		return windowReading{}, err
 	}
-	var r windowReading
+	r := windowReading{byResource: requestCounts{}}
 	for _, s := range series {
 		if s.label("verb") == "POST" && s.label("subresource") == "" {
 			r.creates += s.value
+			r.byResource[s.label("resource")] += s.value
 		}
 	}
 	cpu, err := c.CPU()
