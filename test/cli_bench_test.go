@@ -492,13 +492,16 @@ func (p serverProfile) start(b *testing.B, c *harness.Cluster, side string) (end
 			}
 			return
 		}
-		creates, cpu := after.creates-before.creates, after.cpu-before.cpu
+		var creates float64
 		var kinds []string // what was created in the window, and so what was left after it
-		for _, res := range slices.Sorted(maps.Keys(after.byResource)) {
-			if n := after.byResource[res] - before.byResource[res]; n > 0 {
-				kinds = append(kinds, fmt.Sprintf("%s %.0f (%.0f by its end)", res, n, after.byResource[res]))
+		for _, key := range slices.Sorted(maps.Keys(after.requests)) {
+			res, ok := strings.CutPrefix(key, "POST ")
+			if n := after.requests[key] - before.requests[key]; ok && !strings.Contains(res, "/") && n > 0 {
+				creates += n
+				kinds = append(kinds, fmt.Sprintf("%s %.0f (%.0f by its end)", res, n, after.requests[key]))
 			}
 		}
+		cpu := after.cpu - before.cpu
 		b.Logf("the %s side's API server in its profile's window: %.0f creates, %.1f CPU s, %.2f ms each; %s",
 			side, creates, cpu.Seconds(), cpu.Seconds()*1000/max(creates, 1), strings.Join(kinds, ", "))
 	}()
@@ -511,12 +514,11 @@ func (p serverProfile) start(b *testing.B, c *harness.Cluster, side string) (end
 	}
 }
 
-// windowReading is what an API server has done by a moment: the creates it has
-// served, in all and by resource, and the CPU it has used.
+// windowReading is what an API server has done by a moment: the requests it has
+// served (tally's) and the CPU it has used.
 type windowReading struct {
-	creates    float64
-	byResource requestCounts
-	cpu        time.Duration
+	requests requestCounts
+	cpu      time.Duration
 }
 
 // readWindow reads c's windowReading, at a profile's window's two ends, so that each
@@ -526,16 +528,8 @@ func readWindow(ctx context.Context, c *harness.Cluster) (windowReading, error) 
 	if err != nil {
 		return windowReading{}, err
 	}
-	r := windowReading{byResource: requestCounts{}}
-	for _, s := range series {
-		if s.label("verb") == "POST" && s.label("subresource") == "" {
-			r.creates += s.value
-			r.byResource[s.label("resource")] += s.value
-		}
-	}
 	cpu, err := c.CPU()
-	r.cpu = cpu["kube-apiserver"]
-	return r, err
+	return windowReading{requests: tally(series), cpu: cpu["kube-apiserver"]}, err
 }
 
 // serverCPU is the CPU time c's processes (kube-apiserver, etcd, ...) have used since
@@ -558,8 +552,14 @@ type requestCounts map[string]float64
 // serverRequests reads c's API server's request counters.
 func serverRequests(b *testing.B, c *harness.Cluster) requestCounts {
 	b.Helper()
+	return tally(counters(b, c, "apiserver_request_total"))
+}
+
+// tally sums apiserver_request_total's series by verb and resource (and subresource):
+// "POST pods", "PUT leases", "GET deployments/status".
+func tally(series []sample) requestCounts {
 	counts := requestCounts{}
-	for _, s := range counters(b, c, "apiserver_request_total") {
+	for _, s := range series {
 		key := s.label("verb") + " " + s.label("resource")
 		if sub := s.label("subresource"); sub != "" {
 			key += "/" + sub
