@@ -86,8 +86,8 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 			gen := workload.CAPI(workload.CAPIOptions{Clusters: benchClusters, Seed: 1})
 			return preferred(gen), gen.Write(f)
 		}},
-		{name: "apps", ceiling: true, profile: serverProfile{"apps", 10 * time.Second, 100 * time.Second}, write: func(f *os.File) (int, error) { return workload.WriteApps(f, cliObjects, 1) }},
-		{name: "envelope", ceiling: true, server: envelopeServer, profile: serverProfile{"envelope", time.Minute, 13 * time.Minute}, write: func(f *os.File) (int, error) {
+		{name: "apps", ceiling: true, profile: serverProfile{"apps", 10 * time.Second, 100 * time.Second, 10 * time.Second}, write: func(f *os.File) (int, error) { return workload.WriteApps(f, cliObjects, 1) }},
+		{name: "envelope", ceiling: true, server: envelopeServer, profile: serverProfile{"envelope", time.Minute, 13 * time.Minute, time.Minute}, write: func(f *os.File) (int, error) {
 			return workload.WriteShaped(f, envelopeObjects, 1, workload.Envelope)
 		}},
 	} {
@@ -443,93 +443,185 @@ func (c *ceilingObjects) create(b *testing.B, opts harness.Options, p serverProf
 	return took, serverRequests(b, cl), serverCPU(b, cl)
 }
 
-// serverProfile is the window of each side's creates over which a benchmark samples
-// its API server's CPU, with RESTOREGRAPH_BENCH_PROFILES=DIR: from at after the creates
-// start, for length, the same on every side so that the servers' profiles compare. A
-// window that outlasts a side's creates samples a server with nothing left to do (and
-// holds it, untimed, until the window ends): it is sized to end before the fastest
-// side's. kube-apiserver runs /debug/pprof/ as a long-running request, so a window may
-// be longer than its request timeout.
+// serverProfile is how a benchmark watches each side's API server while it creates.
+// Every step from the side's start it reads the server's counters and, at the side's
+// end, logs each step's creates a second, CPU and latency a create, creates in flight and
+// creates by resource (serverSeries): where in a side its server's time goes, and whether
+// its client kept it busy. With RESTOREGRAPH_BENCH_PROFILES=DIR it also samples the
+// server's CPU from at after the creates start, for length, the same on every side so
+// that the servers' profiles compare. A window that outlasts a side's creates samples a
+// server with nothing left to do (and holds it, untimed, until the window ends): it is
+// sized to end before the fastest side's. kube-apiserver runs /debug/pprof/ as a
+// long-running request, so a window may be longer than its request timeout.
 type serverProfile struct {
 	name       string
 	at, length time.Duration
+	step       time.Duration
 }
 
-// start samples c's API server's CPU in the background into
-// DIR/NAME.apiserver-SIDE.pprof, and returns what ends it, before c is stopped: with
-// true it waits for the profile to be written, with false (the side failed) it gives the
-// profile up. Without the directory, or a window, it does nothing. A profile that fails
-// is logged, not fatal: it is not what the benchmark measures.
+// start watches c's API server in the background, and returns what ends it, before c is
+// stopped: with true it waits for the profile to be written and logs the series, with
+// false (the side failed) it gives both up. Without a step it does nothing. What fails
+// here is logged, not fatal: it is not what the benchmark measures.
 func (p serverProfile) start(b *testing.B, c *harness.Cluster, side string) (end func(wait bool)) {
-	dir := os.Getenv("RESTOREGRAPH_BENCH_PROFILES")
-	if dir == "" || p.length == 0 {
+	if p.step == 0 {
 		return func(bool) {}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
+	profiled := make(chan struct{})
 	go func() {
-		defer close(done)
-		select {
-		case <-time.After(p.at):
-		case <-ctx.Done():
-			return
+		defer close(profiled)
+		if dir := os.Getenv("RESTOREGRAPH_BENCH_PROFILES"); dir != "" {
+			p.profile(ctx, b, c, side, dir)
 		}
-		cs, err := kubernetes.NewForConfig(c.Config)
-		if err != nil {
-			b.Logf("profiling the %s side's API server: %v", side, err)
-			return
-		}
-		before, berr := readWindow(ctx, c)
-		data, err := cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
-			Param("seconds", strconv.Itoa(int(p.length.Seconds()))).DoRaw(ctx)
-		after, aerr := readWindow(ctx, c)
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, p.name+".apiserver-"+side+".pprof"), data, 0o644)
-		}
-		if err = errors.Join(err, berr, aerr); err != nil {
-			if ctx.Err() == nil {
-				b.Logf("profiling the %s side's API server: %v", side, err)
-			}
-			return
-		}
-		var creates float64
-		var kinds []string // what was created in the window, and so what was left after it
-		for _, key := range slices.Sorted(maps.Keys(after.requests)) {
-			res, ok := strings.CutPrefix(key, "POST ")
-			if n := after.requests[key] - before.requests[key]; ok && !strings.Contains(res, "/") && n > 0 {
-				creates += n
-				kinds = append(kinds, fmt.Sprintf("%s %.0f (%.0f by its end)", res, n, after.requests[key]))
-			}
-		}
-		cpu := after.cpu - before.cpu
-		b.Logf("the %s side's API server in its profile's window: %.0f creates, %.1f CPU s, %.2f ms each; %s",
-			side, creates, cpu.Seconds(), cpu.Seconds()*1000/max(creates, 1), strings.Join(kinds, ", "))
 	}()
+	series := make(chan []windowReading, 1)
+	stop := make(chan struct{})
+	go func() { series <- readEvery(ctx, c, p.step, stop) }()
 	return func(wait bool) {
 		if !wait {
 			cancel()
 		}
-		<-done
+		close(stop)
+		readings := <-series
+		<-profiled
 		cancel()
+		if wait {
+			logSeries(b, side, readings)
+		}
 	}
+}
+
+// profile samples c's API server's CPU over p's window into DIR/NAME.apiserver-SIDE.pprof,
+// and logs the window's creates and CPU.
+func (p serverProfile) profile(ctx context.Context, b *testing.B, c *harness.Cluster, side, dir string) {
+	select {
+	case <-time.After(p.at):
+	case <-ctx.Done():
+		return
+	}
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		b.Logf("profiling the %s side's API server: %v", side, err)
+		return
+	}
+	before, berr := readWindow(ctx, c)
+	data, err := cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
+		Param("seconds", strconv.Itoa(int(p.length.Seconds()))).DoRaw(ctx)
+	after, aerr := readWindow(ctx, c)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, p.name+".apiserver-"+side+".pprof"), data, 0o644)
+	}
+	if err = errors.Join(err, berr, aerr); err != nil {
+		if ctx.Err() == nil {
+			b.Logf("profiling the %s side's API server: %v", side, err)
+		}
+		return
+	}
+	d := after.since(before)
+	b.Logf("the %s side's API server in its profile's window: %.0f creates, %.1f CPU s, %.2f ms each; %s",
+		side, d.creates, d.cpu.Seconds(), d.cpu.Seconds()*1000/max(d.creates, 1), d.byResource(&after))
+}
+
+// readEvery reads c's windowReading now and every step until stop is closed, then once
+// more; a reading that fails is left out.
+func readEvery(ctx context.Context, c *harness.Cluster, step time.Duration, stop <-chan struct{}) []windowReading {
+	var out []windowReading
+	read := func() {
+		if r, err := readWindow(ctx, c); err == nil {
+			out = append(out, r)
+		}
+	}
+	read()
+	tick := time.NewTicker(step)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			read()
+		case <-stop:
+			read()
+			return out
+		case <-ctx.Done():
+			return out
+		}
+	}
+}
+
+// logSeries logs what a side's API server did between each two readings.
+func logSeries(b *testing.B, side string, readings []windowReading) {
+	var lines []string
+	for i := 1; i < len(readings); i++ {
+		d := readings[i].since(readings[i-1])
+		secs := d.took.Seconds()
+		lines = append(lines, fmt.Sprintf("%3.0f–%3.0f s: %5.0f creates/s, %.2f cores, %.2f ms CPU and %.1f ms latency each, %.1f in flight; %s",
+			readings[i-1].at.Sub(readings[0].at).Seconds(), readings[i].at.Sub(readings[0].at).Seconds(),
+			d.creates/secs, d.cpu.Seconds()/secs, d.cpu.Seconds()*1000/max(d.creates, 1), d.latency*1000/max(d.creates, 1),
+			d.latency/secs, d.byResource(nil)))
+	}
+	b.Logf("the %s side's API server, step by step:\n%s", side, strings.Join(lines, "\n"))
 }
 
 // windowReading is what an API server has done by a moment: the requests it has
-// served (tally's) and the CPU it has used.
+// served (tally's), the seconds its creates took in all, and the CPU it has used.
 type windowReading struct {
+	at       time.Time
 	requests requestCounts
+	latency  float64
 	cpu      time.Duration
 }
 
-// readWindow reads c's windowReading, at a profile's window's two ends, so that each
-// side's API server CPU a create within the window is known.
+// readWindow reads c's windowReading.
 func readWindow(ctx context.Context, c *harness.Cluster) (windowReading, error) {
-	series, err := readCounters(ctx, c, "apiserver_request_total")
+	at := time.Now()
+	const requests, took = "apiserver_request_total", "apiserver_request_duration_seconds_sum"
+	m, err := readMetrics(ctx, c, requests, took)
 	if err != nil {
 		return windowReading{}, err
 	}
+	var latency float64
+	for _, s := range m[took] {
+		if s.label("verb") == "POST" && s.label("subresource") == "" {
+			latency += s.value
+		}
+	}
 	cpu, err := c.CPU()
-	return windowReading{requests: tally(series), cpu: cpu["kube-apiserver"]}, err
+	return windowReading{at: at, requests: tally(m[requests]), latency: latency, cpu: cpu["kube-apiserver"]}, err
+}
+
+// windowDelta is what an API server did between two readings.
+type windowDelta struct {
+	took     time.Duration
+	creates  float64
+	latency  float64
+	cpu      time.Duration
+	resource map[string]float64 // creates by resource
+}
+
+func (r windowReading) since(before windowReading) windowDelta {
+	d := windowDelta{took: r.at.Sub(before.at), latency: r.latency - before.latency, cpu: r.cpu - before.cpu, resource: map[string]float64{}}
+	for key, n := range r.requests {
+		res, ok := strings.CutPrefix(key, "POST ")
+		if n -= before.requests[key]; ok && !strings.Contains(res, "/") && n > 0 {
+			d.creates += n
+			d.resource[res] = n
+		}
+	}
+	return d
+}
+
+// byResource lists d's creates by resource, and with end (the reading at d's end) each
+// resource's creates by then, so what a side left for after.
+func (d windowDelta) byResource(end *windowReading) string {
+	var out []string
+	for _, res := range slices.Sorted(maps.Keys(d.resource)) {
+		s := fmt.Sprintf("%s %.0f", res, d.resource[res])
+		if end != nil {
+			s += fmt.Sprintf(" (%.0f by its end)", end.requests["POST "+res])
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, ", ")
 }
 
 // serverCPU is the CPU time c's processes (kube-apiserver, etcd, ...) have used since

@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,6 +43,13 @@ func counters(tb testing.TB, c *harness.Cluster, metric string) []sample {
 // readCounters is counters for a caller that must not fail the test (a goroutine of
 // its own).
 func readCounters(ctx context.Context, c *harness.Cluster, metric string) ([]sample, error) {
+	out, err := readMetrics(ctx, c, metric)
+	return out[metric], err
+}
+
+// readMetrics reads the series of each of metrics from one answer of c's API server's
+// /metrics, by metric.
+func readMetrics(ctx context.Context, c *harness.Cluster, metrics ...string) (map[string][]sample, error) {
 	cs, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
 		return nil, err
@@ -50,18 +58,19 @@ func readCounters(ctx context.Context, c *harness.Cluster, metric string) ([]sam
 	if err != nil {
 		return nil, err
 	}
-	var out []sample
+	out := map[string][]sample{}
 	for line := range strings.Lines(string(data)) {
 		line = strings.TrimSpace(line)
+		name, _, ok := strings.Cut(line, "{")
 		end := strings.LastIndexByte(line, '}')
-		if !strings.HasPrefix(line, metric+"{") || end < 0 {
+		if !ok || end < 0 || !slices.Contains(metrics, name) {
 			continue
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", line, err)
 		}
-		out = append(out, sample{labels: line[len(metric)+1 : end], value: v})
+		out[name] = append(out[name], sample{labels: line[len(name)+1 : end], value: v})
 	}
 	return out, nil
 }
