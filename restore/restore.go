@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/restoregraph/restoregraph/admission"
+	"github.com/restoregraph/restoregraph/graph"
 	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/plugin"
 	"github.com/restoregraph/restoregraph/plugin/builtin"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	"github.com/restoregraph/restoregraph/readiness"
 	"github.com/restoregraph/restoregraph/scheduler"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -80,9 +82,7 @@ func apply(ctx context.Context, p *Plan, target Target, opts RunOptions) (*Repor
 		defer release()
 	}
 	log.Info("restore started", "backup", p.source.Name, "objects", p.Len(), "workers", opts.Workers)
-	// The plan's longest remaining paths are the scheduler's priorities, so that the
-	// critical path the plan shows is the one run first.
-	prio := p.graph.LongestRemaining(nil)
+	prio := p.graph.LongestRemaining(p.waitWeight())
 	sopts := scheduler.Options{Workers: opts.Workers, Now: opts.Clock.Now,
 		Priority: func(id int64) float64 { return prio[id] }}
 	if opts.OnEvent != nil {
@@ -276,4 +276,31 @@ func Run(ctx context.Context, backup Backup, target Target, po PlanOptions, ro R
 		return nil, err
 	}
 	return apply(ctx, p, target, ro)
+}
+
+// waitWeight weighs the plan's objects for the scheduler's priority: 1 for an object
+// whose restore waits for it to become ready (a namespace, a CRD, a kind judged by its
+// status), 0 for one ready once it exists, and for barriers. An object's priority is then
+// the number of waits on the longest path still ahead of it, and equal priorities start
+// in the backup's order (the lower ID). What holds others back for real time starts
+// first; a chain of plain creates weighs nothing, for its creates take milliseconds
+// against a restore's minutes, and putting every Deployment and ReplicaSet ahead of the
+// rest (the chain's length as priority) made kube-apiserver spend more on each core
+// object created after them (docs/measured.md, 2026-11-27, fourteenth session).
+func (p *Plan) waitWeight() func(*graph.Node) float64 {
+	// Items come a kind at a time within each namespace: one lookup per run of a kind.
+	var last schema.GroupKind
+	weight := -1.0
+	return func(n *graph.Node) float64 {
+		if n.Item == nil {
+			return 0
+		}
+		if gk := (schema.GroupKind{Group: n.Item.Group, Kind: n.Item.Kind}); gk != last || weight < 0 {
+			last, weight = gk, 0
+			if !p.ext.Readiness.JudgesByExistence(gk) {
+				weight = 1
+			}
+		}
+		return weight
+	}
 }

@@ -559,22 +559,64 @@ func TestCallersStepsAndRules(t *testing.T) {
 	}
 }
 
-func TestPriorityIsThePlansCriticalPath(t *testing.T) {
-	b := capiBackup(t, 2)
+// What the restore waits on starts first, everything else in the backup's order: with
+// one worker, the namespaces (each waited on until active) start before anything in
+// them, and then each object started is the first in the backup's order of those whose
+// dependencies are restored. A Deployment, at the head of the longest chain, does not
+// go ahead of a ConfigMap the backup lists before it.
+func TestWaitsFirstThenTheBackupsOrder(t *testing.T) {
+	var buf bytes.Buffer
+	_, err := workload.WriteApps(&buf, 150, 1)
+	require.NoError(t, err)
+	b, err := archive.Read(context.Background(), &buf, archive.Options{})
+	require.NoError(t, err)
 	_, cfg := cluster(t, memcluster.Options{})
 	p, err := planAll(context.Background(), cfg, b, testOptions{})
 	require.NoError(t, err)
-	// With one worker, the first object started is the head of the plan's critical path.
-	var first *manifest.Item
+	var started []*manifest.Item
 	rep, err := restoreAll(context.Background(), cfg, b, testOptions{Workers: 1, Retry: fastRetry, OnEvent: func(ev Event) {
-		if ev.Type == EventStarted && first == nil {
-			first = ev.Item
+		if ev.Type == EventStarted {
+			started = append(started, ev.Item)
 		}
 	}})
 	require.NoError(t, err)
-	require.True(t, rep.OK())
-	require.NotNil(t, first)
-	assert.Equal(t, p.CriticalPath[0], first.UID)
+	require.True(t, rep.OK(), "%v", firstFailure(rep))
+
+	index := map[types.UID]int{}
+	for i, it := range b.Manifest().Items() {
+		index[it.UID] = i
+	}
+	deps := map[types.UID][]types.UID{}
+	for o := range p.Objects() {
+		for _, d := range o.DependsOn {
+			deps[o.UID] = append(deps[o.UID], d.UID)
+		}
+	}
+	require.Len(t, started, len(index))
+	done := map[types.UID]bool{}
+	for _, it := range started {
+		var next *manifest.Item
+		for _, c := range b.Manifest().Items() {
+			if done[c.UID] || !allIn(deps[c.UID], done) {
+				continue
+			}
+			if next == nil || c.Kind == "Namespace" && next.Kind != "Namespace" {
+				next = c
+			}
+		}
+		require.Equal(t, next.Kind+" "+next.Namespace+"/"+next.Name, it.Kind+" "+it.Namespace+"/"+it.Name,
+			"after %d objects", len(done))
+		done[it.UID] = true
+	}
+}
+
+func allIn(uids []types.UID, set map[types.UID]bool) bool {
+	for _, u := range uids {
+		if !set[u] {
+			return false
+		}
+	}
+	return true
 }
 
 func TestOutcomeKeepsWhatItIsGiven(t *testing.T) {
