@@ -7,8 +7,9 @@
 // warnings. A plan is a value: shown to a person or a policy check, saved
 // (Plan.WriteJSON, format PlanFormat) and read back (ReadPlan, SavedPlan.Open, which
 // refuses with a *PlanChangedError when the backup or the target changed). Apply runs
-// exactly it (scheduler), with its longest remaining paths as priorities: each object
-// starts as soon as everything it depends on is restored and ready. Verify checks a
+// exactly it (scheduler): each object starts as soon as everything it depends on is
+// restored and ready, what the restore waits on (namespaces, CRDs, kinds judged by their
+// status) and what leads to it first, the rest in the backup's order. Verify checks a
 // target against the same plan. Run is NewPlan and Apply at once.
 //
 // The options come by concern: PlanOptions carry the Selection (what to restore: filter,
