@@ -42,6 +42,7 @@ func Strategies(workers int, poll time.Duration) []Strategy {
 		{"restoregraph-fifo", workers, func(w *Workload, n int) Result {
 			return graphRun(w, n, func(int64) float64 { return 0 })
 		}},
+		{"restoregraph-waits", workers, func(w *Workload, n int) Result { return graphRun(w, n, w.waitsAhead()) }},
 		{"levels", workers, Levels},
 		{"kapp", 5, func(w *Workload, n int) Result { return Batches(w, n, poll) }},
 		{"velero", 1, func(w *Workload, _ int) Result { return OneAtATime(w) }},
@@ -59,7 +60,8 @@ func sleep(w *Workload, r Result, u int) {
 
 // graphRun is restoregraph's scheduler: a node starts as soon as its predecessors are
 // done, ready nodes by priority (nil: the longest remaining path weighted by latency;
-// a constant: by ID, the backup's order, as a FIFO would take them).
+// a constant: by ID, the backup's order, as a FIFO would take them; waitsAhead: the
+// restore's own, the waits on the longest path ahead, then by ID).
 func graphRun(w *Workload, workers int, prio func(int64) float64) Result {
 	r := newResult(w.Len())
 	start := time.Now()
@@ -135,4 +137,20 @@ func OneAtATime(w *Workload) Result {
 	}
 	r.Makespan = time.Since(start)
 	return r
+}
+
+// waitsAhead is the priority restore.Apply gives its scheduler: the number of nodes
+// that wait to become ready (here, those with a readiness latency) on the longest path
+// from each node, itself included; plain creates weigh nothing.
+func (w *Workload) waitsAhead() func(int64) float64 {
+	lr := make([]float64, w.Len())
+	for u := w.Len() - 1; u >= 0; u-- { // the nodes are numbered in a topological order
+		for _, v := range w.succ[u] {
+			lr[u] = max(lr[u], lr[v])
+		}
+		if w.Latency[u].Ready > 0 {
+			lr[u]++
+		}
+	}
+	return func(id int64) float64 { return lr[id] }
 }
