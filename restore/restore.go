@@ -288,7 +288,7 @@ func Run(ctx context.Context, backup Backup, target Target, po PlanOptions, ro R
 // rest (the chain's length as priority) made kube-apiserver spend more on each core
 // object created after them (docs/measured.md, 2026-11-27, fourteenth session).
 func (p *Plan) waitWeight() func(*graph.Node) float64 {
-	// Items come a kind at a time within each namespace: one lookup per run of a kind.
+	// Nodes are weighed in runs of one kind: one lookup a run.
 	var last schema.GroupKind
 	weight := -1.0
 	return func(n *graph.Node) float64 {

@@ -55,7 +55,8 @@ var envelopeServer = harness.Options{EtcdQuotaBytes: 8 << 30, APIServerMemoryLim
 // command's rate over each: the backup's objects (tarballCeiling), and the objects as
 // the restore made them, listed from its server (restoredCeiling: the same objects
 // stored, so that what is left is the order and the client); it logs beside each
-// other the requests each server served and the CPU its processes used. With
+// other the requests each server served and the CPU its processes used, and for apps
+// and envelope what each side's API server did step by step (serverProfile). With
 // RESTOREGRAPH_BENCH_PROFILES=DIR, the command writes its CPU and heap profiles there
 // (NAME.cpu.pprof, NAME.heap.pprof), and for apps and envelope each side's API server
 // its CPU profile over the same window of its creates (NAME.apiserver-SIDE.pprof,
