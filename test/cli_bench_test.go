@@ -447,7 +447,7 @@ func (c *ceilingObjects) create(b *testing.B, opts harness.Options, p serverProf
 // serverProfile is how a benchmark watches each side's API server while it creates.
 // Every step from the side's start it reads the server's counters and, at the side's
 // end, logs each step's creates a second, CPU and latency a create, creates in flight and
-// creates by resource (serverSeries): where in a side its server's time goes, and whether
+// creates by resource (logSeries): where in a side its server's time goes, and whether
 // its client kept it busy. With RESTOREGRAPH_BENCH_PROFILES=DIR it also samples the
 // server's CPU from at after the creates start, for length, the same on every side so
 // that the servers' profiles compare. A window that outlasts a side's creates samples a
