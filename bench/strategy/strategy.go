@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/restoregraph/restoregraph/internal/toposort"
 	"github.com/restoregraph/restoregraph/scheduler"
 	"golang.org/x/sync/errgroup"
 )
@@ -143,14 +144,11 @@ func OneAtATime(w *Workload) Result {
 // that wait to become ready (here, those with a readiness latency) on the longest path
 // from each node, itself included; plain creates weigh nothing.
 func (w *Workload) waitsAhead() func(int64) float64 {
-	lr := make([]float64, w.Len())
-	for u := w.Len() - 1; u >= 0; u-- { // the nodes are numbered in a topological order
-		for _, v := range w.succ[u] {
-			lr[u] = max(lr[u], lr[v])
-		}
+	lr := toposort.LongestRemaining(w, toposort.Order(w), func(u int32) float64 {
 		if w.Latency[u].Ready > 0 {
-			lr[u]++
+			return 1
 		}
-	}
+		return 0
+	})
 	return func(id int64) float64 { return lr[id] }
 }
