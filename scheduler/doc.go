@@ -12,8 +12,9 @@
 //     (with the failed ancestor and the chain that blocked it, or ErrCycle for a node on
 //     or behind a cycle of the DAG) or Cancelled.
 //   - Priority. Ready nodes start highest priority first: by default the longest
-//     remaining path (critical path first), ties to the lower node ID. Nodes that a
-//     running node awaits, and their unfinished ancestors, are raised above all others.
+//     remaining path (critical path first), ties to the lower node ID or in the order
+//     Options.Ties gives. Nodes that a running node awaits, and their unfinished
+//     ancestors, are raised above all others.
 //   - Failure isolation. A failure skips the failed node's descendants only; independent
 //     branches go on. Options.FailFast instead cancels everything not yet started, and
 //     Run returns that failure.

@@ -30,6 +30,41 @@ func (e *CycleError) Error() string {
 // Is makes errors.Is(err, ErrCycle) true for a *CycleError.
 func (e *CycleError) Is(target error) bool { return target == ErrCycle }
 
+// TiesError is Run's error when Options.Ties is not a permutation of the DAG's nodes.
+type TiesError struct {
+	Len, Nodes int   // Ties' length and the DAG's
+	Node       int32 // the first node out of range or given twice, when Len == Nodes
+	Twice      bool  // Node is given twice, not out of range
+}
+
+func (e *TiesError) Error() string {
+	switch {
+	case e.Len != e.Nodes:
+		return fmt.Sprintf("scheduler: Options.Ties orders %d nodes, the DAG has %d", e.Len, e.Nodes)
+	case e.Twice:
+		return fmt.Sprintf("scheduler: Options.Ties gives node %d twice", e.Node)
+	}
+	return fmt.Sprintf("scheduler: Options.Ties gives node %d, not in the DAG of %d", e.Node, e.Nodes)
+}
+
+// checkTies returns a *TiesError when ties is not a permutation of n nodes.
+func checkTies(ties []int32, n int) error {
+	if len(ties) != n {
+		return &TiesError{Len: len(ties), Nodes: n}
+	}
+	seen := make([]bool, n)
+	for _, v := range ties {
+		if v < 0 || int(v) >= n {
+			return &TiesError{Len: n, Nodes: n, Node: v}
+		}
+		if seen[v] {
+			return &TiesError{Len: n, Nodes: n, Node: v, Twice: true}
+		}
+		seen[v] = true
+	}
+	return nil
+}
+
 // PanicError is the failure of a node whose function panicked: what it panicked with,
 // the function and line that panicked, and the whole stack.
 type PanicError struct {

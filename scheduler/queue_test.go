@@ -9,16 +9,29 @@ import (
 )
 
 // TestQueueAgainstSort drives the heap with random pushes, pops, removals and raises,
-// and checks every pop against a sorted model.
+// and checks every pop against a sorted model: ties by ID, or, every other seed, by a
+// random order of the nodes.
 func TestQueueAgainstSort(t *testing.T) {
-	for seed := range uint64(50) {
+	for seed := range uint64(100) {
 		rng := rand.New(rand.NewPCG(seed, 9))
 		n := 1 + rng.IntN(200)
 		prio := make([]float64, n)
 		for i := range prio {
 			prio[i] = float64(rng.IntN(10)) // many ties
 		}
-		q := newQueue(prio, n)
+		rank := make([]int32, n)
+		for i := range rank {
+			rank[i] = int32(i)
+		}
+		var ties []int32
+		if seed%2 == 1 {
+			ties = make([]int32, n)
+			for r, v := range rng.Perm(n) {
+				ties[r] = int32(v)
+				rank[v] = int32(r)
+			}
+		}
+		q := newQueue(prio, n, ties)
 		in := map[int32]bool{}
 		var initial []int32
 		for i := range n / 2 {
@@ -38,7 +51,7 @@ func TestQueueAgainstSort(t *testing.T) {
 					}
 					return 1
 				}
-				return int(a - b)
+				return int(rank[a] - rank[b])
 			})
 			return ids[0]
 		}

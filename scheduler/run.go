@@ -141,6 +141,10 @@ type Options struct {
 	Priority func(node int64) float64
 	// Weight is a node's expected duration for the default priority; default 1.
 	Weight func(node int64) float64
+	// Ties, when not nil, orders the nodes whose priorities are equal in place of their
+	// IDs: a permutation of every node, Ties[0] first. Run fails with a *TiesError
+	// before it starts any node when it is not one.
+	Ties []int32
 	// FailFast cancels every node not yet started at the first failure.
 	FailFast bool
 	// OnEvent receives events, from one goroutine, in the order they happened.
@@ -165,6 +169,11 @@ func Run(ctx context.Context, dag DAG, fn Func, opts Options) (*Report, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Ties != nil {
+		if err := checkTies(opts.Ties, dag.Len()); err != nil {
+			return nil, err
+		}
 	}
 	r := newRun(ctx, dag, fn, opts)
 	defer r.cancel(nil)

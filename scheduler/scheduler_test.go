@@ -397,6 +397,39 @@ func TestPriorityOrder(t *testing.T) {
 	assert.Equal(t, []int64{4, 0, 1, 2, 3}, order)
 }
 
+// Ties orders the nodes of equal priority; a node released later still goes before the
+// ready ones it ranks above.
+func TestTiesOrder(t *testing.T) {
+	// 0 -> 3; every priority equal. Ties: 0, 3, 1, 2, 4 (3 ranks above 1, 2 and 4 but
+	// is ready only once 0 is done).
+	d := newDAG(5, [2]int{0, 3})
+	var order []int64
+	_, err := Run(context.Background(), d, func(ctx context.Context, n *Node) error {
+		order = append(order, n.ID())
+		return nil
+	}, Options{Workers: 1, Priority: func(int64) float64 { return 0 }, Ties: []int32{0, 3, 1, 2, 4}})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{0, 3, 1, 2, 4}, order)
+
+	for _, bad := range []struct {
+		ties []int32
+		want TiesError
+	}{
+		{[]int32{0, 1, 2}, TiesError{Len: 3, Nodes: 5}},
+		{[]int32{0, 1, 2, 3, 5}, TiesError{Len: 5, Nodes: 5, Node: 5}},
+		{[]int32{0, 1, 2, 1, 4}, TiesError{Len: 5, Nodes: 5, Node: 1, Twice: true}},
+	} {
+		ran := false
+		rep, err := Run(context.Background(), d, func(context.Context, *Node) error { ran = true; return nil },
+			Options{Workers: 1, Ties: bad.ties})
+		var te *TiesError
+		require.ErrorAs(t, err, &te, "%v", bad.ties)
+		assert.Equal(t, bad.want, *te)
+		assert.Nil(t, rep)
+		assert.False(t, ran, "nothing runs with ties that are not a permutation")
+	}
+}
+
 func TestPanicStopsTheRun(t *testing.T) {
 	// 0 → 1; 2 and 3 are independent and start only after 0 (priority, one worker).
 	d := newDAG(4, [2]int{0, 1})

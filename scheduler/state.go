@@ -85,7 +85,7 @@ func newRun(ctx context.Context, dag DAG, fn Func, opts Options) *run {
 		}
 		r.prio = toposort.LongestRemaining(dag, r.order, w)
 	}
-	r.ready = newQueue(r.prio, n)
+	r.ready = newQueue(r.prio, n, opts.Ties)
 	var roots []int32
 	for i := range n {
 		if r.indeg[i] == 0 {
