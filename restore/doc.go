@@ -9,8 +9,9 @@
 // refuses with a *PlanChangedError when the backup or the target changed). Apply runs
 // exactly it (scheduler): each object starts as soon as everything it depends on is
 // restored and ready, what the restore waits on (namespaces, CRDs, kinds judged by their
-// status) and what leads to it first, the rest in the backup's order. Verify checks a
-// target against the same plan. Run is NewPlan and Apply at once.
+// status) and what leads to it first, the rest namespace by namespace (cluster-scoped
+// objects first, then the namespaces by name), each namespace's in the backup's order.
+// Verify checks a target against the same plan. Run is NewPlan and Apply at once.
 //
 // The options come by concern: PlanOptions carry the Selection (what to restore: filter,
 // mappings, priorities, status, policy; saved with the plan) and the Extensions (code:

@@ -84,7 +84,7 @@ func apply(ctx context.Context, p *Plan, target Target, opts RunOptions) (*Repor
 	log.Info("restore started", "backup", p.source.Name, "objects", p.Len(), "workers", opts.Workers)
 	prio := p.graph.LongestRemaining(p.waitWeight())
 	sopts := scheduler.Options{Workers: opts.Workers, Now: opts.Clock.Now,
-		Priority: func(id int64) float64 { return prio[id] }}
+		Priority: func(id int64) float64 { return prio[id] }, Ties: p.ties()}
 	if opts.OnEvent != nil {
 		sopts.OnEvent = func(ev scheduler.Event) { opts.OnEvent(newEvent(ev, p.item(ev.Node))) }
 	}
@@ -282,7 +282,7 @@ func Run(ctx context.Context, backup Backup, target Target, po PlanOptions, ro R
 // whose restore waits for it to become ready (a namespace, a CRD, a kind judged by its
 // status), 0 for one ready once it exists, and for barriers. An object's priority is then
 // the number of waits on the longest path still ahead of it, and equal priorities start
-// in the backup's order (the lower ID). What holds others back for real time starts
+// namespace by namespace (ties). What holds others back for real time starts
 // first; a chain of plain creates weighs nothing, for its creates take milliseconds
 // against a restore's minutes, and putting every Deployment and ReplicaSet ahead of the
 // rest (the chain's length as priority) made kube-apiserver spend more on each core
@@ -303,4 +303,60 @@ func (p *Plan) waitWeight() func(*graph.Node) float64 {
 		}
 		return weight
 	}
+}
+
+// ties orders the plan's objects where their priorities are equal: namespace by
+// namespace, the cluster-scoped objects (and barriers) first, then the namespaces by
+// name, each namespace's objects in the backup's order (by ID: group, version,
+// resource, name). A namespace's objects are then made together: its Deployments and
+// ReplicaSets beside its ConfigMaps and Services, and its Pods, which wait for their
+// ReplicaSets, as soon as those are made, ahead of the next namespace's objects. In the
+// backup's order alone, every namespace's core objects come first and the Pods of all of
+// them last: an application is whole only at the end of the restore, and kube-apiserver
+// spent more on each core object created without the Pods among them
+// (docs/measured.md, 2026-11-27, fourteenth session).
+func (p *Plan) ties() []int32 {
+	n := p.graph.Len()
+	// Each node's namespace as an index into names; the items come sorted by group,
+	// version and namespace, so a namespace is looked up once per run of items.
+	ns := make([]int32, n)
+	index, names := map[string]int32{"": 0}, []string{""}
+	last, lastIdx := "", int32(0)
+	for id := range n {
+		name := ""
+		if it := p.graph.NodeAt(int64(id)).Item; it != nil {
+			name = it.Namespace
+		}
+		if name != last {
+			k, ok := index[name]
+			if !ok {
+				k = int32(len(names))
+				index[name] = k
+				names = append(names, name)
+			}
+			last, lastIdx = name, k
+		}
+		ns[id] = lastIdx
+	}
+	// Each namespace's place by name ("" first), then a counting sort of the nodes.
+	byName := make([]int32, len(names))
+	for k := range byName {
+		byName[k] = int32(k)
+	}
+	slices.SortFunc(byName, func(a, b int32) int { return strings.Compare(names[a], names[b]) })
+	next := make([]int32, len(names)) // where each namespace's next node goes
+	count := make([]int32, len(names))
+	for _, k := range ns {
+		count[k]++
+	}
+	var at int32
+	for _, k := range byName {
+		next[k], at = at, at+count[k]
+	}
+	ties := make([]int32, n)
+	for id, k := range ns {
+		ties[next[k]] = int32(id)
+		next[k]++
+	}
+	return ties
 }

@@ -559,14 +559,15 @@ func TestCallersStepsAndRules(t *testing.T) {
 	}
 }
 
-// What the restore waits on starts first, everything else in the backup's order: with
+// What the restore waits on starts first, everything else namespace by namespace: with
 // one worker, the namespaces (each waited on until active) start before anything in
-// them, and then each object started is the first in the backup's order of those whose
-// dependencies are restored. A Deployment, at the head of the longest chain, does not
-// go ahead of a ConfigMap the backup lists before it.
-func TestWaitsFirstThenTheBackupsOrder(t *testing.T) {
+// them, and then each object started is, of those whose dependencies are restored, the
+// first of the first namespace by name, in the backup's order within it. A Deployment,
+// at the head of the longest chain, does not go ahead of a ConfigMap the backup lists
+// before it, and a namespace's Pods go ahead of the next namespace's ConfigMaps.
+func TestWaitsFirstThenNamespaceByNamespace(t *testing.T) {
 	var buf bytes.Buffer
-	_, err := workload.WriteApps(&buf, 150, 1)
+	_, err := workload.WriteShaped(&buf, 150, 1, workload.Shape{AppsPerNamespace: 3, ServiceEvery: 1})
 	require.NoError(t, err)
 	b, err := archive.Read(context.Background(), &buf, archive.Options{})
 	require.NoError(t, err)
@@ -589,6 +590,11 @@ func TestWaitsFirstThenTheBackupsOrder(t *testing.T) {
 		}
 	}
 	require.Len(t, started, len(b.Manifest().Items()))
+	namespaces := map[string]bool{}
+	for _, it := range b.Manifest().Items() {
+		namespaces[it.Namespace] = true
+	}
+	require.Greater(t, len(namespaces), 2, "the backup spans namespaces")
 	done := map[types.UID]bool{}
 	for _, it := range started {
 		var next *manifest.Item
@@ -596,7 +602,8 @@ func TestWaitsFirstThenTheBackupsOrder(t *testing.T) {
 			if done[c.UID] || !allIn(deps[c.UID], done) {
 				continue
 			}
-			if next == nil || c.Kind == "Namespace" && next.Kind != "Namespace" {
+			if next == nil || c.Kind == "Namespace" && next.Kind != "Namespace" ||
+				(c.Kind == "Namespace") == (next.Kind == "Namespace") && c.Namespace < next.Namespace {
 				next = c
 			}
 		}
