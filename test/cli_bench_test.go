@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -131,6 +132,7 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 				var restored string
 				if err == nil && w.ceiling {
 					sent, cpu = serverRequests(b, c), serverCPU(b, c)
+					cpu[clientCPU] = last.CPU
 					restored = filepath.Join(b.TempDir(), "restored.json.gz")
 					restoredObjects(b, c, backup, restored)
 				}
@@ -148,9 +150,9 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 					b.Logf("cli %.1f s, ceiling %.1f s: %.3f, the restored objects' ceiling %.1f s: %.3f", last.Took.Seconds(),
 						took.Seconds(), took.Seconds()/last.Took.Seconds(), rtook.Seconds(), rtook.Seconds()/last.Took.Seconds())
 					b.Logf("requests the API server served, cli / ceiling / restored objects' ceiling: %s", sent.beside(ceilingSent, restoredSent))
-					b.Logf("CPU seconds of the servers since they started, cli / ceiling / restored objects' ceiling: kube-apiserver %s, etcd %s, kube-controller-manager %s",
+					b.Logf("CPU seconds of the servers since they started, cli / ceiling / restored objects' ceiling: kube-apiserver %s, etcd %s, kube-controller-manager %s; of the client, over its run (the CLI) or its creates (a ceiling's goroutines): %s",
 						seconds("kube-apiserver", cpu, ceilingCPU, restoredCPU), seconds("etcd", cpu, ceilingCPU, restoredCPU),
-						seconds("kube-controller-manager", cpu, ceilingCPU, restoredCPU))
+						seconds("kube-controller-manager", cpu, ceilingCPU, restoredCPU), seconds(clientCPU, cpu, ceilingCPU, restoredCPU))
 				}
 				b.StartTimer()
 			}
@@ -412,7 +414,8 @@ func (c *ceilingObjects) add(b *testing.B, u *unstructured.Unstructured, resourc
 // create makes a control plane of its own (serviceCluster's with opts), creates the
 // first objects in it, then the others with benchWorkers goroutines in no order,
 // unthrottled. It returns the time the others took, the requests its server served,
-// and the CPU its processes used (serverCPU).
+// and the CPU its processes used (serverCPU), with this process's over the others'
+// creates as the client's (clientCPU).
 func (c *ceilingObjects) create(b *testing.B, opts harness.Options, p serverProfile, side string) (time.Duration, requestCounts, map[string]time.Duration) {
 	b.Helper()
 	// A million encoded objects are held here while the server grows beside them: the
@@ -434,14 +437,29 @@ func (c *ceilingObjects) create(b *testing.B, opts harness.Options, p serverProf
 		}
 	}
 	profiled := p.start(b, cl, side)
-	start := time.Now()
+	start, before := time.Now(), processCPU(b)
 	if err := workload.PostUnordered(ctx, cfg, c.others, benchWorkers); err != nil {
 		profiled(false)
 		b.Fatal(err)
 	}
-	took := time.Since(start)
+	took, client := time.Since(start), processCPU(b)-before
 	profiled(true)
-	return took, serverRequests(b, cl), serverCPU(b, cl)
+	cpu := serverCPU(b, cl)
+	cpu[clientCPU] = client
+	return took, serverRequests(b, cl), cpu
+}
+
+// clientCPU is the key of the client's CPU time beside the servers' (serverCPU's).
+const clientCPU = "client"
+
+// processCPU returns the CPU time this process has used, user and system.
+func processCPU(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // serverProfile is how a benchmark watches each side's API server while it creates.

@@ -1,5 +1,5 @@
 // Package clirun builds the restoregraph command and runs it as a user does, measuring
-// what a user sees: its wall time and the most memory its process held.
+// what a user sees: its wall time, the most memory its process held and the CPU it used.
 package clirun
 
 import (
@@ -40,13 +40,14 @@ func peakRSS(bin string) string { return filepath.Join(filepath.Dir(bin), "resto
 // Run is one run of the command.
 type Run struct {
 	Took   time.Duration
-	MaxRSS int64 // bytes: the peak resident memory of its process
+	MaxRSS int64         // bytes: the peak resident memory of its process
+	CPU    time.Duration // its process's CPU time, user and system
 	Stdout []byte
 	Stderr []byte
 }
 
 // Start runs bin, built by Build, with args to its end, through peakrss so that the
-// peak memory measured is the command's own. A run that fails returns its error with
+// peak memory and the CPU time measured are the command's own. A run that fails returns its error with
 // what it wrote to standard error.
 func Start(bin string, args ...string) (Run, error) {
 	peakR, peakW, err := os.Pipe()
@@ -64,11 +65,11 @@ func Start(bin string, args ...string) (Run, error) {
 	if err != nil {
 		return Run{}, fmt.Errorf("restoregraph %v: %w\n%s", args, err, stderr.Bytes())
 	}
-	var peak int64
-	if _, err := fmt.Fscan(peakR, &peak); err != nil {
-		return Run{}, fmt.Errorf("no peak memory for the process on this system: %w", err)
+	var peak, user, sys int64
+	if _, err := fmt.Fscan(peakR, &peak, &user, &sys); err != nil {
+		return Run{}, fmt.Errorf("no peak memory and CPU time for the process on this system: %w", err)
 	}
-	return Run{Took: took, MaxRSS: peak, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, nil
+	return Run{Took: took, MaxRSS: peak, CPU: time.Duration(user + sys), Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, nil
 }
 
 // Metrics are the figures a benchmark reports of a run of objects objects.
@@ -76,9 +77,11 @@ type Metrics interface {
 	ReportMetric(n float64, unit string)
 }
 
-// Report reports the run's seconds, objects per second and peak resident MiB.
+// Report reports the run's seconds, objects per second, peak resident MiB and CPU
+// seconds.
 func (r Run) Report(m Metrics, objects int) {
 	m.ReportMetric(r.Took.Seconds(), "s")
+	m.ReportMetric(r.CPU.Seconds(), "cpu-s")
 	m.ReportMetric(float64(objects)/r.Took.Seconds(), "objects/s")
 	m.ReportMetric(float64(r.MaxRSS)/(1<<20), "peak-RSS-MiB")
 }
