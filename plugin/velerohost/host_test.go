@@ -330,8 +330,9 @@ func TestAsyncOperationsOutOfProcess(t *testing.T) {
 	defer cancel()
 	rep, err = restore.Run(cctx, backupOf(t, obj("Namespace", "shop"), claim("stuck", "never")), target(t),
 		restore.PlanOptions{Extensions: restore.Extensions{Plugins: reg}}, restore.RunOptions{OperationPoll: poll})
-	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NotNil(t, rep, "%v", err)
 	stuck = byName(rep)["PersistentVolumeClaim/stuck"]
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the claim: %s %s, %v; its operations %+v", stuck.Status, stuck.Reason, stuck.Err, stuck.Operations)
 	require.Len(t, stuck.Operations, 1)
 	assert.Equal(t, restore.OperationCanceled, stuck.Operations[0].Phase)
 	assert.Equal(t, []string{"execute " + stuck.Operations[0].ID, "cancel " + stuck.Operations[0].ID}, asyncLines(t, log))
