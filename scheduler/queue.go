@@ -1,6 +1,9 @@
 package scheduler
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // queue is a 4-ary max-heap of ready nodes. Each entry is one uint64 key: the priority
 // as order-preserving float32 bits in the high half, the inverted tie rank in the low
@@ -27,7 +30,7 @@ func newQueue(prio []float64, n int, ties []int32) queue {
 		q.index[i] = -1
 	}
 	if ties != nil {
-		q.node, q.rank = ties, make([]int32, n)
+		q.node, q.rank = slices.Clone(ties), make([]int32, n) // the caller's may change
 		for r, v := range ties {
 			q.rank[v] = int32(r)
 		}

@@ -47,8 +47,8 @@ type Run struct {
 }
 
 // Start runs bin, built by Build, with args to its end, through peakrss so that the
-// peak memory and the CPU time measured are the command's own. A run that fails returns its error with
-// what it wrote to standard error.
+// peak memory and the CPU time measured are the command's own. A run that fails returns
+// its error with what it wrote to standard error.
 func Start(bin string, args ...string) (Run, error) {
 	peakR, peakW, err := os.Pipe()
 	if err != nil {
