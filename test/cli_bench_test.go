@@ -48,6 +48,14 @@ const (
 // 715,000 objects and, held to 4 GiB, spent three quarters of a core collecting.
 var envelopeServer = harness.Options{EtcdQuotaBytes: 8 << 30, APIServerMemoryLimit: 14 << 30, NoControllerManager: true}
 
+// appsServer is every side's control plane for apps: kube-controller-manager with the
+// namespace controller alone. The restored objects' ceiling cannot run a garbage
+// collector (restoredCeiling), so no side does: with one beside the command's server
+// and not beside that ceiling's, the command's side also paid for the collector's
+// watches of every object, and its side of the machine was measured against a server
+// with less to do.
+var appsServer = harness.Options{Controllers: []string{"namespace"}}
+
 // BenchmarkIntegrationCLIRestore restores generated Velero backups into a real API
 // server of its own with the restoregraph command, default flags (the server has API
 // Priority and Fairness: the client sets no limit of its own), and reports the command's
@@ -55,7 +63,8 @@ var envelopeServer = harness.Options{EtcdQuotaBytes: 8 << 30, APIServerMemoryLim
 // two unordered ceilings, each in another fresh server in the same run, and the
 // command's rate over each: the backup's objects (tarballCeiling), and the objects as
 // the restore made them, listed from its server (restoredCeiling: the same objects
-// stored, so that what is left is the order and the client); it logs beside each
+// stored, so that what is left is the order and the client), the three sides in an
+// order that turns from run to run (sideOrders); it logs beside each
 // other the requests each server served and the CPU its processes used, and for apps
 // and envelope what each side's API server did step by step (serverProfile). With
 // RESTOREGRAPH_BENCH_PROFILES=DIR, the command writes its CPU and heap profiles there
@@ -88,7 +97,7 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 			gen := workload.CAPI(workload.CAPIOptions{Clusters: benchClusters, Seed: 1})
 			return preferred(gen), gen.Write(f)
 		}},
-		{name: "apps", ceiling: true, profile: serverProfile{"apps", 10 * time.Second, 100 * time.Second, 10 * time.Second}, write: func(f *os.File) (int, error) { return workload.WriteApps(f, cliObjects, 1) }},
+		{name: "apps", ceiling: true, server: appsServer, profile: serverProfile{"apps", 10 * time.Second, 100 * time.Second, 10 * time.Second}, write: func(f *os.File) (int, error) { return workload.WriteApps(f, cliObjects, 1) }},
 		{name: "envelope", ceiling: true, server: envelopeServer, profile: serverProfile{"envelope", time.Minute, 13 * time.Minute, time.Minute}, write: func(f *os.File) (int, error) {
 			return workload.WriteShaped(f, envelopeObjects, 1, workload.Envelope)
 		}},
@@ -106,48 +115,62 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			// With -benchtime Nx the two sides alternate, N times each; the ratio is
-			// of their totals, and each pair's is logged. The CLI's objects/s and peak
-			// RSS are its last run's.
+			// With -benchtime Nx the sides run N times each, in an order that turns
+			// (sideOrders), so that over three runs each side is first, second and last
+			// once and what the machine does over a run falls on every side alike. The
+			// ratio is of their totals, and each run's is logged. The CLI's objects/s and
+			// peak RSS are its last run's.
 			var last clirun.Run
 			var cliTook, ceilingTook, restoredTook time.Duration
+			// restored is the objects the last CLI run made, which the restored
+			// objects' ceiling creates: the first run's order has the CLI go first.
+			restored := filepath.Join(b.TempDir(), "restored.json.gz")
 			runs := 0
 			for b.Loop() {
-				runs++
 				b.StopTimer()
-				c := serviceCluster(b, w.server)
-				b.StartTimer()
-				// The CLI's default flags: the server has API Priority and Fairness, so the
-				// client sets no limit of its own.
-				args := []string{"restore", "--backup", backup, "--kubeconfig", c.Kubeconfig}
-				if dir := os.Getenv("RESTOREGRAPH_BENCH_PROFILES"); dir != "" {
-					args = append(args, "--cpu-profile", filepath.Join(dir, w.name+".cpu.pprof"), "--heap-profile", filepath.Join(dir, w.name+".heap.pprof"))
-				}
-				profiled := w.profile.start(b, c, "cli")
-				last, err = clirun.Start(bin, args...)
-				b.StopTimer()
-				profiled(err == nil)
-				var sent requestCounts
-				var cpu map[string]time.Duration
-				var restored string
-				if err == nil && w.ceiling {
-					sent, cpu = serverRequests(b, c), serverCPU(b, c)
-					cpu[clientCPU] = last.CPU
-					restored = filepath.Join(b.TempDir(), "restored.json.gz")
-					restoredObjects(b, c, backup, restored)
-				}
-				c.Stop()
-				if err != nil {
-					b.Fatal(err)
-				}
-				cliTook += last.Took
+				order := sideOrders[0][:1]
 				if w.ceiling {
-					took, ceilingSent, ceilingCPU := tarballCeiling(b, backup, w.server, w.profile)
-					ceilingTook += took
-					rtook, restoredSent, restoredCPU := restoredCeiling(b, restored, w.server, w.profile)
-					os.Remove(restored)
-					restoredTook += rtook
-					b.Logf("cli %.1f s, ceiling %.1f s: %.3f, the restored objects' ceiling %.1f s: %.3f", last.Took.Seconds(),
+					order = sideOrders[runs%len(sideOrders)]
+				}
+				runs++
+				var sent, ceilingSent, restoredSent requestCounts
+				var cpu, ceilingCPU, restoredCPU map[string]time.Duration
+				var took, rtook time.Duration
+				for _, side := range order {
+					switch side {
+					case cliSide:
+						c := serviceCluster(b, w.server)
+						// The CLI's default flags: the server has API Priority and Fairness,
+						// so the client sets no limit of its own.
+						args := []string{"restore", "--backup", backup, "--kubeconfig", c.Kubeconfig}
+						if dir := os.Getenv("RESTOREGRAPH_BENCH_PROFILES"); dir != "" {
+							args = append(args, "--cpu-profile", filepath.Join(dir, w.name+".cpu.pprof"), "--heap-profile", filepath.Join(dir, w.name+".heap.pprof"))
+						}
+						profiled := w.profile.start(b, c, "cli")
+						b.StartTimer()
+						last, err = clirun.Start(bin, args...)
+						b.StopTimer()
+						profiled(err == nil)
+						if err == nil && w.ceiling {
+							sent, cpu = serverRequests(b, c), serverCPU(b, c)
+							cpu[clientCPU] = last.CPU
+							restoredObjects(b, c, backup, restored)
+						}
+						c.Stop()
+						if err != nil {
+							b.Fatal(err)
+						}
+						cliTook += last.Took
+					case backupSide:
+						took, ceilingSent, ceilingCPU = tarballCeiling(b, backup, w.server, w.profile)
+						ceilingTook += took
+					case restoredSide:
+						rtook, restoredSent, restoredCPU = restoredCeiling(b, restored, w.server, w.profile)
+						restoredTook += rtook
+					}
+				}
+				if w.ceiling {
+					b.Logf("order %s; cli %.1f s, ceiling %.1f s: %.3f, the restored objects' ceiling %.1f s: %.3f", strings.Join(order, ", "), last.Took.Seconds(),
 						took.Seconds(), took.Seconds()/last.Took.Seconds(), rtook.Seconds(), rtook.Seconds()/last.Took.Seconds())
 					b.Logf("requests the API server served, cli / ceiling / restored objects' ceiling: %s", sent.beside(ceilingSent, restoredSent))
 					b.Logf("CPU seconds of the servers since they started, cli / ceiling / restored objects' ceiling: kube-apiserver %s, etcd %s, kube-controller-manager %s; of the client, over its run (the CLI) or its creates (a ceiling's goroutines): %s",
@@ -165,6 +188,23 @@ func BenchmarkIntegrationCLIRestore(b *testing.B) {
 			}
 		})
 	}
+}
+
+// The sides of BenchmarkIntegrationCLIRestore, and the orders they run in, one run
+// after another: a Latin square, each side first, second and last once in three runs.
+// The restored objects' ceiling creates what the last CLI run made, so it follows the
+// CLI in the first run, and in the others creates the run before's objects (the same
+// objects as the restore makes them every time, but for the UIDs the server gives).
+const (
+	cliSide      = "cli"
+	backupSide   = "backup's objects"
+	restoredSide = "restored objects"
+)
+
+var sideOrders = [][]string{
+	{cliSide, backupSide, restoredSide},
+	{backupSide, restoredSide, cliSide},
+	{restoredSide, cliSide, backupSide},
 }
 
 // serviceCluster starts a control plane of its own with opts and a Service range for
@@ -265,13 +305,12 @@ func tarballCeiling(b *testing.B, path string, opts harness.Options, p serverPro
 // included, only Services' cluster IPs left to the target. Against it, a restore's rate
 // is that of its order and its client alone, for the server is given the same objects to
 // store. Its owner references name the restore's UIDs, which this server
-// does not have, so no garbage collector runs beside it: it would delete what is
-// created. That leaves this ceiling's server a little more of the machine than the
-// restore's had, where the restore's ran one.
+// does not have, so no garbage collector may run beside it: it would delete what is
+// created. opts must say so (appsServer, envelopeServer), and are every side's.
 func restoredCeiling(b *testing.B, path string, opts harness.Options, p serverProfile) (time.Duration, requestCounts, map[string]time.Duration) {
 	b.Helper()
-	if !opts.NoControllerManager {
-		opts.Controllers = []string{"namespace"}
+	if !opts.NoControllerManager && (len(opts.Controllers) == 0 || slices.Contains(opts.Controllers, "garbagecollector")) {
+		b.Fatalf("the restored objects' ceiling runs kube-controller-manager's %v: a garbage collector would delete what it creates", opts.Controllers)
 	}
 	f, err := os.Open(path)
 	if err != nil {
