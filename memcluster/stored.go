@@ -1,11 +1,14 @@
 package memcluster
 
 import (
+	"encoding/binary"
 	stdjson "encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unique"
 	"unsafe"
 
@@ -18,13 +21,16 @@ import (
 // fields of its metadata the server itself looks at. A million objects are then a
 // million byte slices, not a million trees of maps for the Go collector to walk.
 //
-// A created object's JSON is kept without its resourceVersion, which the store gives it
-// under its lock after encoding it, and compressed once its resource has a dictionary
-// (codec): json puts them together again.
+// An object's JSON is kept without the strings of its metadata that the record holds
+// anyway (its name, namespace, UID and owners' UIDs) or that the store gives it under
+// its lock after encoding it (a created object's resourceVersion), and compressed once
+// its resource has a dictionary (codec): json puts them together again. A UID is 36
+// bytes that no dictionary compresses; an object and its owner have two.
 type stored struct {
-	// data is its name and UID, then its JSON, with apiVersion and kind (compressed
-	// with dict): one allocation for the collector to keep, not three, for each of a
-	// million objects. name, uid and raw cut it.
+	// data is its name and UID, then where its JSON leaves out what json puts back
+	// (cuts, of cutLen bytes), then its JSON, with apiVersion and kind (compressed with
+	// dict): one allocation for the collector to keep, not four, for each of a million
+	// objects. name, uid, cuts and raw cut it.
 	data   string
 	dict   *s2.Dict              // nil when the JSON is not compressed
 	rt     *resourceType         // its resource, once stored
@@ -33,7 +39,7 @@ type stored struct {
 	labels labelSet
 	owners []types.UID
 	rvn    uint64 // its resourceVersion, which the store gives in decimal, when hasRV
-	at     int32  // where the resourceVersion goes in the JSON raw holds; -1 when it is there
+	cutLen int32
 	// nameLen: a name is at most 253 bytes (validateName); uidLen: the store gives
 	// UUIDs.
 	nameLen uint16
@@ -73,15 +79,129 @@ func (st *stored) namespace() string {
 
 // newStored encodes obj. The caller never changes obj afterwards: events share it.
 func newStored(obj object) *stored {
-	// encoding/json's encoding, without reflection.
-	raw, err := jsontree.Marshal(obj)
+	st := describe(obj, nil)
+	st.setRV(metaString(obj, "resourceVersion"))
+	buf, cuts := scratch.Get().(*[]byte), cutsPool.Get().(*[]jsontree.Cut)
+	defer scratch.Put(buf)
+	defer putCuts(cuts)
+	raw := st.encode(buf, cuts, obj)
+	st.identify(metaString(obj, "name"), metaString(obj, "uid"), *cuts, raw)
+	return st
+}
+
+// The strings json puts back, in the order of metadataCuts.Names, and an owner's UID.
+const (
+	cutName = iota
+	cutNamespace
+	cutRV
+	cutUID
+	cutOwner
+)
+
+// metadataCuts is what the store leaves out of an object's JSON, and json puts back.
+var metadataCuts = &jsontree.CutSpec{Outer: "metadata", Names: []string{"name", "namespace", "resourceVersion", "uid"}, List: "ownerReferences", Item: "uid"}
+
+// cutsPool holds the lists of cuts an object's encoding makes.
+var cutsPool = sync.Pool{New: func() any { return new([]jsontree.Cut) }}
+
+func putCuts(cuts *[]jsontree.Cut) {
+	clear(*cuts) // the pool keeps no hold of an object's strings
+	cutsPool.Put(cuts)
+}
+
+// encode encodes obj, described by st (its namespace, owners and resourceVersion;
+// name and UID to come), into buf's buffer, as encoding/json does but without
+// reflection, and leaves out what st puts back, which it lists in cuts for identify.
+func (st *stored) encode(buf *[]byte, cuts *[]jsontree.Cut, obj object) []byte {
+	raw, c, err := jsontree.MarshalCut((*buf)[:0], obj, metadataCuts, (*cuts)[:0])
+	*buf, *cuts = raw, c
 	if err != nil {
 		panic("memcluster: an object decoded from JSON does not encode: " + err.Error())
 	}
-	st := describe(obj, nil)
-	st.identify(metaString(obj, "name"), metaString(obj, "uid"), raw)
-	st.setRV(metaString(obj, "resourceVersion"))
-	return st
+	if st.keep(metaString(obj, "name"), metaString(obj, "uid"), c) {
+		raw = putBack(raw, c)
+	}
+	return raw
+}
+
+// putBackCut marks a cut that json could not put back as it was.
+const putBackCut = -2
+
+// keep gives each cut the kind json puts back (cutName to cutOwner), or putBackCut
+// where st would not give its string back as it was: an object's metadata may say
+// "007" where the store reads the resourceVersion 7, or an owner reference may have no
+// UID. It reports whether any is putBackCut.
+func (st *stored) keep(name, uid string, cuts []jsontree.Cut) bool {
+	// The owners go back in order, all of them or none.
+	ownersKept, o := true, 0
+	for _, c := range cuts {
+		if c.Name < 0 {
+			ownersKept = ownersKept && o < len(st.owners) && string(st.owners[o]) == c.Value
+			o++
+		}
+	}
+	ownersKept = ownersKept && o == len(st.owners)
+	back := false
+	for i, c := range cuts {
+		var ok bool
+		switch c.Name {
+		case cutName:
+			ok = c.Value == name
+		case cutNamespace:
+			ok = c.Value == st.namespace()
+		case cutRV:
+			ok = c.Value == st.rv()
+		case cutUID:
+			ok = c.Value == uid
+		default:
+			ok, cuts[i].Name = ownersKept, cutOwner
+		}
+		if !ok {
+			cuts[i].Name, back = putBackCut, true
+		}
+	}
+	return back
+}
+
+// putBack returns raw with the cuts marked putBackCut put back, in a new buffer, and
+// moves the others' places to match.
+func putBack(raw []byte, cuts []jsontree.Cut) []byte {
+	n := len(raw)
+	for _, c := range cuts {
+		if c.Name == putBackCut {
+			n += len(c.Value)
+		}
+	}
+	out := make([]byte, 0, n)
+	prev := 0
+	for i, c := range cuts {
+		out = append(out, raw[prev:c.At]...)
+		prev = c.At
+		cuts[i].At = len(out)
+		if c.Name == putBackCut {
+			out = append(out, c.Value...)
+		}
+	}
+	return append(out, raw[prev:]...)
+}
+
+// cutTable writes to b the table json reads the cuts from, and returns its length
+// (with b nil, only that): for each cut not put back, in order, a uvarint of how far it
+// is from the one before, shifted left by three bits, and its kind in them.
+func cutTable(b *strings.Builder, cuts []jsontree.Cut) int {
+	var v [binary.MaxVarintLen64]byte
+	n, prev := 0, 0
+	for _, c := range cuts {
+		if c.Name == putBackCut {
+			continue
+		}
+		e := binary.PutUvarint(v[:], uint64(c.At-prev)<<3|uint64(c.Name))
+		if b != nil {
+			b.Write(v[:e])
+		}
+		n, prev = n+e, c.At
+	}
+	return n
 }
 
 // describe returns obj with the fields of its metadata the server looks at, but its
@@ -89,7 +209,7 @@ func newStored(obj object) *stored {
 // apiVersion and labels made canonical through c.
 func describe(obj object, c *canonSet) *stored {
 	md := meta(obj)
-	st := &stored{at: -1, owners: ownerUIDs(obj)}
+	st := &stored{owners: ownerUIDs(obj)}
 	st.set(deleting, metaString(obj, "deletionTimestamp") != "")
 	st.set(finalizing, len(finalizers(obj)) > 0)
 	apiVersion, _ := obj["apiVersion"].(string)
@@ -101,17 +221,20 @@ func describe(obj object, c *canonSet) *stored {
 	return st
 }
 
-// identify sets st's name and UID, and its JSON, raw, which it copies.
-func (st *stored) identify(name, uid string, raw []byte) {
+// identify sets st's name and UID, and its JSON, raw, with what cuts says json puts
+// back (encode's); it copies both.
+func (st *stored) identify(name, uid string, cuts []jsontree.Cut, raw []byte) {
 	if len(name) > math.MaxUint16 || len(uid) > math.MaxUint8 {
 		panic(fmt.Sprintf("memcluster: a name of %d bytes or a UID of %d stored", len(name), len(uid)))
 	}
+	n := cutTable(nil, cuts)
 	var b strings.Builder
-	b.Grow(len(name) + len(uid) + len(raw))
+	b.Grow(len(name) + len(uid) + n + len(raw))
 	b.WriteString(name)
 	b.WriteString(uid)
+	cutTable(&b, cuts)
 	b.Write(raw)
-	st.data, st.nameLen, st.uidLen = b.String(), uint16(len(name)), uint8(len(uid))
+	st.data, st.nameLen, st.uidLen, st.cutLen = b.String(), uint16(len(name)), uint8(len(uid)), int32(n)
 }
 
 // setRV sets st's resourceVersion, one the store gave or none.
@@ -141,10 +264,16 @@ func (st *stored) rv() string {
 }
 func (st *stored) apiVersion() string { return st.gv.Value() }
 
-// raw returns the JSON data holds, compressed when dict is not nil. No one changes it:
-// it is the string's bytes.
+// cuts returns the table of what json puts back in the JSON (cutTable's).
+func (st *stored) cuts() string {
+	start := int(st.nameLen) + int(st.uidLen)
+	return st.data[start : start+int(st.cutLen)]
+}
+
+// raw returns the JSON data holds, without what cuts lists, compressed when dict is
+// not nil. No one changes it: it is the string's bytes.
 func (st *stored) raw() []byte {
-	r := st.data[int(st.nameLen)+int(st.uidLen):]
+	r := st.data[int(st.nameLen)+int(st.uidLen)+int(st.cutLen):]
 	return unsafe.Slice(unsafe.StringData(r), len(r))
 }
 
@@ -157,11 +286,52 @@ func (st *stored) json() []byte {
 			panic("memcluster: a stored object does not decompress: " + err.Error())
 		}
 	}
-	if st.at < 0 {
+	table := st.cuts()
+	if table == "" {
 		return raw
 	}
-	out := make([]byte, 0, len(raw)+20) // a uint64 has at most 20 digits
-	return append(strconv.AppendUint(append(out, raw[:st.at]...), st.rvn, 10), raw[st.at:]...)
+	n := len(raw) + int(st.nameLen) + int(st.uidLen) + len(st.namespace()) + 20 // a uint64 has at most 20 digits
+	for _, o := range st.owners {
+		n += len(o)
+	}
+	out := make([]byte, 0, n)
+	prev, owner := 0, 0
+	for table != "" {
+		v, e := uvarint(table)
+		table = table[e:]
+		at := prev + int(v>>3)
+		out = append(out, raw[prev:at]...)
+		prev = at
+		switch v & 7 {
+		case cutName:
+			out = append(out, st.name()...)
+		case cutNamespace:
+			out = append(out, st.namespace()...)
+		case cutRV:
+			if st.has(hasRV) {
+				out = strconv.AppendUint(out, st.rvn, 10)
+			}
+		case cutUID:
+			out = append(out, st.uid()...)
+		case cutOwner:
+			out = append(out, st.owners[owner]...)
+			owner++
+		}
+	}
+	return append(out, raw[prev:]...)
+}
+
+// uvarint reads a uvarint from s as binary.Uvarint does from bytes, and returns it and
+// its length; s holds a whole one (cutTable's).
+func uvarint(s string) (uint64, int) {
+	var v uint64
+	for i := 0; ; i++ {
+		c := s[i]
+		v |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return v, i + 1
+		}
+	}
 }
 
 // encodeUnversioned encodes obj, a created object of rt whose resourceVersion the store
@@ -170,22 +340,19 @@ func (st *stored) json() []byte {
 // st.version gives it its resourceVersion.
 func encodeUnversioned(rt *resourceType, c *canonSet, obj object) *stored {
 	meta(obj)["resourceVersion"] = ""
-	buf := scratch.Get().(*[]byte)
+	st := describe(obj, c)
+	buf, cuts := scratch.Get().(*[]byte), cutsPool.Get().(*[]jsontree.Cut)
 	defer scratch.Put(buf)
-	raw, at, err := jsontree.MarshalSlot((*buf)[:0], obj, "metadata", "resourceVersion")
-	*buf = raw
-	if err != nil {
-		panic("memcluster: an object decoded from JSON does not encode: " + err.Error())
-	}
-	if at < 0 {
+	defer putCuts(cuts)
+	raw := st.encode(buf, cuts, obj)
+	if !slices.ContainsFunc(*cuts, func(c jsontree.Cut) bool { return c.Name == cutRV }) {
 		panic("memcluster: a created object has no metadata")
 	}
 	zbuf := scratch.Get().(*[]byte)
 	defer scratch.Put(zbuf)
 	data, dict := rt.codec.compress(zbuf, raw)
-	st := describe(obj, c)
-	st.identify(metaString(obj, "name"), metaString(obj, "uid"), data)
-	st.dict, st.at = dict, int32(at)
+	st.identify(metaString(obj, "name"), metaString(obj, "uid"), *cuts, data)
+	st.dict = dict
 	return st
 }
 

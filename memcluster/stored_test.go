@@ -30,9 +30,9 @@ func TestStoredEncodingIsEncodingJSONs(t *testing.T) {
 	obj["big"] = int64(1) << 62
 	want, err := json.Marshal(obj)
 	require.NoError(t, err)
-	require.Equal(t, string(want), string(newStored(obj).raw()))
+	require.Equal(t, string(want), string(newStored(obj).json()))
 
-	raw := newStored(map[string]any{"invalid": "a\xffb"}).raw()
+	raw := newStored(map[string]any{"invalid": "a\xffb"}).json()
 	require.Equal(t, "{\"invalid\":\"a\uFFFDb\"}", string(raw))
 }
 
@@ -53,11 +53,11 @@ func TestUnversionedIsEncodedWithItsVersion(t *testing.T) {
 		st := encodeUnversioned(rt, &canonSet{}, obj).version(obj, rv)
 		assert.Equal(t, rv, metaString(obj, "resourceVersion"))
 		want := newStored(obj)
-		require.Equal(t, string(want.raw()), string(st.json()), "object %d", i)
+		require.Equal(t, string(want.json()), string(st.json()), "object %d", i)
 		assert.Equal(t, []string{want.name(), string(want.uid()), want.rv()}, []string{st.name(), string(st.uid()), st.rv()})
 		if st.dict != nil {
 			compressed++
-			assert.Less(t, len(st.raw()), len(want.raw())/4, "object %d is kept compressed", i)
+			assert.Less(t, len(st.raw()), len(want.json())/4, "object %d is kept compressed", i)
 		}
 		require.Less(t, i, 2*dictBytes/len(podJSON), "no dictionary made")
 	}
@@ -68,7 +68,89 @@ func TestUnversionedIsEncodedWithItsVersion(t *testing.T) {
 	obj["data"] = map[string]any{"big": strings.Repeat("x", compressMax)}
 	st := encodeUnversioned(rt, &canonSet{}, obj).version(obj, "7")
 	assert.Nil(t, st.dict)
-	assert.Equal(t, string(newStored(obj).raw()), string(st.json()))
+	assert.Equal(t, string(newStored(obj).json()), string(st.json()))
+}
+
+// The JSON a record keeps leaves out the strings the record holds anyway (its name,
+// namespace, UID, resourceVersion and owners' UIDs), and is read whole; a string the
+// record would not give back as it was is kept in the JSON.
+func TestStoredKeepsMetadataOnce(t *testing.T) {
+	const uid, ownerUID = "0ed5e479-fe1f-405b-8480-5cfcbe4d4c59", "1ed5e479-fe1f-405b-8480-5cfcbe4d4c59"
+	for _, tc := range []struct {
+		name   string
+		change func(md map[string]any)
+		kept   []string // in the record's JSON
+		cut    []string // not in it
+	}{
+		{name: "a Pod", cut: []string{uid, ownerUID, `"web-7d9f8c6b5-abcde"`, `"namespace":"shop"`, `"1234"`}},
+		{name: "a resourceVersion the store writes otherwise", change: func(md map[string]any) { md["resourceVersion"] = "01234" },
+			kept: []string{`"01234"`}, cut: []string{uid, ownerUID}},
+		{name: "an owner reference without a UID", change: func(md map[string]any) {
+			md["ownerReferences"] = append(md["ownerReferences"].([]any), map[string]any{"name": "x", "uid": ""})
+		}, kept: []string{ownerUID}, cut: []string{uid}},
+		{name: "a UID JSON escapes", change: func(md map[string]any) { md["uid"] = "a<b" }, kept: []string{`a\u003cb`}, cut: []string{ownerUID}},
+		{name: "no owners, no namespace", change: func(md map[string]any) {
+			delete(md, "ownerReferences")
+			delete(md, "namespace")
+		}, cut: []string{uid}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj, err := jsontree.Object([]byte(podJSON))
+			require.NoError(t, err)
+			if tc.change != nil {
+				tc.change(meta(obj))
+			}
+			want, err := json.Marshal(obj)
+			require.NoError(t, err)
+			st := newStored(obj)
+			assert.Equal(t, string(want), string(st.json()))
+			for _, s := range tc.kept {
+				assert.Contains(t, string(st.raw()), s)
+			}
+			for _, s := range tc.cut {
+				assert.NotContains(t, string(st.raw()), s)
+			}
+			if tc.change == nil {
+				assert.Equal(t, 1, strings.Count(st.data, uid), "the record holds its UID once")
+				assert.Equal(t, 0, strings.Count(st.data, ownerUID), "and its owner's not at all: the owner's record does")
+			}
+		})
+	}
+}
+
+// Whatever an object's metadata holds, its record reads back as it was encoded: as
+// stored whole, and as created, compressed or not, with the resourceVersion the store
+// gives.
+func FuzzStored(f *testing.F) {
+	f.Add([]byte(podJSON))
+	f.Add([]byte(`{"metadata":{"name":"a","namespace":"","uid":"","resourceVersion":"07","ownerReferences":[{"uid":"x"},{"uid":""},{"uid":7}]}}`))
+	f.Add([]byte(`{"metadata":{"name":"a\u003c","ownerReferences":[{"uid":"x"},{"uid":"x"}],"uid":"x"}}`))
+	rt := &resourceType{}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		obj, err := jsontree.Object(data)
+		if err != nil || obj == nil {
+			return
+		}
+		want, err := jsontree.Marshal(obj)
+		if err != nil {
+			return
+		}
+		if rv := metaString(obj, "resourceVersion"); rv != "" {
+			if _, err := strconv.ParseUint(rv, 10, 64); err != nil {
+				return // the store stores the resourceVersions it gives
+			}
+		}
+		require.Equal(t, string(want), string(newStored(obj).json()))
+		md, ok := obj["metadata"].(map[string]any)
+		if !ok {
+			return
+		}
+		st := encodeUnversioned(rt, &canonSet{}, obj).version(obj, "42")
+		md["resourceVersion"] = "42"
+		want, err = jsontree.Marshal(obj)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(st.json()))
+	})
 }
 
 // BenchmarkEncode encodes a Pod's tree as the store does, against json/v2 under

@@ -20,12 +20,11 @@ type encoder struct {
 	names [][]member // a stack of scratch slices, one for each depth of objects
 	depth int
 
-	// For MarshalSlot: the names of the value asked for, at depths 0 and 1; whether
-	// the object being encoded at depth 1 is the one under slot[0]; and the length of
-	// out at the end of the value found, 0 until it is.
-	slot   [2]string
-	inSlot bool
-	slotAt int
+	// For MarshalCut: what to leave out, the cuts made so far, and whether the value
+	// being encoded is obj[spec.Outer] or the list under it.
+	spec            *CutSpec
+	cuts            []Cut
+	inOuter, inList bool
 }
 
 // Marshal encodes obj as encoding/json encodes it: object names sorted, '<', '>', '&',
@@ -43,28 +42,43 @@ func Marshal(obj map[string]any) ([]byte, error) {
 	return slices.Clone(e.out), nil
 }
 
-// MarshalSlot appends to dst the encoding of obj, as Marshal encodes it, where
-// obj[outer][inner] is an empty string, and returns where that string's bytes go: the
-// bytes of a string that JSON needs not escape (digits, letters), put at data[at:at],
-// make the JSON of obj with that string as obj[outer][inner]. at is -1 when
-// obj[outer][inner] is not an empty string.
+// CutSpec names the string values MarshalCut leaves out of an object: the members
+// Names of the object obj[Outer], and the member Item of each object in the list
+// obj[Outer][List].
+type CutSpec struct {
+	Outer      string
+	Names      []string
+	List, Item string
+}
+
+// A Cut is a string MarshalCut left out: its bytes, put at data[At:At] (between the
+// quotes left in its place; data is all MarshalCut returns, dst's bytes included), make
+// the JSON Marshal writes. Name is its index in the spec's Names, or -1 for an item of
+// the list.
+type Cut struct {
+	At    int
+	Name  int
+	Value string
+}
+
+// MarshalCut appends to dst the encoding of obj, as Marshal encodes it, with the
+// strings spec names left out where JSON writes them as they are (printable ASCII that
+// needs no escape; any other is kept), and appends to cuts what it left out, in the
+// order of the JSON. Keys are sorted, so the order is that of the names.
 //
-// A store encodes an object outside its lock, and has the one value only the lock gives
-// (a resourceVersion) put in when the JSON is read.
-func MarshalSlot(dst []byte, obj map[string]any, outer, inner string) (data []byte, at int, err error) {
+// A store keeps what it reads from an object's metadata beside its JSON anyway (its
+// name, its UID, its owners' UIDs), and what only its lock gives (a resourceVersion):
+// written once, not twice, and not compressed where they do not compress.
+func MarshalCut(dst []byte, obj map[string]any, spec *CutSpec, cuts []Cut) (data []byte, _ []Cut, err error) {
 	e := encoders.Get().(*encoder)
 	defer encoders.Put(e)
 	start := len(dst)
-	e.out = dst // appended to where it is: the pool keeps no hold of dst after
-	e.slot, e.inSlot, e.slotAt = [2]string{outer, inner}, false, 0
-	defer func() { e.out, e.slot, e.inSlot = nil, [2]string{}, false }()
+	e.out, e.spec, e.cuts = dst, spec, cuts // appended to where they are: the pool keeps no hold of them after
+	defer func() { e.out, e.spec, e.cuts, e.inOuter, e.inList = nil, nil, nil, false, false }()
 	if err := e.object(obj); err != nil {
-		return dst[:start], -1, err
+		return dst[:start], cuts, err
 	}
-	if e.slotAt == 0 {
-		return e.out, -1, nil
-	}
-	return e.out, e.slotAt - 1, nil // between the quotes of ""
+	return e.out, e.cuts, nil
 }
 
 func (e *encoder) object(m map[string]any) error {
@@ -90,8 +104,8 @@ func (e *encoder) object(m map[string]any) error {
 		}
 		e.out = appendString(e.out, mb.name)
 		e.out = append(e.out, ':')
-		if e.slot[0] != "" && e.depth <= 2 {
-			if err := e.slotValue(mb.name, mb.v); err != nil {
+		if e.spec != nil && e.depth <= 3 {
+			if err := e.cutValue(mb.name, mb.v); err != nil {
 				return err
 			}
 			continue
@@ -119,22 +133,64 @@ func sortMembers(ms []member) {
 	}
 }
 
-// slotValue encodes v, the value of name k in an object at depth 0 or 1, and notes
-// where it ends when it is MarshalSlot's empty string. Only the object that is the
-// value of slot[0] at depth 0 is looked in: objects in arrays are deeper.
-func (e *encoder) slotValue(k string, v any) error {
+// cutValue encodes member k of the object at e.depth, v, or leaves it out (MarshalCut).
+func (e *encoder) cutValue(k string, v any) error {
+	spec := e.spec
 	switch {
-	case e.depth == 1 && k == e.slot[0]:
-		_, e.inSlot = v.(map[string]any)
-		defer func() { e.inSlot = false }()
-	case e.depth == 2 && e.inSlot && k == e.slot[1]:
-		if s, ok := v.(string); ok && s == "" {
-			e.out = append(e.out, `""`...)
-			e.slotAt = len(e.out)
+	case e.depth == 1 && k == spec.Outer:
+		_, e.inOuter = v.(map[string]any)
+		defer func() { e.inOuter = false }()
+	case e.depth == 2 && e.inOuter && k == spec.List:
+		if l, ok := v.([]any); ok && l != nil {
+			return e.cutList(l)
+		}
+	case e.depth == 2 && e.inOuter:
+		if i := slices.Index(spec.Names, k); i >= 0 && e.cut(i, v) {
+			return nil
+		}
+	case e.depth == 3 && e.inList && k == spec.Item:
+		if e.cut(-1, v) {
 			return nil
 		}
 	}
 	return e.value(v)
+}
+
+// cutList encodes l, the list spec.List names, whose objects' members are looked in
+// (and not those of a list in it).
+func (e *encoder) cutList(l []any) error {
+	e.out = append(e.out, '[')
+	for i, x := range l {
+		if i > 0 {
+			e.out = append(e.out, ',')
+		}
+		_, e.inList = x.(map[string]any)
+		err := e.value(x)
+		e.inList = false
+		if err != nil {
+			return err
+		}
+	}
+	e.out = append(e.out, ']')
+	return nil
+}
+
+// cut leaves out v, the value of spec.Names[name] (or of the list's item, -1), when it
+// is a string JSON writes as it is, and says whether it did.
+func (e *encoder) cut(name int, v any) bool {
+	s, ok := v.(string)
+	if !ok {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= utf8.RuneSelf || !plain[c] {
+			return false
+		}
+	}
+	e.out = append(e.out, '"')
+	e.cuts = append(e.cuts, Cut{At: len(e.out), Name: name, Value: s})
+	e.out = append(e.out, '"')
+	return true
 }
 
 // errUnsupported is what a NaN or an infinity is, as encoding/json refuses them.

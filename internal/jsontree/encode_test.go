@@ -86,57 +86,81 @@ func FuzzMarshal(f *testing.F) {
 		got, err := Marshal(tree)
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(got), "%q", data)
-		if md, ok := tree["metadata"].(map[string]any); ok {
-			md["resourceVersion"] = ""
-			assertSlot(t, tree)
-		}
+		assertCut(t, tree)
 	})
 }
 
-// MarshalSlot's JSON, with a resourceVersion put where it says, is Marshal's of the
-// object with that resourceVersion, wherever else the same name and an empty string
-// appear; and where there is no slot, it says so.
-func TestMarshalSlot(t *testing.T) {
+// metadataCuts is what the embedded server leaves out of the JSON it stores.
+var metadataCuts = &CutSpec{Outer: "metadata", Names: []string{"name", "namespace", "resourceVersion", "uid"}, List: "ownerReferences", Item: "uid"}
+
+// MarshalCut's JSON, with what it cut put back where it says, is Marshal's; it cuts the
+// metadata's strings it is asked for and each owner's UID, and no other value of the
+// same name, nor a value JSON escapes.
+func TestMarshalCut(t *testing.T) {
 	for i := range 5 {
 		pod := mustObject(t, podJSON(i))
-		pod["metadata"].(map[string]any)["resourceVersion"] = ""
-		assertSlot(t, pod)
+		cuts := assertCut(t, pod)
+		var names []int
+		for _, c := range cuts {
+			names = append(names, c.Name)
+		}
+		assert.Equal(t, []int{0, 1, -1, 2, 3}, names, "name, namespace, the owner's UID, resourceVersion, UID")
 	}
 	decoys := mustObject(t, []byte(`{
-		"data": {"resourceVersion": "", "metadata": ""},
-		"items": [{"metadata": {"resourceVersion": ""}}],
-		"metadata": {"annotations": {"resourceVersion": ""}, "name": "x", "resourceVersion": "", "uid": "u"},
-		"spec": {"metadata": {"resourceVersion": ""}, "resourceVersion": ""}}`))
-	assertSlot(t, decoys)
+		"data": {"resourceVersion": "", "metadata": "", "uid": "d"},
+		"items": [{"metadata": {"resourceVersion": "", "name": "i"}}],
+		"metadata": {"annotations": {"resourceVersion": "", "uid": "a"}, "labels": {"name": "l"},
+			"ownerReferences": [{"uid": "o1", "name": "n", "x": {"uid": "deep"}, "l": [{"uid": "deep"}]}, "not an object", [{"uid": "in a list"}], {"uid": 7}, {"uid": "o<2>"}, {"uid": "o3"}],
+			"finalizers": ["uid"], "name": "x\n", "namespace": {"uid": "nested"}, "resourceVersion": "", "uid": "u"},
+		"spec": {"metadata": {"resourceVersion": ""}, "resourceVersion": "", "ownerReferences": [{"uid": "s"}]}}`))
+	cuts := assertCut(t, decoys)
+	assert.Equal(t, []Cut{{Name: -1, Value: "o1"}, {Name: -1, Value: "o3"}, {Name: 2, Value: ""}, {Name: 3, Value: "u"}}, withoutAt(cuts),
+		"an escaped name, a number and a non-string are kept; nothing outside the metadata is cut")
 
 	for _, tree := range []map[string]any{
-		{"metadata": map[string]any{"name": "x"}},
-		{"metadata": map[string]any{"resourceVersion": "7"}},
 		{"metadata": []any{map[string]any{"resourceVersion": ""}}},
 		{"spec": map[string]any{"metadata": map[string]any{"resourceVersion": ""}}},
+		{"metadata": map[string]any{"ownerReferences": map[string]any{"uid": "x"}}},
 	} {
-		data, at, err := MarshalSlot(nil, tree, "metadata", "resourceVersion")
+		data, cuts, err := MarshalCut(nil, tree, metadataCuts, nil)
 		require.NoError(t, err)
-		assert.Equal(t, -1, at, "%s", data)
+		assert.Empty(t, cuts, "%s", data)
 		want, err := Marshal(tree)
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(data))
 	}
 }
 
-// assertSlot checks MarshalSlot on tree, whose metadata.resourceVersion is "".
-func assertSlot(t *testing.T, tree map[string]any) {
+// assertCut checks MarshalCut on tree, appending to a buffer and to cuts that hold
+// something already, and returns the cuts it made.
+func assertCut(t *testing.T, tree map[string]any) []Cut {
 	t.Helper()
-	const rv = "18446744073709551615"
-	data, at, err := MarshalSlot([]byte("prefix"), tree, "metadata", "resourceVersion")
+	before := []Cut{{At: -7, Name: 9, Value: "before"}}
+	data, cuts, err := MarshalCut([]byte("prefix"), tree, metadataCuts, before)
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, at, 0, "%s", data)
 	require.Equal(t, "prefix", string(data[:6]), "appended to dst")
-	got := string(data[6:at]) + rv + string(data[at:])
-	tree["metadata"].(map[string]any)["resourceVersion"] = rv
+	require.Equal(t, before[0], cuts[0], "appended to cuts")
+	cuts = cuts[1:]
+	var b []byte
+	prev := 6
+	for _, c := range cuts {
+		require.GreaterOrEqual(t, c.At, prev)
+		b = append(append(b, data[prev:c.At]...), c.Value...)
+		prev = c.At
+	}
+	b = append(b, data[prev:]...)
 	want, err := Marshal(tree)
 	require.NoError(t, err)
-	assert.Equal(t, string(want), got)
+	require.Equal(t, string(want), string(b))
+	return cuts
+}
+
+func withoutAt(cuts []Cut) []Cut {
+	out := make([]Cut, len(cuts))
+	for i, c := range cuts {
+		out[i] = Cut{Name: c.Name, Value: c.Value}
+	}
+	return out
 }
 
 func mustObject(t *testing.T, data []byte) map[string]any {
