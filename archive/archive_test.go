@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -165,6 +166,33 @@ func TestReadsVeleroStyleTarball(t *testing.T) {
 	assert.Equal(t, []string{"skipped velero-backup.json: not part of the backup layout"}, b.Warnings())
 	res, _ := b.Resource(schema.GroupResource{Resource: "pods"})
 	assert.Equal(t, "v1", res.Preferred)
+}
+
+// The items read of one resource at one version share one Type.
+func TestItemsShareTheirType(t *testing.T) {
+	var entries []entry
+	for i := range 3 {
+		for _, kind := range []string{"Pod", "ConfigMap"} {
+			name := fmt.Sprintf("%s-%d", strings.ToLower(kind), i)
+			entries = append(entries, entry{
+				name: fmt.Sprintf("resources/%ss/namespaces/n/%s.json", strings.ToLower(kind), name),
+				body: fmt.Sprintf(`{"apiVersion":"v1","kind":%q,"metadata":{"name":%q,"namespace":"n","uid":"u-%s"}}`, kind, name, name),
+			})
+		}
+	}
+	b, err := Read(context.Background(), bytes.NewReader(rawTar(t, true, entries...)), Options{})
+	require.NoError(t, err)
+	items := b.Manifest().Items()
+	require.Len(t, items, 6)
+	byKind := map[string]*manifest.Type{}
+	for _, it := range items {
+		if shared, ok := byKind[it.Kind]; ok {
+			assert.Same(t, shared, it.Type, "%s", it)
+		}
+		byKind[it.Kind] = it.Type
+	}
+	assert.Equal(t, manifest.Type{Version: "v1", Kind: "Pod", Resource: "pods"}, *byKind["Pod"])
+	assert.NotSame(t, byKind["Pod"], byKind["ConfigMap"])
 }
 
 func TestHostileInput(t *testing.T) {

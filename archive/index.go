@@ -63,6 +63,7 @@ type reading struct {
 	nDescribed int
 	chosen     *scoped.Map[objScope, candidate] // by the object's scope and name
 	items      []manifest.Item                  // the current chunk of the candidates' items
+	types      manifest.Types                   // the Types they share
 	versions   map[schema.GroupResource]map[string]bool
 	preferred  map[schema.GroupResource]string
 }
@@ -463,7 +464,7 @@ func (rd *reading) item(gr schema.GroupResource, meta *objectMeta) *manifest.Ite
 	}
 	gv, _ := schema.ParseGroupVersion(meta.apiVersion)
 	rd.items = append(rd.items, manifest.Item{
-		Group: gv.Group, Version: gv.Version, Kind: meta.kind, Resource: gr.Resource,
+		Type:      rd.types.Of(manifest.Type{Group: gv.Group, Version: gv.Version, Kind: meta.kind, Resource: gr.Resource}),
 		Namespace: meta.namespace, Name: meta.name, UID: meta.uid,
 		Labels: meta.labels, Annotations: meta.annotations, OwnerUIDs: meta.owners,
 	})

@@ -41,7 +41,7 @@ func TestResolveAsKubectlDoes(t *testing.T) {
 }
 
 func item(group, resource, kind, ns, name string, l map[string]string) *manifest.Item {
-	return &manifest.Item{Group: group, Version: "v1", Kind: kind, Resource: resource, Namespace: ns, Name: name, UID: "u", Labels: manifest.PairsFromMap(l)}
+	return &manifest.Item{Type: &manifest.Type{Group: group, Version: "v1", Kind: kind, Resource: resource}, Namespace: ns, Name: name, UID: "u", Labels: manifest.PairsFromMap(l)}
 }
 
 func TestExclusion(t *testing.T) {

@@ -22,7 +22,7 @@ func appManifest(n int) *manifest.Manifest {
 	uid := func(i int) types.UID { return types.UID(fmt.Sprintf("%08x-0000-4000-8000-000000000000", i)) }
 	for i := 0; i < n; i++ {
 		ns := fmt.Sprintf("ns-%05d", i/100)
-		it := &manifest.Item{Version: "v1", Namespace: ns, Name: fmt.Sprintf("obj-%08d", i), UID: uid(i)}
+		it := &manifest.Item{Type: &manifest.Type{Version: "v1"}, Namespace: ns, Name: fmt.Sprintf("obj-%08d", i), UID: uid(i)}
 		switch {
 		case i%100 == 0:
 			it.Kind, it.Resource, it.Namespace, it.Name = "Namespace", "namespaces", "", ns

@@ -10,9 +10,9 @@ import (
 
 func Example() {
 	m := manifest.New(0)
-	m.Add(&manifest.Item{Version: "v1", Kind: "Namespace", Resource: "namespaces", Name: "shop", UID: "ns"})
-	m.Add(&manifest.Item{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespace: "shop", Name: "web", UID: "dep"})
-	m.Add(&manifest.Item{Group: "apps", Version: "v1", Kind: "ReplicaSet", Resource: "replicasets", Namespace: "shop", Name: "web-5d8f", UID: "rs",
+	m.Add(&manifest.Item{Type: &manifest.Type{Version: "v1", Kind: "Namespace", Resource: "namespaces"}, Name: "shop", UID: "ns"})
+	m.Add(&manifest.Item{Type: &manifest.Type{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments"}, Namespace: "shop", Name: "web", UID: "dep"})
+	m.Add(&manifest.Item{Type: &manifest.Type{Group: "apps", Version: "v1", Kind: "ReplicaSet", Resource: "replicasets"}, Namespace: "shop", Name: "web-5d8f", UID: "rs",
 		OwnerUIDs: []types.UID{"dep"}})
 
 	g, err := graph.New(m, graph.Options{})

@@ -22,7 +22,7 @@ type fixture struct {
 func newFixture() *fixture { return &fixture{m: manifest.New(0)} }
 
 func (f *fixture) add(group, kind, resource, ns, name string, opts ...func(*manifest.Item)) *manifest.Item {
-	it := &manifest.Item{Group: group, Version: "v1", Kind: kind, Resource: resource, Namespace: ns, Name: name,
+	it := &manifest.Item{Type: &manifest.Type{Group: group, Version: "v1", Kind: kind, Resource: resource}, Namespace: ns, Name: name,
 		UID: types.UID(strings.ToLower(kind) + "/" + ns + "/" + name)}
 	for _, o := range opts {
 		o(it)
@@ -465,7 +465,7 @@ func TestOwnersInEveryScope(t *testing.T) {
 				ns = fmt.Sprintf("ns-%d", min(r, 1+rng.IntN(1+i%4)*rng.IntN(9))) // ns-1 the largest
 			}
 			group := []string{"", "apps", "example.io"}[rng.IntN(3)] // the items' order interleaves namespaces
-			it := &manifest.Item{Group: group, Version: "v1", Kind: "Thing", Resource: "things", Namespace: ns, Name: fmt.Sprintf("t%03d", i),
+			it := &manifest.Item{Type: &manifest.Type{Group: group, Version: "v1", Kind: "Thing", Resource: "things"}, Namespace: ns, Name: fmt.Sprintf("t%03d", i),
 				UID: types.UID(fmt.Sprintf("uid-%03d", i))}
 			for range rng.IntN(3) {
 				switch {

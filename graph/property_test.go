@@ -27,7 +27,7 @@ func randomManifest(rng *rand.Rand, n int, edges int, acyclic bool) *manifest.Ma
 	}
 	m := manifest.New(n)
 	for i := range n {
-		m.Add(&manifest.Item{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "n",
+		m.Add(&manifest.Item{Type: &manifest.Type{Version: "v1", Kind: "ConfigMap", Resource: "configmaps"}, Namespace: "n",
 			Name: fmt.Sprintf("o%03d", i), UID: uid(i), OwnerUIDs: owners[i]})
 	}
 	return m

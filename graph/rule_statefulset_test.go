@@ -12,7 +12,7 @@ import (
 func TestStatefulSetClaimsComeFirst(t *testing.T) {
 	m := manifest.New(8)
 	add := func(group, resource, ns, name string) {
-		_, err := m.Add(&manifest.Item{Group: group, Version: "v1", Resource: resource, Kind: resource, Namespace: ns, Name: name, UID: types.UID(ns + "/" + resource + "/" + name)})
+		_, err := m.Add(&manifest.Item{Type: &manifest.Type{Group: group, Version: "v1", Resource: resource, Kind: resource}, Namespace: ns, Name: name, UID: types.UID(ns + "/" + resource + "/" + name)})
 		require.NoError(t, err)
 	}
 	add("apps", "statefulsets", "shop", "db")

@@ -10,7 +10,7 @@ import (
 
 // event is one Event as a real API server lists it under both groups: one UID.
 func event(group string) *Item {
-	return &Item{Group: group, Version: "v1", Kind: "Event", Resource: "events", Namespace: "shop",
+	return &Item{Type: &Type{Group: group, Version: "v1", Kind: "Event", Resource: "events"}, Namespace: "shop",
 		Name: "web.18ea58fdc27a7ba1", UID: "dac54b33-123b-4e2f-941d-cd0f237e7891"}
 }
 
@@ -51,8 +51,8 @@ func TestOneObjectUnderTwoGroupsIsFolded(t *testing.T) {
 
 func TestExtensionsFoldsIntoApps(t *testing.T) {
 	m := New(0)
-	ext := &Item{Group: "extensions", Version: "v1beta1", Kind: "Deployment", Resource: "deployments", Namespace: "shop", Name: "web", UID: "d1"}
-	apps := &Item{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespace: "shop", Name: "web", UID: "d1"}
+	ext := &Item{Type: &Type{Group: "extensions", Version: "v1beta1", Kind: "Deployment", Resource: "deployments"}, Namespace: "shop", Name: "web", UID: "d1"}
+	apps := &Item{Type: &Type{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments"}, Namespace: "shop", Name: "web", UID: "d1"}
 	_, err := m.Add(ext)
 	require.NoError(t, err)
 	_, err = m.Add(apps)
@@ -70,7 +70,7 @@ func TestTwoObjectsClaimingOneUIDAreRefused(t *testing.T) {
 	other.Name = "another"
 	_, err = m.Add(other)
 	assert.ErrorIs(t, err, ErrItemAlreadyExists, "another name is another object")
-	cm := &Item{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "shop", Name: "web.18ea58fdc27a7ba1", UID: event("").UID}
+	cm := &Item{Type: &Type{Version: "v1", Kind: "ConfigMap", Resource: "configmaps"}, Namespace: "shop", Name: "web.18ea58fdc27a7ba1", UID: event("").UID}
 	_, err = m.Add(cm)
 	assert.ErrorIs(t, err, ErrItemAlreadyExists, "another kind is another object")
 	_, err = m.Add(event(""))

@@ -58,10 +58,7 @@ func FromObject(obj *unstructured.Unstructured, resource string) *Item {
 		}
 	}
 	return &Item{
-		Group:       gvk.Group,
-		Version:     gvk.Version,
-		Kind:        gvk.Kind,
-		Resource:    resource,
+		Type:        &Type{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Resource: resource},
 		Namespace:   obj.GetNamespace(),
 		Name:        obj.GetName(),
 		UID:         obj.GetUID(),

@@ -47,7 +47,7 @@ func TestBuilder(t *testing.T) {
 	m := b.Manifest()
 	got, ok := m.ByUID("cm-uid")
 	require.True(t, ok)
-	assert.Equal(t, &Item{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "shop", Name: "cfg", UID: "cm-uid", OwnerUIDs: []types.UID{"dep-uid"}}, got)
+	assert.Equal(t, &Item{Type: &Type{Version: "v1", Kind: "ConfigMap", Resource: "configmaps"}, Namespace: "shop", Name: "cfg", UID: "cm-uid", OwnerUIDs: []types.UID{"dep-uid"}}, got)
 	d, _ := m.ByUID("dep-uid")
 	assert.Equal(t, "web", d.Labels.Get("app"))
 	assert.Equal(t, "deployments", d.Resource)

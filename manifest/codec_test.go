@@ -30,7 +30,7 @@ func sample(n int) *Manifest {
 	for i := range n {
 		k := kinds[i%len(kinds)]
 		it := &Item{
-			Group: k.group, Version: k.version, Kind: k.kind, Resource: k.resource,
+			Type:      &Type{Group: k.group, Version: k.version, Kind: k.kind, Resource: k.resource},
 			Namespace: fmt.Sprintf("ns-%03d", i%97),
 			Name:      fmt.Sprintf("%s-%08d", strings.ToLower(k.kind), i),
 			UID:       uid(i),
@@ -38,8 +38,7 @@ func sample(n int) *Manifest {
 				"app.kubernetes.io/name":        fmt.Sprintf("app-%d", i%50),
 				"cluster.x-k8s.io/cluster-name": fmt.Sprintf("c-%d", i%20),
 			}),
-			Annotations: PairsFromMap(map[string]string{"restoregraph.dev/index": fmt.Sprint(i)}),
-		}
+			Annotations: PairsFromMap(map[string]string{"restoregraph.dev/index": fmt.Sprint(i)})}
 		if i > 0 && i%3 != 0 {
 			it.OwnerUIDs = []types.UID{uid(i - 1)}
 		}
@@ -61,7 +60,7 @@ func uid(i int) types.UID {
 
 func TestCodecRoundTrip(t *testing.T) {
 	m := sample(500)
-	mustAdd(t, m, &Item{Version: "v1", Kind: "Namespace", Resource: "namespaces", Name: `odd "name" <&>`, UID: "ns"})
+	mustAdd(t, m, &Item{Type: &Type{Version: "v1", Kind: "Namespace", Resource: "namespaces"}, Name: `odd "name" <&>`, UID: "ns"})
 	for _, tc := range []struct {
 		name   string
 		encode func(*bytes.Buffer, *Manifest) error
@@ -75,6 +74,15 @@ func TestCodecRoundTrip(t *testing.T) {
 			got, err := Decode(&buf)
 			require.NoError(t, err)
 			assert.Equal(t, m.Items(), got.Items())
+			// Items of one kind at one version share their Type: one pointer each.
+			types := map[Type]*Type{}
+			for _, it := range got.Items() {
+				if shared, ok := types[*it.Type]; ok {
+					require.Same(t, shared, it.Type, "%s", it)
+				}
+				types[*it.Type] = it.Type
+			}
+			assert.Less(t, len(types), 20)
 		})
 	}
 	t.Run("empty", func(t *testing.T) {
@@ -120,7 +128,7 @@ func TestDecodeKeyOrderAndUnknownFields(t *testing.T) {
 	require.NoError(t, err)
 	it, ok := m.ByUID("u1")
 	require.True(t, ok)
-	assert.Equal(t, &Item{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespace: "shop", Name: "web", UID: "u1"}, it)
+	assert.Equal(t, &Item{Type: &Type{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments"}, Namespace: "shop", Name: "web", UID: "u1"}, it)
 }
 
 func TestDecodeErrorsSayWhere(t *testing.T) {
@@ -202,9 +210,9 @@ func FuzzDecode(f *testing.F) {
 func TestResourcesRoundTrip(t *testing.T) {
 	m := New(0)
 	deployments := schema.GroupResource{Group: "apps", Resource: "deployments"}
-	_, err := m.Add(&Item{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespace: "shop", Name: "web", UID: "u1"})
+	_, err := m.Add(&Item{Type: &Type{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments"}, Namespace: "shop", Name: "web", UID: "u1"})
 	require.NoError(t, err)
-	_, err = m.Add(&Item{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "shop", Name: "c", UID: "u2"})
+	_, err = m.Add(&Item{Type: &Type{Version: "v1", Kind: "ConfigMap", Resource: "configmaps"}, Namespace: "shop", Name: "c", UID: "u2"})
 	require.NoError(t, err)
 	m.SetVersions(deployments, []string{"v1beta2", "v1", "v1beta2"}, "v1")
 

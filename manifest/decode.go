@@ -59,6 +59,7 @@ type decoder struct {
 	items    []Item
 	pairSlab []Pair
 	uidSlab  []types.UID
+	types    Types
 }
 
 // step is one level of the current position: an object member or an array index.
@@ -217,8 +218,9 @@ func (d *decoder) document() error {
 			return d.array(func(int) error { return d.resource() })
 		case "aliases":
 			return d.array(func(int) error {
-				it, err := d.item()
+				it, t, err := d.item()
 				if err == nil {
+					it.Type = d.types.Of(t)
 					pending = append(pending, it)
 				}
 				return err
@@ -281,7 +283,8 @@ func (d *decoder) resource() error {
 
 type pendingItem struct {
 	item      *Item
-	ns, index int // positions in the namespaces and items arrays, for errors
+	typ       Type // its kind and resource, until its group and version are read
+	ns, index int  // positions in the namespaces and items arrays, for errors
 }
 
 // groupVersion reads one group/version. Its items are added once the object is
@@ -306,7 +309,8 @@ func (d *decoder) groupVersion() error {
 		return err
 	}
 	for _, p := range items {
-		p.item.Group, p.item.Version = group, version
+		p.typ.Group, p.typ.Version = group, version
+		p.item.Type = d.types.Of(p.typ)
 		if _, err := d.m.Add(p.item); err != nil {
 			d.path = append(d.path, step{member: "namespaces"}, step{index: p.ns}, step{member: "items"}, step{index: p.index})
 			return d.fail(err)
@@ -324,9 +328,9 @@ func (d *decoder) namespace(nsIndex int, items *[]pendingItem) error {
 			ns, err = d.common()
 		case "items":
 			err = d.array(func(i int) error {
-				it, err := d.item()
+				it, t, err := d.item()
 				if err == nil {
-					*items = append(*items, pendingItem{it, nsIndex, i})
+					*items = append(*items, pendingItem{it, t, nsIndex, i})
 				}
 				return err
 			})
@@ -341,24 +345,27 @@ func (d *decoder) namespace(nsIndex int, items *[]pendingItem) error {
 	return err
 }
 
-func (d *decoder) item() (*Item, error) {
+// item reads an item, and returns it and its type apart: a group-version's items take
+// their group and version from it (groupVersion).
+func (d *decoder) item() (*Item, Type, error) {
 	if len(d.items) == cap(d.items) {
 		d.items = make([]Item, 0, 1024)
 	}
 	d.items = d.items[:len(d.items)+1]
 	it := &d.items[len(d.items)-1]
+	var t Type
 	err := d.object(func(name []byte) (err error) {
 		switch string(name) {
 		case "group": // only in "aliases": items take these from their group and namespace
-			it.Group, err = d.common()
+			t.Group, err = d.common()
 		case "version":
-			it.Version, err = d.common()
+			t.Version, err = d.common()
 		case "namespace":
 			it.Namespace, err = d.common()
 		case "kind":
-			it.Kind, err = d.common()
+			t.Kind, err = d.common()
 		case "resource":
-			it.Resource, err = d.common()
+			t.Resource, err = d.common()
 		case "name":
 			it.Name, err = d.str()
 		case "uid":
@@ -384,7 +391,7 @@ func (d *decoder) item() (*Item, error) {
 		}
 		return err
 	})
-	return it, err
+	return it, t, err
 }
 
 // pairObject reads an object of strings into sorted Pairs. Label values repeat across

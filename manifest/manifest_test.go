@@ -14,7 +14,7 @@ import (
 )
 
 func item(group, version, kind, resource, ns, name, uid string, owners ...string) *Item {
-	it := &Item{Group: group, Version: version, Kind: kind, Resource: resource, Namespace: ns, Name: name, UID: types.UID(uid)}
+	it := &Item{Type: &Type{Group: group, Version: version, Kind: kind, Resource: resource}, Namespace: ns, Name: name, UID: types.UID(uid)}
 	for _, o := range owners {
 		it.OwnerUIDs = append(it.OwnerUIDs, types.UID(o))
 	}
@@ -37,6 +37,7 @@ func TestAdd(t *testing.T) {
 		{"missing uid", item("apps", "v1", "Deployment", "deployments", "a", "x", ""), false, nil, "uid"},
 		{"missing resource", item("apps", "v1", "Deployment", "", "a", "x", "u6"), false, nil, "resource"},
 		{"missing name", item("apps", "v1", "Deployment", "deployments", "a", "", "u7"), false, nil, "name"},
+		{"no type", &Item{Namespace: "a", Name: "x", UID: "u8"}, false, nil, "type"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -271,7 +272,7 @@ func TestSortItemsInHalves(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	items := make([]*Item, 1<<16+7)
 	for i := range items {
-		items[i] = &Item{Group: []string{"", "apps", "batch"}[rng.IntN(3)], Version: "v1", Resource: "r",
+		items[i] = &Item{Type: &Type{Group: []string{"", "apps", "batch"}[rng.IntN(3)], Version: "v1", Resource: "r"},
 			Namespace: fmt.Sprint("ns-", rng.IntN(50)), Name: fmt.Sprint("n-", rng.IntN(1<<15))}
 	}
 	want := slices.Clone(items)

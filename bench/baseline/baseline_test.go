@@ -22,7 +22,7 @@ import (
 )
 
 func item(group, kind, resource, namespace, name string, owners ...*manifest.Item) *manifest.Item {
-	it := &manifest.Item{Group: group, Version: "v1", Kind: kind, Resource: resource, Namespace: namespace, Name: name,
+	it := &manifest.Item{Type: &manifest.Type{Group: group, Version: "v1", Kind: kind, Resource: resource}, Namespace: namespace, Name: name,
 		UID: types.UID(resource + "/" + namespace + "/" + name)}
 	for _, o := range owners {
 		it.OwnerUIDs = append(it.OwnerUIDs, o.UID)
