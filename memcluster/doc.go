@@ -44,12 +44,13 @@
 // no protobuf, no field selectors beyond metadata.name and metadata.namespace.
 //
 // The store keeps each object as its JSON, with the few metadata fields the server reads
-// (UID, resourceVersion, labels, owners, deletion) parsed beside it, and a read at the
-// version an object was written at serves those bytes: the Go collector has a few
-// allocations per object to walk, not a tree of maps. A created object's JSON is
-// encoded before the store's lock is taken, kept without its resourceVersion (put in as
-// it is read), and compressed with s2 against a dictionary of its resource's first
-// objects, each object its own block. Objects are kept by resource, namespace and name:
+// (name, namespace, UID, resourceVersion, labels, owners, deletion) parsed beside it, and
+// a read at the version an object was written at serves those bytes: the Go collector
+// has a few allocations per object to walk, not a tree of maps. The JSON is kept without
+// the strings the record holds beside it (its name, namespace, UID and resourceVersion,
+// and its owners' UIDs), which are put back as it is read; a created object's is encoded
+// before the store's lock is taken, which gives its resourceVersion, and compressed with
+// s2 against a dictionary of its resource's first objects, each object its own block. Objects are kept by resource, namespace and name:
 // a list reads its resource's objects only. Garbage collection works from changes,
 // never by scanning the store.
 //
