@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -288,4 +289,16 @@ func TestSortItemsInHalves(t *testing.T) {
 	for i := range want {
 		require.Zero(t, compareItems(want[i], got[i]), "at %d", i)
 	}
+}
+
+// An item encodes as it did when its group, version, kind and resource were its own
+// fields: its Type's fields are inlined, and an item with no Type has none.
+func TestItemJSONInlinesItsType(t *testing.T) {
+	it := item("apps", "v1", "Deployment", "deployments", "shop", "web", "u1")
+	got, err := json.Marshal(it)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"group":"apps","version":"v1","kind":"Deployment","resource":"deployments","namespace":"shop","name":"web","uid":"u1"}`, string(got))
+	var back Item
+	require.NoError(t, json.Unmarshal(got, &back))
+	assert.Equal(t, it, &back)
 }
