@@ -84,8 +84,9 @@ func newStored(obj object) *stored {
 	buf, cuts := scratch.Get().(*[]byte), cutsPool.Get().(*[]jsontree.Cut)
 	defer scratch.Put(buf)
 	defer putCuts(cuts)
-	raw := st.encode(buf, cuts, obj)
-	st.identify(metaString(obj, "name"), metaString(obj, "uid"), *cuts, raw)
+	name, uid := metaString(obj, "name"), metaString(obj, "uid")
+	raw := st.encode(buf, cuts, obj, name, uid)
+	st.identify(name, uid, *cuts, raw)
 	return st
 }
 
@@ -110,15 +111,15 @@ func putCuts(cuts *[]jsontree.Cut) {
 }
 
 // encode encodes obj, described by st (its namespace, owners and resourceVersion;
-// name and UID to come), into buf's buffer, as encoding/json does but without
+// its name and UID to come), into buf's buffer, as encoding/json does but without
 // reflection, and leaves out what st puts back, which it lists in cuts for identify.
-func (st *stored) encode(buf *[]byte, cuts *[]jsontree.Cut, obj object) []byte {
+func (st *stored) encode(buf *[]byte, cuts *[]jsontree.Cut, obj object, name, uid string) []byte {
 	raw, c, err := jsontree.MarshalCut((*buf)[:0], obj, metadataCuts, (*cuts)[:0])
 	*buf, *cuts = raw, c
 	if err != nil {
 		panic("memcluster: an object decoded from JSON does not encode: " + err.Error())
 	}
-	if st.keep(metaString(obj, "name"), metaString(obj, "uid"), c) {
+	if st.keep(name, uid, c) {
 		raw = putBack(raw, c)
 	}
 	return raw
@@ -344,14 +345,15 @@ func encodeUnversioned(rt *resourceType, c *canonSet, obj object) *stored {
 	buf, cuts := scratch.Get().(*[]byte), cutsPool.Get().(*[]jsontree.Cut)
 	defer scratch.Put(buf)
 	defer putCuts(cuts)
-	raw := st.encode(buf, cuts, obj)
+	name, uid := metaString(obj, "name"), metaString(obj, "uid")
+	raw := st.encode(buf, cuts, obj, name, uid)
 	if !slices.ContainsFunc(*cuts, func(c jsontree.Cut) bool { return c.Name == cutRV }) {
 		panic("memcluster: a created object has no metadata")
 	}
 	zbuf := scratch.Get().(*[]byte)
 	defer scratch.Put(zbuf)
 	data, dict := rt.codec.compress(zbuf, raw)
-	st.identify(metaString(obj, "name"), metaString(obj, "uid"), *cuts, data)
+	st.identify(name, uid, *cuts, data)
 	st.dict = dict
 	return st
 }
