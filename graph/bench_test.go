@@ -20,23 +20,25 @@ import (
 func appManifest(n int) *manifest.Manifest {
 	m := manifest.New(n)
 	uid := func(i int) types.UID { return types.UID(fmt.Sprintf("%08x-0000-4000-8000-000000000000", i)) }
+	namespace := &manifest.Type{Version: "v1", Kind: "Namespace", Resource: "namespaces"}
+	deployment := &manifest.Type{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments"}
+	replicaSet := &manifest.Type{Group: "apps", Version: "v1", Kind: "ReplicaSet", Resource: "replicasets"}
+	pod := &manifest.Type{Version: "v1", Kind: "Pod", Resource: "pods"}
+	configMap := &manifest.Type{Version: "v1", Kind: "ConfigMap", Resource: "configmaps"}
 	for i := 0; i < n; i++ {
 		ns := fmt.Sprintf("ns-%05d", i/100)
-		it := &manifest.Item{Type: &manifest.Type{Version: "v1"}, Namespace: ns, Name: fmt.Sprintf("obj-%08d", i), UID: uid(i)}
+		it := &manifest.Item{Namespace: ns, Name: fmt.Sprintf("obj-%08d", i), UID: uid(i)}
 		switch {
 		case i%100 == 0:
-			it.Kind, it.Resource, it.Namespace, it.Name = "Namespace", "namespaces", "", ns
+			it.Type, it.Namespace, it.Name = namespace, "", ns
 		case i%4 == 1:
-			it.Group, it.Kind, it.Resource = "apps", "Deployment", "deployments"
+			it.Type = deployment
 		case i%4 == 2:
-			it.Group, it.Kind, it.Resource = "apps", "ReplicaSet", "replicasets"
-			it.OwnerUIDs = []types.UID{uid(i - 1)}
+			it.Type, it.OwnerUIDs = replicaSet, []types.UID{uid(i - 1)}
 		case i%4 == 3:
-			it.Kind, it.Resource = "Pod", "pods"
-			it.OwnerUIDs = []types.UID{uid(i - 1)}
+			it.Type, it.OwnerUIDs = pod, []types.UID{uid(i - 1)}
 		default:
-			it.Kind, it.Resource = "ConfigMap", "configmaps"
-			it.OwnerUIDs = []types.UID{uid(i - 3)}
+			it.Type, it.OwnerUIDs = configMap, []types.UID{uid(i - 3)}
 		}
 		m.Add(it)
 	}
