@@ -265,10 +265,12 @@ func (st *stored) rv() string {
 }
 func (st *stored) apiVersion() string { return st.gv.Value() }
 
-// cuts returns the table of what json puts back in the JSON (cutTable's).
-func (st *stored) cuts() string {
+// cuts returns the table of what json puts back in the JSON (cutTable's). No one
+// changes it: it is the string's bytes.
+func (st *stored) cuts() []byte {
 	start := int(st.nameLen) + int(st.uidLen)
-	return st.data[start : start+int(st.cutLen)]
+	t := st.data[start : start+int(st.cutLen)]
+	return unsafe.Slice(unsafe.StringData(t), len(t))
 }
 
 // raw returns the JSON data holds, without what cuts lists, compressed when dict is
@@ -288,7 +290,7 @@ func (st *stored) json() []byte {
 		}
 	}
 	table := st.cuts()
-	if table == "" {
+	if len(table) == 0 {
 		return raw
 	}
 	n := len(raw) + int(st.nameLen) + int(st.uidLen) + len(st.namespace()) + 20 // a uint64 has at most 20 digits
@@ -297,8 +299,8 @@ func (st *stored) json() []byte {
 	}
 	out := make([]byte, 0, n)
 	prev, owner := 0, 0
-	for table != "" {
-		v, e := uvarint(table)
+	for len(table) > 0 {
+		v, e := binary.Uvarint(table)
 		table = table[e:]
 		at := prev + int(v>>3)
 		out = append(out, raw[prev:at]...)
@@ -320,19 +322,6 @@ func (st *stored) json() []byte {
 		}
 	}
 	return append(out, raw[prev:]...)
-}
-
-// uvarint reads a uvarint from s as binary.Uvarint does from bytes, and returns it and
-// its length; s holds a whole one (cutTable's).
-func uvarint(s string) (uint64, int) {
-	var v uint64
-	for i := 0; ; i++ {
-		c := s[i]
-		v |= uint64(c&0x7f) << (7 * i)
-		if c < 0x80 {
-			return v, i + 1
-		}
-	}
 }
 
 // encodeUnversioned encodes obj, a created object of rt whose resourceVersion the store
