@@ -20,8 +20,8 @@ func (g *Graph) Order() []*Node {
 // and in no analysis.
 func (g *Graph) Blocked() []*Node {
 	var out []*Node
-	for i, b := range g.blocked {
-		if b {
+	for i, p := range g.pos {
+		if p < 0 {
 			out = append(out, g.node(int32(i)))
 		}
 	}
@@ -29,7 +29,7 @@ func (g *Graph) Blocked() []*Node {
 }
 
 // IsBlocked reports whether node id is on or behind a cycle.
-func (g *Graph) IsBlocked(id int64) bool { return g.blocked[id] }
+func (g *Graph) IsBlocked(id int64) bool { return g.pos[id] < 0 }
 
 // Successors returns the IDs of id's successors, ascending. The slice is shared.
 func (g *Graph) Successors(id int64) []int32 { return g.succ.list(int32(id)) }

@@ -326,22 +326,12 @@ func (g *Graph) successors(outDeg []int32, kinds []EdgeKind) {
 }
 
 // sort computes a topological position for every node (Kahn's algorithm, roots in ID
-// order, first in first out) and marks the nodes on or behind a cycle as blocked.
-// indeg holds each node's number of predecessors; it is used up.
+// order, first in first out); a node on or behind a cycle gets none (-1) and is
+// blocked. indeg holds each node's number of predecessors; it becomes the positions.
 func (g *Graph) sort(indeg []int32) error {
-	n := g.Len()
-	g.at = toposort.OrderFrom(g, indeg)
-	g.pos = make([]int32, n)
-	for v := range g.pos {
-		g.pos[v] = -1
-	}
-	for i, u := range g.at {
-		g.pos[u] = int32(i)
-	}
-	if len(g.at) == n {
-		g.blocked = make([]bool, n)
+	g.at, g.pos = toposort.OrderFrom(g, indeg), indeg
+	if len(g.at) == g.Len() {
 		return nil
 	}
-	g.blocked = toposort.Unordered(n, g.at)
 	return g.cycleError()
 }

@@ -56,8 +56,8 @@ func (e *CycleError) Error() string {
 // node (self-edges are never added), with gonum's Tarjan.
 func (g *Graph) cycleError() *CycleError {
 	e := &CycleError{}
-	for _, b := range g.blocked {
-		if b {
+	for _, p := range g.pos {
+		if p < 0 {
 			e.Blocked++
 		}
 	}
@@ -130,8 +130,8 @@ type blockedView struct{ g *Graph }
 func (v blockedView) Node(id int64) gonum.Node { return v.g.Node(id) }
 func (v blockedView) Nodes() gonum.Nodes {
 	var ids []int32
-	for i, b := range v.g.blocked {
-		if b {
+	for i, p := range v.g.pos {
+		if p < 0 {
 			ids = append(ids, int32(i))
 		}
 	}

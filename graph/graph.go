@@ -40,9 +40,8 @@ type Graph struct {
 	// predecessors. Both are sorted by node ID.
 	succ, pred adjacency
 
-	pos       []int32 // topological position of each node; -1 when blocked
+	pos       []int32 // topological position of each node; -1 when blocked (on a cycle or behind one)
 	at        []int32 // the node at each position: the topological order
-	blocked   []bool  // on a cycle or behind one
 	warnings  []Warning
 	edges     int
 	ruleNames []string // the name of rule i, whose edges are RuleKind << i

@@ -35,7 +35,7 @@ func (g *Graph) AddEdge(from, to int64, kind EdgeKind) error {
 	switch {
 	case u == nil || v == nil:
 		return fmt.Errorf("graph: AddEdge(%d, %d): no such node", from, to)
-	case g.blocked[from] || g.blocked[to]:
+	case g.pos[from] < 0 || g.pos[to] < 0:
 		return fmt.Errorf("graph: %s -> %s: %w", u, v, ErrBlockedNode)
 	case from == to:
 		return fmt.Errorf("graph: %s depends on itself: %w", u, ErrWouldCycle)
@@ -139,7 +139,6 @@ func (g *Graph) addNode(barrier string) int32 {
 	g.barriers = append(g.barriers, &Node{id: int64(id), Barrier: barrier})
 	g.succ.addNode()
 	g.pred.addNode()
-	g.blocked = append(g.blocked, false)
 	g.pos = append(g.pos, int32(len(g.at)))
 	g.at = append(g.at, id)
 	return id

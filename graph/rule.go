@@ -32,7 +32,7 @@ func (b *RuleBuilder) Items() []*manifest.Item { return b.items }
 func (b *RuleBuilder) Edge(from, to int) {
 	g := b.g
 	f, t := int32(from), int32(to)
-	if f == t || g.blocked[f] || g.blocked[t] {
+	if f == t || g.pos[f] < 0 || g.pos[t] < 0 {
 		return
 	}
 	if err := g.AddEdge(int64(f), int64(t), b.kind); err != nil {

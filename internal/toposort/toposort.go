@@ -25,18 +25,32 @@ func Order(dag DAG) []int32 {
 }
 
 // OrderFrom is Order for a caller that has dag's in-degrees at hand, node v's at
-// indeg[v]: it need not read every node's predecessors for them. It uses indeg up.
+// indeg[v]: it need not read every node's predecessors for them. It uses indeg up:
+// on return indeg[v] is v's position in the order, or -1 for a node not in it. A node's
+// count and its position share a place, taken as it is released, so that the sort
+// writes no array of positions of its own in a pass of random writes after it.
 func OrderFrom(dag DAG, indeg []int32) []int32 {
 	order := make([]int32, 0, len(indeg))
 	for v, d := range indeg {
 		if d == 0 {
+			indeg[v] = int32(len(order))
 			order = append(order, int32(v))
 		}
 	}
+	// A released node is never counted down again: every one of its predecessors has
+	// been taken off the queue.
 	for head := 0; head < len(order); head++ {
 		for _, v := range dag.Successors(int64(order[head])) {
 			if indeg[v]--; indeg[v] == 0 {
+				indeg[v] = int32(len(order))
 				order = append(order, v)
+			}
+		}
+	}
+	if len(order) < len(indeg) {
+		for v, out := range Unordered(len(indeg), order) {
+			if out {
+				indeg[v] = -1
 			}
 		}
 	}

@@ -42,6 +42,27 @@ func TestOrderLeavesOutCyclesAndWhatIsBehindThem(t *testing.T) {
 	assert.Equal(t, []float64{1, 0, 0, 0, 1}, LongestRemaining(g, order, nil), "the cycle's nodes weigh nothing")
 }
 
+func TestOrderFromLeavesEachNodesPosition(t *testing.T) {
+	indegOf := func(g adj) []int32 {
+		indeg := make([]int32, g.Len())
+		for v := range indeg {
+			indeg[v] = int32(len(g.Predecessors(int64(v))))
+		}
+		return indeg
+	}
+	// 3 → 1 → 0, 2 → 0: released 2, 3, then 1, then 0
+	g := adj{{}, {0}, {0}, {1}}
+	indeg := indegOf(g)
+	assert.Equal(t, []int32{2, 3, 1, 0}, OrderFrom(g, indeg))
+	assert.Equal(t, []int32{3, 2, 0, 1}, indeg, "node v's position in the order")
+
+	// 0 → 1 ⇄ 2 → 3, and 4 alone: the cycle's nodes and what is behind it have none
+	g = adj{{1}, {2}, {1, 3}, {}, {}}
+	indeg = indegOf(g)
+	assert.Equal(t, []int32{0, 4}, OrderFrom(g, indeg))
+	assert.Equal(t, []int32{0, -1, -1, -1, 1}, indeg)
+}
+
 func TestLongestRemainingBehindAndBeforeACycle(t *testing.T) {
 	// 0 → 1 ⇄ 2, 0 → 3 → 4: 0 is ordered, with a successor on the cycle
 	g := adj{{1, 3}, {2}, {1}, {4}, {}}
