@@ -645,28 +645,33 @@ func logSeries(b *testing.B, side string, readings []windowReading) {
 	for i := 1; i < len(readings); i++ {
 		d := readings[i].since(readings[i-1])
 		secs := d.took.Seconds()
-		lines = append(lines, fmt.Sprintf("%3.0f–%3.0f s: %5.0f creates/s, %.2f cores, %.2f ms CPU and %.1f ms latency each, %.1f in flight; %s",
+		lines = append(lines, fmt.Sprintf("%3.0f–%3.0f s: %5.0f creates/s, %.2f cores, %.2f ms CPU (%.2f collecting) and %.1f ms latency each, %.1f in flight, %.2f GB live; %s",
 			readings[i-1].at.Sub(readings[0].at).Seconds(), readings[i].at.Sub(readings[0].at).Seconds(),
-			d.creates/secs, d.cpu.Seconds()/secs, d.cpu.Seconds()*1000/max(d.creates, 1), d.latency*1000/max(d.creates, 1),
-			d.latency/secs, d.byResource(nil)))
+			d.creates/secs, d.cpu.Seconds()/secs, d.cpu.Seconds()*1000/max(d.creates, 1), d.gcCPU*1000/max(d.creates, 1),
+			d.latency*1000/max(d.creates, 1), d.latency/secs, d.live/1e9, d.byResource(nil)))
 	}
 	b.Logf("the %s side's API server, step by step:\n%s", side, strings.Join(lines, "\n"))
 }
 
 // windowReading is what an API server has done by a moment: the requests it has
-// served (tally's), the seconds its creates took in all, and the CPU it has used.
+// served (tally's), the seconds its creates took in all, and the CPU it has used; and,
+// as its Go runtime tells them, the CPU its collector has used and its live heap, for
+// a server whose heap nears its memory limit (envelopeServer's) collects more often.
 type windowReading struct {
 	at       time.Time
 	requests requestCounts
 	latency  float64
 	cpu      time.Duration
+	gcCPU    float64 // seconds, the runtime's estimate
+	live     float64 // bytes live after the last collection
 }
 
 // readWindow reads c's windowReading.
 func readWindow(ctx context.Context, c *harness.Cluster) (windowReading, error) {
 	at := time.Now()
 	const requests, took = "apiserver_request_total", "apiserver_request_duration_seconds_sum"
-	m, err := readMetrics(ctx, c, requests, took)
+	const gcCPU, live = "go_cpu_classes_gc_total_cpu_seconds_total", "go_gc_heap_live_bytes"
+	m, err := readMetrics(ctx, c, requests, took, gcCPU, live)
 	if err != nil {
 		return windowReading{}, err
 	}
@@ -677,7 +682,14 @@ func readWindow(ctx context.Context, c *harness.Cluster) (windowReading, error) 
 		}
 	}
 	cpu, err := c.CPU()
-	return windowReading{at: at, requests: tally(m[requests]), latency: latency, cpu: cpu["kube-apiserver"]}, err
+	r := windowReading{at: at, requests: tally(m[requests]), latency: latency, cpu: cpu["kube-apiserver"]}
+	if s := m[gcCPU]; len(s) == 1 {
+		r.gcCPU = s[0].value
+	}
+	if s := m[live]; len(s) == 1 {
+		r.live = s[0].value
+	}
+	return r, err
 }
 
 // windowDelta is what an API server did between two readings.
@@ -686,11 +698,14 @@ type windowDelta struct {
 	creates  float64
 	latency  float64
 	cpu      time.Duration
+	gcCPU    float64            // seconds
+	live     float64            // bytes, at the second reading
 	resource map[string]float64 // creates by resource
 }
 
 func (r windowReading) since(before windowReading) windowDelta {
-	d := windowDelta{took: r.at.Sub(before.at), latency: r.latency - before.latency, cpu: r.cpu - before.cpu, resource: map[string]float64{}}
+	d := windowDelta{took: r.at.Sub(before.at), latency: r.latency - before.latency, cpu: r.cpu - before.cpu,
+		gcCPU: r.gcCPU - before.gcCPU, live: r.live, resource: map[string]float64{}}
 	for key, n := range r.requests {
 		res, ok := strings.CutPrefix(key, "POST ")
 		if n -= before.requests[key]; ok && !strings.Contains(res, "/") && n > 0 {
