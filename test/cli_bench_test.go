@@ -662,7 +662,7 @@ type windowReading struct {
 	requests requestCounts
 	latency  float64
 	cpu      time.Duration
-	gcCPU    float64 // seconds, the runtime's estimate
+	gcCPU    float64 // seconds, the runtime's estimate, brought up to date as each collection ends
 	live     float64 // bytes live after the last collection
 }
 
