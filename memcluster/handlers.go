@@ -116,9 +116,9 @@ func (req *request) invalid(name string, errs ...*field.Error) error {
 }
 
 func (req *request) validateName(name string) error {
-	p := field.NewPath("metadata", "name")
+	// The path is made only for an error: a million valid names made a million paths.
 	if name == "" {
-		return req.invalid(name, field.Required(p, "name or generateName is required"))
+		return req.invalid(name, field.Required(field.NewPath("metadata", "name"), "name or generateName is required"))
 	}
 	msgs := path.IsValidPathSegmentName(name)
 	if req.rt.gr.Resource == "namespaces" {
@@ -127,7 +127,7 @@ func (req *request) validateName(name string) error {
 		msgs = append(msgs, "must be no more than 253 characters")
 	}
 	if len(msgs) > 0 {
-		return req.invalid(name, field.Invalid(p, name, strings.Join(msgs, "; ")))
+		return req.invalid(name, field.Invalid(field.NewPath("metadata", "name"), name, strings.Join(msgs, "; ")))
 	}
 	return nil
 }
