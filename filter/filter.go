@@ -197,9 +197,9 @@ func (f *Filter) Exclusion(it *manifest.Item, needed func(*manifest.Item) bool) 
 		return "namespace " + it.Name + " is not included"
 	case !isNamespace && !f.Resource(gr):
 		return gr.String() + " is not included"
-	case f.spec.Selector != nil && !f.spec.Selector.Matches(it.Labels):
+	case f.spec.Selector != nil && !f.spec.Selector.Matches(&it.Labels):
 		return "its labels do not match " + f.spec.Selector.String()
-	case len(f.spec.OrSelectors) > 0 && !slices.ContainsFunc(f.spec.OrSelectors, func(s labels.Selector) bool { return s.Matches(it.Labels) }):
+	case len(f.spec.OrSelectors) > 0 && !slices.ContainsFunc(f.spec.OrSelectors, func(s labels.Selector) bool { return s.Matches(&it.Labels) }):
 		return "its labels match none of " + OrString(f.spec.OrSelectors)
 	case it.Namespace == "" && !isNamespace && !f.clusterScoped(it, needed):
 		return "cluster-scoped resources are not included"

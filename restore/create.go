@@ -80,7 +80,12 @@ func (r *run) createInProcess(ctx context.Context, o *Object, c Creator) (*unstr
 	err := r.retry(ctx, o, func() error {
 		obj = maps.Clone(o.Body.Object)
 		if md, ok := obj["metadata"].(map[string]any); ok {
-			obj["metadata"] = maps.Clone(md)
+			// With room for what the server adds (uid, creationTimestamp,
+			// resourceVersion, generation): a map that grows past eight entries makes
+			// a larger one and drops what it filled.
+			m := make(map[string]any, len(md)+4)
+			maps.Copy(m, md)
+			obj["metadata"] = m
 		}
 		return c.Create(ctx, o.resource, o.namespace, obj)
 	})

@@ -119,8 +119,10 @@ func (r *run) stepSanitize(_ context.Context, o *Object) error {
 
 func (r *run) stepActions(ctx context.Context, o *Object) error {
 	it := o.Item
+	// A pointer to the labels is a labels.Labels without a copy of their slice's header
+	// boxed for each action asked.
 	for _, a := range r.actions {
-		if !a.AppliesTo(it.GroupResource(), it.Namespace, it.Labels) {
+		if !a.AppliesTo(it.GroupResource(), it.Namespace, &it.Labels) {
 			continue
 		}
 		if !a.SharesItem {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"iter"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -196,7 +197,7 @@ func (o *outcome) Status() Status {
 
 // setNewUID records uid: as 16 bytes when it is a UUID that reads back the same.
 func (o *outcome) setNewUID(uid types.UID) {
-	if u, err := uuid.Parse(string(uid)); err == nil && u.String() == string(uid) {
+	if u, ok := canonicalUUID(string(uid)); ok {
 		o.newUID = u
 		if o.more != nil {
 			o.more.newUID = ""
@@ -207,6 +208,16 @@ func (o *outcome) setNewUID(uid types.UID) {
 	if uid != "" || o.more != nil {
 		o.detail().newUID = uid
 	}
+}
+
+// canonicalUUID parses s when it is a UUID as UUID.String writes it (36 bytes, lower
+// case), which the outcome then gives back as it was, without writing it to compare.
+func canonicalUUID(s string) (uuid.UUID, bool) {
+	if len(s) != 36 || strings.ContainsAny(s, "ABCDEF") {
+		return uuid.Nil, false
+	}
+	u, err := uuid.Parse(s)
+	return u, err == nil
 }
 
 // NewUID returns what setNewUID recorded.

@@ -627,6 +627,11 @@ func TestOutcomeKeepsWhatItIsGiven(t *testing.T) {
 	for _, res := range []ObjectResult{
 		{NewUID: "0b5f8c1e-3f5a-4a4e-9a43-2d8f3c2f7b10", Status: Restored, Started: now, Created: now.Add(time.Millisecond), Retries: 2},
 		{NewUID: "0B5F8C1E-3F5A-4A4E-9A43-2D8F3C2F7B10", Status: Adopted, FromJournal: true},
+		// Forms uuid.Parse reads that are not the canonical one, kept as they were.
+		{NewUID: "0b5f8c1e3f5a4a4e9a432d8f3c2f7b10", Status: Restored},
+		{NewUID: "{0b5f8c1e-3f5a-4a4e-9a43-2d8f3c2f7b10}", Status: Restored},
+		{NewUID: "urn:uuid:0b5f8c1e-3f5a-4a4e-9a43-2d8f3c2f7b10", Status: Restored},
+		{NewUID: "0b5f8c1e-3f5a-4a4e-9a43-2d8f3c2f7b1g", Status: Restored},
 		{NewUID: "uid-7", Status: "Mine", Warnings: []string{"w"}},
 		{Status: Skipped, SkippedBy: "plugin", Reason: "asked to", BlockedBy: []types.UID{"a", "b"}, Waited: time.Second},
 		{},
