@@ -15,7 +15,9 @@ import (
 // the UIDs it gives, about a quarter. Each object stays its own block, read without the
 // others.
 type codec struct {
-	dict atomic.Pointer[s2.Dict] // nil until the sample is whole
+	compressed atomic.Pointer[storage] // nil until the sample is whole
+	plain      *storage                // how a block not compressed is kept: nil, in memory
+	file       *dataFile               // where blocks are kept, or nil (useFile)
 
 	mu     sync.Mutex
 	sample []byte // the first objects' JSON, until there is dictBytes of it
@@ -35,32 +37,41 @@ const compressMax = 1 << 20
 // what is kept is copied out to a string of its own size (stored.identify).
 var scratch = sync.Pool{New: func() any { return new([]byte) }}
 
-// compress returns raw compressed, in dst's buffer, grown as it needs, and the
-// dictionary to decompress it with; or raw as it is and nil. The caller copies what is
-// returned before it uses either buffer again.
-func (c *codec) compress(dst *[]byte, raw []byte) ([]byte, *s2.Dict) {
+// useFile keeps the blocks of the resource's objects in f, from its first object on.
+func (c *codec) useFile(f *dataFile) {
+	c.file, c.plain = f, &storage{file: f}
+}
+
+// compress returns raw compressed, in dst's buffer, grown as it needs, and the storage
+// that says how to decompress it and where to keep it; or raw as it is, and where to
+// keep that. The caller copies what is returned before it uses either buffer again.
+func (c *codec) compress(dst *[]byte, raw []byte) ([]byte, *storage) {
 	if len(raw) > compressMax {
-		return raw, nil
+		return raw, c.plain
 	}
-	if d := c.dict.Load(); d != nil {
-		return encode(dst, d, raw), d
+	if in := c.compressed.Load(); in != nil {
+		return encode(dst, in.dict, raw), in
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if d := c.dict.Load(); d != nil {
-		return encode(dst, d, raw), d
+	if in := c.compressed.Load(); in != nil {
+		return encode(dst, in.dict, raw), in
 	}
 	if !c.done {
 		c.sample = append(c.sample, raw...)
 		if len(c.sample) >= dictBytes {
 			// The sample's last bytes, where an object starts as every one does.
 			if d := s2.MakeDict(c.sample, []byte(`{"apiVersion":`)); d != nil {
-				c.dict.Store(d)
+				in := &storage{dict: d}
+				if c.file != nil {
+					in = &storage{dict: d, file: c.file, inMemory: in}
+				}
+				c.compressed.Store(in)
 			}
 			c.sample, c.done = nil, true
 		}
 	}
-	return raw, nil
+	return raw, c.plain
 }
 
 // encode compresses raw against d, into dst's buffer.

@@ -367,7 +367,7 @@ func (s *Server) replace(req *request, obj object) (*stored, error) {
 	if metaString(obj, "deletionTimestamp") != "" && len(finalizers(obj)) == 0 {
 		s.record(watch.Deleted, k, obj)
 		s.afterDelete(req, obj)
-		return newStored(obj), nil
+		return newStored(obj, nil), nil
 	}
 	st := s.record(watch.Modified, k, obj)
 	s.afterWrite(req, obj)

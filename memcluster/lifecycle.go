@@ -177,7 +177,7 @@ func (s *Server) serveCRD(crd *apiextv1.CustomResourceDefinition) {
 		}
 	}
 	rt.versions = manifest.SortVersions(rt.versions)
-	s.types[rt.gr] = rt
+	s.addType(rt)
 }
 
 // afterDelete reacts to a deleted object. The caller holds s.mu.

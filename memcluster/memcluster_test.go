@@ -2,11 +2,13 @@ package memcluster
 
 import (
 	"context"
+	"os"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/restoregraph/restoregraph/memcluster/contract"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,6 +31,19 @@ func TestContract(t *testing.T) {
 		require.NoError(t, err)
 		defer s.Close()
 		contract.Run(t, s.InProcessConfig(), "mem", contract.Options{GC: true, Timeout: 10 * time.Second})
+	})
+	t.Run("data file", func(t *testing.T) {
+		opts := opts
+		opts.DataDir, opts.dataFlush = t.TempDir(), 1 // each object written at once: read from the file
+		s, err := StartServer(opts)
+		require.NoError(t, err)
+		defer s.Close()
+		contract.Run(t, s.InProcessConfig(), "mem", contract.Options{GC: true, Timeout: 10 * time.Second})
+		require.NoError(t, s.DataFileError())
+		assert.Positive(t, s.file.size(), "the objects' JSON went to the file")
+		left, err := os.ReadDir(opts.DataDir)
+		require.NoError(t, err)
+		assert.Empty(t, left, "the file is not in its directory")
 	})
 }
 

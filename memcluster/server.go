@@ -40,6 +40,17 @@ type Options struct {
 	// --service-cluster-ip-range; default 10.0.0.0/24. An IP outside it is refused. As
 	// kube-apiserver's, it has at most 20 bits of host (a /12 of IPv4, a /108 of IPv6).
 	ServiceCIDR string
+	// DataDir, when set, is where the store keeps its objects' JSON: in one file it
+	// makes there and removes from the directory at once, which its open descriptor
+	// keeps until Close. Each object's record in memory then holds its name, UID and the
+	// fields the server reads, and the JSON (about 140 bytes an object, compressed) lies
+	// in the kernel's page cache, which it gives back under pressure, not in the Go
+	// heap. The file only grows: a replaced or deleted object's JSON is not reused.
+	// When the file refuses a write (a full disk), that object and those after it are
+	// kept in memory: nothing is lost, and DataFileError says why.
+	DataDir string
+	// dataFlush is the data file's flush (tests write each object at once).
+	dataFlush int
 }
 
 // Server is a running memcluster.
@@ -63,6 +74,7 @@ type Server struct {
 	closed      bool
 	collected   int
 	alloc       *allocations
+	file        *dataFile // the objects' JSON (Options.DataDir), or nil
 
 	done  chan struct{}  // closed by Close: ends watches and background work
 	tasks sync.WaitGroup // background work: GC, namespace cleanup, CRD establishment
@@ -99,18 +111,27 @@ func StartServer(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	var file *dataFile
+	if opts.DataDir != "" {
+		if file, err = openDataFile(opts.DataDir, opts.dataFlush); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		if file != nil {
+			file.close()
+		}
 		return nil, fmt.Errorf("memcluster: listen: %w", err)
 	}
 	s := &Server{
-		opts: opts, listener: ln, alloc: alloc,
+		opts: opts, listener: ln, alloc: alloc, file: file,
 		types: map[schema.GroupResource]*resourceType{}, objects: objectIndex{}, byUID: keyed.New(0, (*stored).uid),
 		history: newRing(opts.History), watchers: map[*watcher]struct{}{},
 		orphanSince: map[key]time.Time{}, dependents: map[types.UID][]types.UID{}, timers: map[*time.Timer]struct{}{}, done: make(chan struct{}),
 	}
 	for _, rt := range builtins() {
-		s.types[rt.gr] = rt
+		s.addType(rt)
 	}
 	s.http = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	s.cfg = &rest.Config{
@@ -161,6 +182,27 @@ func (s *Server) Close() {
 	s.http.Close()
 	s.handlers.Wait()
 	s.tasks.Wait()
+	if s.file != nil {
+		s.file.close() // a file removed from its directory: nothing to report
+	}
+}
+
+// addType serves rt, whose objects' JSON goes to the data file when there is one. The
+// caller holds s.mu, or the server is not started.
+func (s *Server) addType(rt *resourceType) {
+	if s.file != nil {
+		rt.codec.useFile(s.file)
+	}
+	s.types[rt.gr] = rt
+}
+
+// DataFileError returns the first write the data file (Options.DataDir) refused, or
+// nil. From that object on, the store keeps the objects' JSON in memory.
+func (s *Server) DataFileError() error {
+	if s.file == nil {
+		return nil
+	}
+	return s.file.err()
 }
 
 // enter counts a request in, for Close to wait for it; the caller calls

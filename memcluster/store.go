@@ -197,7 +197,11 @@ func metaString(obj object, field string) string {
 // for the event), bumps the resourceVersion, keeps the history and tells the watchers.
 // It returns what it stored. The caller holds s.mu.
 func (s *Server) record(typ watch.EventType, k key, obj object) *stored {
-	return s.recordStored(typ, k, newStored(obj))
+	var in *storage // a deleted object's record is the event's alone: kept in memory
+	if rt := s.types[k.gr]; rt != nil && typ != watch.Deleted {
+		in = rt.codec.plain
+	}
+	return s.recordStored(typ, k, newStored(obj, in))
 }
 
 // recordStored is record with the object encoded: for Deleted, the object deleted.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	stdjson "encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -12,7 +13,6 @@ import (
 	"unique"
 	"unsafe"
 
-	"github.com/klauspost/compress/s2"
 	"github.com/restoregraph/restoregraph/internal/jsontree"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -27,12 +27,13 @@ import (
 // its resource has a dictionary (codec): json puts them together again. A UID is 36
 // bytes that no dictionary compresses; an object and its owner have two.
 type stored struct {
-	// data is its name and UID, then where its JSON leaves out what json puts back
-	// (cuts, of cutLen bytes), then its JSON, with apiVersion and kind (compressed with
-	// dict): one allocation for the collector to keep, not four, for each of a million
-	// objects. name, uid, cuts and raw cut it.
+	// data is its name and UID, then its block: where its JSON leaves out what json
+	// puts back (the cut table, of cutLen bytes), then its JSON, with apiVersion and
+	// kind (compressed as in says). One allocation for the collector to keep, not four,
+	// for each of a million objects. When in keeps blocks in a file, data holds the
+	// block's place there instead (fileRef), and only the name and UID stay in memory.
 	data   string
-	dict   *s2.Dict              // nil when the JSON is not compressed
+	in     *storage              // how its block is kept; nil: in data, not compressed
 	rt     *resourceType         // its resource, once stored
 	ns     unique.Handle[string] // its namespace; the zero Handle for none
 	gv     unique.Handle[string] // its apiVersion
@@ -77,8 +78,9 @@ func (st *stored) namespace() string {
 	return st.ns.Value()
 }
 
-// newStored encodes obj. The caller never changes obj afterwards: events share it.
-func newStored(obj object) *stored {
+// newStored encodes obj, and keeps its JSON as in says, not compressed. The caller
+// never changes obj afterwards: events share it.
+func newStored(obj object, in *storage) *stored {
 	st := describe(obj, nil)
 	st.setRV(metaString(obj, "resourceVersion"))
 	buf, cuts := scratch.Get().(*[]byte), cutsPool.Get().(*[]jsontree.Cut)
@@ -86,7 +88,7 @@ func newStored(obj object) *stored {
 	defer putCuts(cuts)
 	name, uid := metaString(obj, "name"), metaString(obj, "uid")
 	raw := st.encode(buf, cuts, obj, name, uid)
-	st.identify(name, uid, *cuts, raw)
+	st.identify(name, uid, *cuts, raw, in)
 	return st
 }
 
@@ -189,7 +191,7 @@ func putBack(raw []byte, cuts []jsontree.Cut) []byte {
 // cutTable writes to b the table json reads the cuts from, and returns its length
 // (with b nil, only that): for each cut not put back, in order, a uvarint of how far it
 // is from the one before, shifted left by three bits, and its kind in them.
-func cutTable(b *strings.Builder, cuts []jsontree.Cut) int {
+func cutTable(b io.Writer, cuts []jsontree.Cut) int {
 	var v [binary.MaxVarintLen64]byte
 	n, prev := 0, 0
 	for _, c := range cuts {
@@ -222,13 +224,36 @@ func describe(obj object, c *canonSet) *stored {
 	return st
 }
 
-// identify sets st's name and UID, and its JSON, raw, with what cuts says json puts
-// back (encode's); it copies both.
-func (st *stored) identify(name, uid string, cuts []jsontree.Cut, raw []byte) {
+// identify sets st's name and UID, and its JSON, raw (as in says: compressed, in a
+// file), with what cuts says json puts back (encode's); it copies both.
+func (st *stored) identify(name, uid string, cuts []jsontree.Cut, raw []byte, in *storage) {
 	if len(name) > math.MaxUint16 || len(uid) > math.MaxUint8 {
 		panic(fmt.Sprintf("memcluster: a name of %d bytes or a UID of %d stored", len(name), len(uid)))
 	}
 	n := cutTable(nil, cuts)
+	if in != nil && in.file != nil && uint64(n)+uint64(len(raw)) <= math.MaxUint32 {
+		block := scratch.Get().(*[]byte)
+		defer scratch.Put(block)
+		*block = (*block)[:0]
+		cutTable(appender{block}, cuts)
+		*block = append(*block, raw...)
+		if off, ok := in.file.put(*block); ok {
+			var b strings.Builder
+			b.Grow(len(name) + len(uid) + fileRefLen)
+			b.WriteString(name)
+			b.WriteString(uid)
+			var ref [fileRefLen]byte
+			binary.LittleEndian.PutUint64(ref[:], uint64(off))
+			binary.LittleEndian.PutUint32(ref[8:], uint32(len(*block)))
+			b.Write(ref[:])
+			st.data, st.nameLen, st.uidLen, st.cutLen = b.String(), uint16(len(name)), uint8(len(uid)), int32(n)
+			st.in = in
+			return
+		}
+	}
+	if in != nil && in.file != nil {
+		in = in.inMemory // the file refused it
+	}
 	var b strings.Builder
 	b.Grow(len(name) + len(uid) + n + len(raw))
 	b.WriteString(name)
@@ -236,7 +261,20 @@ func (st *stored) identify(name, uid string, cuts []jsontree.Cut, raw []byte) {
 	cutTable(&b, cuts)
 	b.Write(raw)
 	st.data, st.nameLen, st.uidLen, st.cutLen = b.String(), uint16(len(name)), uint8(len(uid)), int32(n)
+	st.in = in
 }
+
+// appender writes to the end of a buffer.
+type appender struct{ b *[]byte }
+
+func (a appender) Write(p []byte) (int, error) {
+	*a.b = append(*a.b, p...)
+	return len(p), nil
+}
+
+// fileRefLen is the length of a block's place in a data file, as data holds it: its
+// offset (8 bytes) and its length (4), little-endian.
+const fileRefLen = 12
 
 // setRV sets st's resourceVersion, one the store gave or none.
 func (st *stored) setRV(rv string) {
@@ -265,31 +303,40 @@ func (st *stored) rv() string {
 }
 func (st *stored) apiVersion() string { return st.gv.Value() }
 
-// cuts returns the table of what json puts back in the JSON (cutTable's). No one
-// changes it: it is the string's bytes.
-func (st *stored) cuts() []byte {
-	start := int(st.nameLen) + int(st.uidLen)
-	t := st.data[start : start+int(st.cutLen)]
-	return unsafe.Slice(unsafe.StringData(t), len(t))
-}
-
-// raw returns the JSON data holds, without what cuts lists, compressed when dict is
-// not nil. No one changes it: it is the string's bytes.
-func (st *stored) raw() []byte {
-	r := st.data[int(st.nameLen)+int(st.uidLen)+int(st.cutLen):]
-	return unsafe.Slice(unsafe.StringData(r), len(r))
+// block returns its cut table (cutTable's) and its JSON without what the table lists,
+// compressed when st.in says so. Kept in data, they are the string's bytes, which no
+// one changes; kept in a file, they are read into buf's buffer, grown as it needs.
+func (st *stored) block(buf *[]byte) (table, raw []byte) {
+	rest := st.data[int(st.nameLen)+int(st.uidLen):]
+	var b []byte
+	if st.in != nil && st.in.file != nil {
+		off, n := binary.LittleEndian.Uint64([]byte(rest[:8])), binary.LittleEndian.Uint32([]byte(rest[8:fileRefLen]))
+		b = st.in.file.get(buf, int64(off), int(n))
+	} else {
+		b = unsafe.Slice(unsafe.StringData(rest), len(rest))
+	}
+	return b[:st.cutLen:st.cutLen], b[st.cutLen:]
 }
 
 // json returns st's JSON. The caller does not change it.
 func (st *stored) json() []byte {
-	raw := st.raw()
-	if st.dict != nil {
+	var buf *[]byte
+	if st.in != nil && st.in.file != nil {
+		if st.in.dict != nil || st.cutLen > 0 {
+			// What is read is decoded into another buffer: this one goes back.
+			buf = scratch.Get().(*[]byte)
+			defer scratch.Put(buf)
+		} else {
+			buf = new([]byte) // what is read is what is returned
+		}
+	}
+	table, raw := st.block(buf)
+	if st.in != nil && st.in.dict != nil {
 		var err error
-		if raw, err = st.dict.Decode(nil, raw); err != nil {
+		if raw, err = st.in.dict.Decode(nil, raw); err != nil {
 			panic("memcluster: a stored object does not decompress: " + err.Error())
 		}
 	}
-	table := st.cuts()
 	if len(table) == 0 {
 		return raw
 	}
@@ -341,9 +388,8 @@ func encodeUnversioned(rt *resourceType, c *canonSet, obj object) *stored {
 	}
 	zbuf := scratch.Get().(*[]byte)
 	defer scratch.Put(zbuf)
-	data, dict := rt.codec.compress(zbuf, raw)
-	st.identify(name, uid, *cuts, data)
-	st.dict = dict
+	data, in := rt.codec.compress(zbuf, raw)
+	st.identify(name, uid, *cuts, data, in)
 	return st
 }
 

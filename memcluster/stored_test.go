@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -30,51 +32,125 @@ func TestStoredEncodingIsEncodingJSONs(t *testing.T) {
 	obj["big"] = int64(1) << 62
 	want, err := json.Marshal(obj)
 	require.NoError(t, err)
-	require.Equal(t, string(want), string(newStored(obj).json()))
+	require.Equal(t, string(want), string(newStored(obj, nil).json()))
 
-	raw := newStored(map[string]any{"invalid": "a\xffb"}).json()
+	raw := newStored(map[string]any{"invalid": "a\xffb"}, nil).json()
 	require.Equal(t, "{\"invalid\":\"a\uFFFDb\"}", string(raw))
 }
 
 // A created object, encoded before the store gives it its resourceVersion, is read as
 // it would be encoded with it, whatever its length, before its resource has a
-// dictionary and after, when it is kept compressed.
+// dictionary and after, when it is kept compressed; in memory, and in a data file,
+// where the record keeps only its name, UID and the block's place.
 func TestUnversionedIsEncodedWithItsVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flush int // the data file's; 0 for none
+	}{{"in memory", 0}, {"in a file", 1}, {"in a file's blocks not yet written", flushBytes}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &resourceType{}
+			var file *dataFile
+			inFile := tc.flush > 0
+			if inFile {
+				file = tempDataFile(t, tc.flush)
+				rt.codec.useFile(file)
+			}
+			size := int64(0)
+			compressed := 0
+			for i := 0; compressed < 3; i++ {
+				rv := strconv.Itoa(i)
+				if i%2 == 1 {
+					rv = "18446744073709551615"
+				}
+				obj, err := jsontree.Object([]byte(podJSON))
+				require.NoError(t, err)
+				meta(obj)["name"] = fmt.Sprintf("pod-%d", i)
+				st := encodeUnversioned(rt, &canonSet{}, obj).version(obj, rv)
+				assert.Equal(t, rv, metaString(obj, "resourceVersion"))
+				want := newStored(obj, nil)
+				require.Equal(t, string(want.json()), string(st.json()), "object %d", i)
+				assert.Equal(t, []string{want.name(), string(want.uid()), want.rv()}, []string{st.name(), string(st.uid()), st.rv()})
+				if inFile {
+					assert.Len(t, st.data, len(st.name())+len(st.uid())+fileRefLen, "object %d keeps its JSON in the file", i)
+					assert.Greater(t, file.size(), size)
+					size = file.size()
+				}
+				if st.in != nil && st.in.dict != nil {
+					compressed++
+					assert.Less(t, len(rawOf(st)), len(want.json())/4, "object %d is kept compressed", i)
+				}
+				require.Less(t, i, 2*dictBytes/len(podJSON), "no dictionary made")
+			}
+
+			// An object too large to compress is kept as it is, and read whole.
+			obj, err := jsontree.Object([]byte(podJSON))
+			require.NoError(t, err)
+			obj["data"] = map[string]any{"big": strings.Repeat("x", compressMax)}
+			st := encodeUnversioned(rt, &canonSet{}, obj).version(obj, "7")
+			assert.True(t, st.in == nil || st.in.dict == nil)
+			assert.Equal(t, string(newStored(obj, nil).json()), string(st.json()))
+			if inFile {
+				assert.Len(t, st.data, len(st.name())+len(st.uid())+fileRefLen)
+			}
+		})
+	}
+}
+
+// tempDataFile makes a data file, writing flush bytes at a time, that the test closes.
+func tempDataFile(t testing.TB, flush int) *dataFile {
+	d, err := openDataFile(t.TempDir(), flush)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, d.close()) })
+	return d
+}
+
+// rawOf returns st's JSON as kept, without what its cut table lists.
+func rawOf(st *stored) []byte {
+	_, raw := st.block(new([]byte))
+	return raw
+}
+
+// A data file that refuses a write (a full disk: /dev/full) loses nothing: the blocks
+// it had taken and not written are read from memory, the objects after are kept in
+// memory, compressed or not, every one is read back whole, and the file says why.
+func TestDataFileFullKeepsInMemory(t *testing.T) {
+	f, err := os.OpenFile("/dev/full", os.O_RDWR, 0)
+	if err != nil {
+		t.Skip("no /dev/full here:", err)
+	}
+	file := &dataFile{f: f, flush: 4 << 10}
+	defer file.close()
 	rt := &resourceType{}
-	compressed := 0
-	for i := 0; compressed < 3; i++ {
-		rv := strconv.Itoa(i)
-		if i%2 == 1 {
-			rv = "18446744073709551615"
-		}
+	rt.codec.useFile(file)
+	var stored []*stored
+	var want []string
+	taken, compressed := 0, 0
+	for i := 0; compressed < 2; i++ {
 		obj, err := jsontree.Object([]byte(podJSON))
 		require.NoError(t, err)
 		meta(obj)["name"] = fmt.Sprintf("pod-%d", i)
-		st := encodeUnversioned(rt, &canonSet{}, obj).version(obj, rv)
-		assert.Equal(t, rv, metaString(obj, "resourceVersion"))
-		want := newStored(obj)
-		require.Equal(t, string(want.json()), string(st.json()), "object %d", i)
-		assert.Equal(t, []string{want.name(), string(want.uid()), want.rv()}, []string{st.name(), string(st.uid()), st.rv()})
-		if st.dict != nil {
+		st := encodeUnversioned(rt, &canonSet{}, obj).version(obj, "9")
+		stored, want = append(stored, st), append(want, string(newStored(obj, nil).json()))
+		if st.in != nil && st.in.file != nil {
+			taken++
+		} else if st.in != nil && st.in.dict != nil {
 			compressed++
-			assert.Less(t, len(st.raw()), len(want.json())/4, "object %d is kept compressed", i)
 		}
 		require.Less(t, i, 2*dictBytes/len(podJSON), "no dictionary made")
 	}
-
-	// An object too large to compress is kept as it is, and read whole.
-	obj, err := jsontree.Object([]byte(podJSON))
-	require.NoError(t, err)
-	obj["data"] = map[string]any{"big": strings.Repeat("x", compressMax)}
-	st := encodeUnversioned(rt, &canonSet{}, obj).version(obj, "7")
-	assert.Nil(t, st.dict)
-	assert.Equal(t, string(newStored(obj).json()), string(st.json()))
+	assert.ErrorIs(t, file.err(), syscall.ENOSPC)
+	assert.Equal(t, int64(0), file.written.Load())
+	assert.Greater(t, taken, file.flush/len(podJSON), "the file took blocks until it wrote them")
+	for i, st := range stored {
+		require.Equal(t, want[i], string(st.json()), "object %d", i)
+	}
 }
 
 // The JSON a record keeps leaves out the strings the record holds anyway (its name,
 // namespace, UID, resourceVersion and owners' UIDs), and is read whole; a string the
 // record would not give back as it was is kept in the JSON.
 func TestStoredKeepsMetadataOnce(t *testing.T) {
+	file := tempDataFile(t, 1) // and the same kept in a data file
 	const uid, ownerUID = "0ed5e479-fe1f-405b-8480-5cfcbe4d4c59", "1ed5e479-fe1f-405b-8480-5cfcbe4d4c59"
 	for _, tc := range []struct {
 		name   string
@@ -102,17 +178,19 @@ func TestStoredKeepsMetadataOnce(t *testing.T) {
 			}
 			want, err := json.Marshal(obj)
 			require.NoError(t, err)
-			st := newStored(obj)
-			assert.Equal(t, string(want), string(st.json()))
-			for _, s := range tc.kept {
-				assert.Contains(t, string(st.raw()), s)
-			}
-			for _, s := range tc.cut {
-				assert.NotContains(t, string(st.raw()), s)
-			}
-			if tc.change == nil {
-				assert.Equal(t, 1, strings.Count(st.data, uid), "the record holds its UID once")
-				assert.Equal(t, 0, strings.Count(st.data, ownerUID), "and its owner's not at all: the owner's record does")
+			for _, in := range []*storage{nil, {file: file}} {
+				st := newStored(obj, in)
+				assert.Equal(t, string(want), string(st.json()))
+				for _, s := range tc.kept {
+					assert.Contains(t, string(rawOf(st)), s)
+				}
+				for _, s := range tc.cut {
+					assert.NotContains(t, string(rawOf(st)), s)
+				}
+				if tc.change == nil {
+					assert.Equal(t, 1, strings.Count(st.data, uid), "the record holds its UID once")
+					assert.Equal(t, 0, strings.Count(st.data, ownerUID), "and its owner's not at all: the owner's record does")
+				}
 			}
 		})
 	}
@@ -125,7 +203,8 @@ func FuzzStored(f *testing.F) {
 	f.Add([]byte(podJSON))
 	f.Add([]byte(`{"metadata":{"name":"a","namespace":"","uid":"","resourceVersion":"07","ownerReferences":[{"uid":"x"},{"uid":""},{"uid":7}]}}`))
 	f.Add([]byte(`{"metadata":{"name":"a\u003c","ownerReferences":[{"uid":"x"},{"uid":"x"}],"uid":"x"}}`))
-	rt := &resourceType{}
+	rt, inFile := &resourceType{}, &resourceType{}
+	inFile.codec.useFile(tempDataFile(f, 1))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		obj, err := jsontree.Object(data)
 		if err != nil || obj == nil {
@@ -140,7 +219,7 @@ func FuzzStored(f *testing.F) {
 				return // the store stores the resourceVersions it gives
 			}
 		}
-		require.Equal(t, string(want), string(newStored(obj).json()))
+		require.Equal(t, string(want), string(newStored(obj, nil).json()))
 		md, ok := obj["metadata"].(map[string]any)
 		if !ok {
 			return
@@ -150,6 +229,9 @@ func FuzzStored(f *testing.F) {
 		want, err = jsontree.Marshal(obj)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(st.json()))
+		md["resourceVersion"] = ""
+		st = encodeUnversioned(inFile, &canonSet{}, obj).version(obj, "42")
+		require.Equal(t, string(want), string(st.json()), "kept in a data file")
 	})
 }
 
@@ -246,5 +328,5 @@ func TestLabelSetsShared(t *testing.T) {
 	assert.NotEqual(t, labelled(map[string]any{"ab": "c"}).labels, labelled(map[string]any{"a": "bc"}).labels)
 	assert.Equal(t, labelSet{}, labelled(nil).labels)
 	assert.Nil(t, pairs(labelled(map[string]any{}).labels))
-	assert.Equal(t, []string{"app", "web"}, pairs(newStored(map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}}}).labels))
+	assert.Equal(t, []string{"app", "web"}, pairs(newStored(map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}}}, nil).labels))
 }

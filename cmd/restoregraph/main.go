@@ -31,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -117,6 +118,7 @@ func unreachable(err error) bool {
 type target struct {
 	flags    *genericclioptions.ConfigFlags
 	embedded bool
+	dataDir  string // --embedded-data-dir
 	qps      float32
 	burst    int
 	limiter  *meteredLimiter    // set by config for a kubeconfig's cluster
@@ -125,14 +127,17 @@ type target struct {
 	// limitSet: --client-qps or --client-burst given. Otherwise a server with API
 	// Priority and Fairness is sent requests unthrottled.
 	limitSet func() bool
+	stderr   func() io.Writer
 }
 
 func (t *target) addFlags(cmd *cobra.Command) {
 	t.flags.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&t.embedded, "embedded", false, "use the embedded in-process API server instead of the kubeconfig's cluster")
+	cmd.Flags().StringVar(&t.dataDir, "embedded-data-dir", os.TempDir(), "where the embedded server keeps its objects' JSON, in a file it removes from the directory at once (the kernel's page cache holds it, not the process's heap); empty keeps it in memory")
 	cmd.Flags().Float32Var(&t.qps, "client-qps", 200, "requests per second the client sends the API server at most; by default none when the server has API Priority and Fairness (it answers with its flow schema), which then paces its clients itself")
 	cmd.Flags().IntVar(&t.burst, "client-burst", 400, "requests the client may send at once above --client-qps")
 	t.limitSet = func() bool { return cmd.Flags().Changed("client-qps") || cmd.Flags().Changed("client-burst") }
+	t.stderr = cmd.ErrOrStderr
 }
 
 // unthrottled is the limit of a client left to the server's API Priority and Fairness:
@@ -170,7 +175,14 @@ func (t *target) config() (*rest.Config, func(), error) {
 	if t.embedded {
 		// A /12, as large clusters' Service ranges: a backup of a large cluster holds more
 		// Services than the /24 a kube-apiserver has by default.
-		s, err := memcluster.StartServer(memcluster.Options{GC: true, ServiceCIDR: "10.96.0.0/12"})
+		if t.dataDir != "" {
+			if fi, err := os.Stat(t.dataDir); err != nil {
+				return nil, nil, badInput("--embedded-data-dir: %w", err)
+			} else if !fi.IsDir() {
+				return nil, nil, badInput("--embedded-data-dir: %s is not a directory", t.dataDir)
+			}
+		}
+		s, err := memcluster.StartServer(memcluster.Options{GC: true, ServiceCIDR: "10.96.0.0/12", DataDir: t.dataDir})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -178,6 +190,9 @@ func (t *target) config() (*rest.Config, func(), error) {
 		t.server = s
 		return s.InProcessConfig(), func() {
 			writeHeapProfile() // its error is the run's end's to report
+			if err := s.DataFileError(); err != nil {
+				fmt.Fprintf(t.stderr(), "restoregraph: warning: the embedded server kept objects in memory from the first its data file refused: %v\n", err)
+			}
 			s.Close()
 		}, nil
 	}
