@@ -115,27 +115,41 @@ func BenchmarkCLIRestore(b *testing.B) {
 // BenchmarkCLIRestoreEmbedded runs `restoregraph restore --embedded`, default flags, of
 // the generated backups of 100k and a million objects, and reports the command's wall
 // time, objects per second and peak resident memory: the whole process, the embedded
-// server and what it stores included, from reading the tarball to the report.
+// server and what it stores included, from reading the tarball to the report. Beside
+// each, store=memory runs it with the embedded server's JSON kept in memory
+// (--embedded-data-dir=), not in its data file.
 func BenchmarkCLIRestoreEmbedded(b *testing.B) {
 	for _, n := range scaleSizes {
-		b.Run(fmt.Sprintf("objects=%d", n), func(b *testing.B) {
-			path := appsTarball(b, n, false)
-			cliBinary(b)
-			var last clirun.Run
-			for b.Loop() {
-				last = runCLI(b, "restore", "--backup", path, "--embedded")
+		for _, inMemory := range []bool{false, true} {
+			name := fmt.Sprintf("objects=%d", n)
+			args := []string{"restore", "--backup", "", "--embedded"}
+			if inMemory {
+				name += ",store=memory"
+				args = append(args, "--embedded-data-dir=")
 			}
-			// "N objects in D: N restored", and nothing else.
-			m := everyObjectRestored.FindSubmatch(last.Stdout)
-			if m == nil || !bytes.Equal(m[1], m[2]) {
-				b.Fatalf("not every object was restored: %s", last.Stdout)
-			}
-			if restored, _ := strconv.Atoi(string(m[1])); restored < n {
-				b.Fatalf("%d objects restored of a backup of %d and more", restored, n)
-			}
-			last.Report(b, n)
-		})
+			b.Run(name, func(b *testing.B) { benchCLIRestoreEmbedded(b, n, args) })
+		}
 	}
+}
+
+// benchCLIRestoreEmbedded runs the CLI with args, whose third is the backup: the
+// generated one of n objects.
+func benchCLIRestoreEmbedded(b *testing.B, n int, args []string) {
+	args[2] = appsTarball(b, n, false)
+	cliBinary(b)
+	var last clirun.Run
+	for b.Loop() {
+		last = runCLI(b, args...)
+	}
+	// "N objects in D: N restored", and nothing else.
+	m := everyObjectRestored.FindSubmatch(last.Stdout)
+	if m == nil || !bytes.Equal(m[1], m[2]) {
+		b.Fatalf("not every object was restored: %s", last.Stdout)
+	}
+	if restored, _ := strconv.Atoi(string(m[1])); restored < n {
+		b.Fatalf("%d objects restored of a backup of %d and more", restored, n)
+	}
+	last.Report(b, n)
 }
 
 var everyObjectRestored = regexp.MustCompile(`^(\d+) objects in \S+: (\d+) restored\n$`)

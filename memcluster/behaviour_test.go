@@ -178,14 +178,22 @@ func BenchmarkCreate(b *testing.B) {
 		config func(*Server) *rest.Config
 	}{{"", (*Server).Config}, {"in-process-", (*Server).InProcessConfig}} {
 		for _, clients := range []int{1, 16} {
-			benchmarkCreate(b, transport.prefix, transport.config, clients)
+			benchmarkCreate(b, transport.prefix, transport.config, clients, false)
 		}
 	}
+	// The JSON in a data file, where the heap keeps the record alone.
+	benchmarkCreate(b, "in-process-", (*Server).InProcessConfig, 16, true)
 }
 
-func benchmarkCreate(b *testing.B, prefix string, config func(*Server) *rest.Config, clients int) {
-	b.Run(fmt.Sprintf("%sclients=%d", prefix, clients), func(b *testing.B) {
-		s, err := StartServer(Options{})
+func benchmarkCreate(b *testing.B, prefix string, config func(*Server) *rest.Config, clients int, dataFile bool) {
+	name := fmt.Sprintf("%sclients=%d", prefix, clients)
+	var opts Options
+	if dataFile {
+		name += ",data-file"
+		opts.DataDir = b.TempDir()
+	}
+	b.Run(name, func(b *testing.B) {
+		s, err := StartServer(opts)
 		require.NoError(b, err)
 		defer s.Close()
 		c, _ := dynamic.NewForConfig(config(s))
@@ -317,9 +325,16 @@ func TestServiceRanges(t *testing.T) {
 
 // BenchmarkCreateServices creates Services through Server.Create, each given a cluster
 // IP from a /12, and reports the heap the server keeps a Service: its record, its JSON
-// and what its allocations hold.
+// (with store=data-file, in the file instead) and what its allocations hold.
 func BenchmarkCreateServices(b *testing.B) {
-	s, err := StartServer(Options{ServiceCIDR: "10.96.0.0/12"})
+	b.Run("store=memory", func(b *testing.B) { benchmarkCreateServices(b, Options{ServiceCIDR: "10.96.0.0/12"}) })
+	b.Run("store=data-file", func(b *testing.B) {
+		benchmarkCreateServices(b, Options{ServiceCIDR: "10.96.0.0/12", DataDir: b.TempDir()})
+	})
+}
+
+func benchmarkCreateServices(b *testing.B, opts Options) {
+	s, err := StartServer(opts)
 	require.NoError(b, err)
 	defer s.Close()
 	ctx := context.Background()
