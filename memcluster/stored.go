@@ -310,7 +310,8 @@ func (st *stored) block(buf *[]byte) (table, raw []byte) {
 	rest := st.data[int(st.nameLen)+int(st.uidLen):]
 	var b []byte
 	if st.in != nil && st.in.file != nil {
-		off, n := binary.LittleEndian.Uint64([]byte(rest[:8])), binary.LittleEndian.Uint32([]byte(rest[8:fileRefLen]))
+		ref := unsafe.Slice(unsafe.StringData(rest), fileRefLen)
+		off, n := binary.LittleEndian.Uint64(ref), binary.LittleEndian.Uint32(ref[8:])
 		b = st.in.file.get(buf, int64(off), int(n))
 	} else {
 		b = unsafe.Slice(unsafe.StringData(rest), len(rest))
