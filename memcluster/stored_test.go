@@ -2,6 +2,7 @@ package memcluster
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,6 +18,9 @@ import (
 	"github.com/restoregraph/restoregraph/internal/jsontree"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 const podJSON = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-7d9f8c6b5-abcde","namespace":"shop","uid":"0ed5e479-fe1f-405b-8480-5cfcbe4d4c59","resourceVersion":"1234","creationTimestamp":"2026-11-01T10:00:00Z","ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-7d9f8c6b5","uid":"1ed5e479-fe1f-405b-8480-5cfcbe4d4c59","controller":true,"blockOwnerDeletion":true}],"generateName":"web-7d9f8c6b5-","labels":{"app.kubernetes.io/name":"web","app.kubernetes.io/part-of":"shop"}},"spec":{"containers":[{"name":"app","image":"registry.example.com/web:1.4.2","ports":[{"name":"http","containerPort":8080,"protocol":"TCP"}],"envFrom":[{"configMapRef":{"name":"web-config"}}],"resources":{"limits":{"cpu":"500m","memory":"256Mi"},"requests":{"cpu":"100m","memory":"128Mi"}},"readinessProbe":{"httpGet":{"path":"/healthz","port":8080,"scheme":"HTTP"},"timeoutSeconds":1,"periodSeconds":10,"successThreshold":1,"failureThreshold":3},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","imagePullPolicy":"IfNotPresent"}],"restartPolicy":"Always","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","serviceAccountName":"web","securityContext":{},"schedulerName":"default-scheduler","nodeName":"node-1","priority":0,"enableServiceLinks":true},"status":{"phase":"Running"}}`
@@ -329,4 +333,53 @@ func TestLabelSetsShared(t *testing.T) {
 	assert.Equal(t, labelSet{}, labelled(nil).labels)
 	assert.Nil(t, pairs(labelled(map[string]any{}).labels))
 	assert.Equal(t, []string{"app", "web"}, pairs(newStored(map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}}}, nil).labels))
+}
+
+// Objects created, updated and read at once by many clients of a server whose data file
+// writes a few objects at a time read back as written: blocks read from the file and
+// from those not yet written, while others are added and written (run with -race).
+func TestDataFileConcurrent(t *testing.T) {
+	s, c := start(t, Options{DataDir: t.TempDir(), dataFlush: 2 << 10})
+	cms := c.Resource(cmGVR).Namespace("ns")
+	ctx := context.Background()
+	const clients, each = 8, 150
+	var g errgroup.Group
+	for w := range clients {
+		g.Go(func() error {
+			for i := range each {
+				name := fmt.Sprintf("cm-%d-%d", w, i)
+				value := strings.Repeat(fmt.Sprint(w, i), 40)
+				obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "ns"},
+					"data": map[string]any{"k": value}}
+				if err := s.Create(ctx, cmGVR, "ns", obj); err != nil {
+					return err
+				}
+				got, err := cms.Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				if v, _, _ := unstructured.NestedString(got.Object, "data", "k"); v != value {
+					return fmt.Errorf("%s reads %q", name, v)
+				}
+				got.Object["data"] = map[string]any{"k": value + "!"}
+				if _, err := cms.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	require.NoError(t, g.Wait())
+	list, err := cms.List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, list.Items, clients*each)
+	for _, o := range list.Items {
+		var w, i int
+		_, err := fmt.Sscanf(o.GetName(), "cm-%d-%d", &w, &i)
+		require.NoError(t, err)
+		v, _, _ := unstructured.NestedString(o.Object, "data", "k")
+		require.Equal(t, strings.Repeat(fmt.Sprint(w, i), 40)+"!", v, o.GetName())
+	}
+	require.NoError(t, s.DataFileError())
+	assert.Positive(t, s.file.written.Load(), "blocks were written to the file")
 }
