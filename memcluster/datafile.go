@@ -21,6 +21,10 @@ type storage struct {
 	inMemory *storage
 }
 
+// inFile reports whether blocks kept this way are in a data file; nil keeps them in
+// memory.
+func (in *storage) inFile() bool { return in != nil && in.file != nil }
+
 // dataFile keeps records' blocks in a file of their own (Options.DataDir), removed
 // from its directory once made: the objects' JSON then lies in the kernel's page
 // cache, which it may reclaim, not in the Go heap, which the collector keeps twice the

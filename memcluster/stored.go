@@ -231,7 +231,7 @@ func (st *stored) identify(name, uid string, cuts []jsontree.Cut, raw []byte, in
 		panic(fmt.Sprintf("memcluster: a name of %d bytes or a UID of %d stored", len(name), len(uid)))
 	}
 	n := cutTable(nil, cuts)
-	if in != nil && in.file != nil && uint64(n)+uint64(len(raw)) <= math.MaxUint32 {
+	if in.inFile() && uint64(n)+uint64(len(raw)) <= math.MaxUint32 {
 		block := scratch.Get().(*[]byte)
 		defer scratch.Put(block)
 		*block = (*block)[:0]
@@ -251,7 +251,7 @@ func (st *stored) identify(name, uid string, cuts []jsontree.Cut, raw []byte, in
 			return
 		}
 	}
-	if in != nil && in.file != nil {
+	if in.inFile() {
 		in = in.inMemory // the file refused it
 	}
 	var b strings.Builder
@@ -309,7 +309,7 @@ func (st *stored) apiVersion() string { return st.gv.Value() }
 func (st *stored) block(buf *[]byte) (table, raw []byte) {
 	rest := st.data[int(st.nameLen)+int(st.uidLen):]
 	var b []byte
-	if st.in != nil && st.in.file != nil {
+	if st.in.inFile() {
 		ref := unsafe.Slice(unsafe.StringData(rest), fileRefLen)
 		off, n := binary.LittleEndian.Uint64(ref), binary.LittleEndian.Uint32(ref[8:])
 		b = st.in.file.get(buf, int64(off), int(n))
@@ -322,7 +322,7 @@ func (st *stored) block(buf *[]byte) (table, raw []byte) {
 // json returns st's JSON. The caller does not change it.
 func (st *stored) json() []byte {
 	var buf *[]byte
-	if st.in != nil && st.in.file != nil {
+	if st.in.inFile() {
 		if st.in.dict != nil || st.cutLen > 0 {
 			// What is read is decoded into another buffer: this one goes back.
 			buf = scratch.Get().(*[]byte)

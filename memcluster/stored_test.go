@@ -135,7 +135,7 @@ func TestDataFileFullKeepsInMemory(t *testing.T) {
 		meta(obj)["name"] = fmt.Sprintf("pod-%d", i)
 		st := encodeUnversioned(rt, &canonSet{}, obj).version(obj, "9")
 		stored, want = append(stored, st), append(want, string(newStored(obj, nil).json()))
-		if st.in != nil && st.in.file != nil {
+		if st.in.inFile() {
 			taken++
 		} else if st.in != nil && st.in.dict != nil {
 			compressed++
