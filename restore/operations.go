@@ -128,7 +128,7 @@ func (r *run) follow(ctx context.Context, op *Operation) error {
 			return err
 		})
 		switch {
-		case ctx.Err() != nil:
+		case stopped(ctx):
 			return cancel(fmt.Errorf("the restore stopped: %w", context.Cause(ctx)))
 		case err != nil:
 			return end(OperationFailed, fmt.Errorf("Progress: %w", err))
@@ -176,6 +176,21 @@ func (r *run) abandon(ctx context.Context, o *Object, why error) {
 	if pending {
 		o.Result.Operations = slices.Clone(o.ops)
 	}
+}
+
+// stopped reports whether ctx is done. A call that fails at ctx's deadline can return
+// before ctx's own timer has fired: a gRPC server enforces the deadline it was sent and
+// may answer DeadlineExceeded first. Past the deadline, stopped waits the moment until
+// ctx is done, so that the failure is the restore stopping, not the call failing.
+func stopped(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		<-ctx.Done()
+		return true
+	}
+	return false
 }
 
 // cancelOperation calls the plugin's Cancel. The restore's context may be done: the

@@ -182,6 +182,40 @@ func TestAsyncOperationThatFailsTimesOutOrIsCancelled(t *testing.T) {
 	}
 }
 
+// earlyDeadline reports a deadline before the one its timer fires at, as a gRPC client's
+// context can be seen past its deadline after the server has already answered
+// DeadlineExceeded.
+type earlyDeadline struct {
+	context.Context
+	at time.Time
+}
+
+func (c earlyDeadline) Deadline() (time.Time, bool) { return c.at, true }
+
+// A plugin whose Progress fails because the restore's deadline has passed, before the
+// restore's context says so, has its operation cancelled as the restore stopping: the
+// operation is not reported failed, and the restore returns the deadline.
+func TestOperationPastTheRestoreDeadlineIsCancelled(t *testing.T) {
+	tctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	ctx := earlyDeadline{tctx, time.Now().Add(150 * time.Millisecond)}
+	c := &copier{}
+	c.onPoll = func() {
+		if !time.Now().Before(ctx.at) {
+			c.progressErr = errors.New("rpc error: code = DeadlineExceeded desc = context deadline exceeded")
+		}
+	}
+	rep, err := restoreAll(ctx, widgetTarget(t), widgetBackup(t), testOptions{Plugins: copierRegistry(t, c),
+		OperationPoll: fastPoll, Retry: fastRetry})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	ns := byName(rep)["namespaces/a"]
+	assert.Equal(t, Failed, ns.Status)
+	assert.ErrorIs(t, ns.Err, context.DeadlineExceeded)
+	require.Len(t, ns.Operations, 1)
+	assert.Equal(t, OperationCanceled, ns.Operations[0].Phase)
+	assert.Equal(t, []string{"copy-into-a"}, c.cancelled, "Cancel is called with the operation's ID")
+}
+
 // A restore resumed from its journal follows the operations an earlier run started:
 // Progress on the same ID, Execute not called again. The same of a journal in a file and
 // of one in the cluster.
