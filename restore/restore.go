@@ -20,6 +20,7 @@ import (
 	"github.com/restoregraph/restoregraph/scheduler"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 )
 
 // run is the state of one restore.
@@ -45,6 +46,10 @@ type run struct {
 
 	bodies sync.Pool // of *[]byte, the buffers bodies are read into (bodyAppender)
 	alarms sync.Pool // of *alarm, the item timeout's (budget)
+	states sync.Pool // of *objectState (restoreNode)
+
+	clientsMu sync.RWMutex
+	clients   map[clientKey]dynamic.ResourceInterface // by resource and namespace (client)
 }
 
 // Apply restores the plan p into target: exactly its objects, at its versions, with its

@@ -295,6 +295,32 @@ func TestPermanentFailureSkipsOnlyDescendants(t *testing.T) {
 	assert.Equal(t, 4+3*4, skipped)
 }
 
+// What one object's restore recorded (its failure, its reason, its retries) is never
+// another's: the state an object is restored with is used again for the next object.
+func TestObjectResultsAreTheirOwn(t *testing.T) {
+	b := capiBackup(t, 2)
+	_, cfg := cluster(t, memcluster.Options{})
+	var reg plugin.Registry
+	require.NoError(t, reg.Register("fail", plugin.V1, failOn{"Cluster", "workload-01"}))
+	rep, err := restoreAll(context.Background(), cfg, b, testOptions{Plugins: &reg, Retry: fastRetry, Workers: 1})
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Count(Failed))
+	for o := range rep.Objects() {
+		switch o.Status {
+		case Failed:
+			assert.Contains(t, o.Reason, "permanent failure")
+		case Skipped:
+			assert.NotContains(t, o.Reason, "permanent failure", "%s %s", o.Kind, o.Name)
+		default:
+			assert.Empty(t, o.Reason, "%s %s", o.Kind, o.Name)
+			assert.NoError(t, o.Err, "%s %s", o.Kind, o.Name)
+			assert.Empty(t, o.Warnings, "%s %s", o.Kind, o.Name)
+			assert.Empty(t, o.Operations, "%s %s", o.Kind, o.Name)
+		}
+		assert.False(t, o.Ended.Before(o.Started), "%s %s", o.Kind, o.Name)
+	}
+}
+
 func TestResumeAfterCancellation(t *testing.T) {
 	b := capiBackup(t, 2)
 	total := int64(b.Manifest().Len())

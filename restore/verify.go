@@ -263,8 +263,9 @@ func (r *run) lostOwners(ctx context.Context, it *manifest.Item, gvr schema.Grou
 // the labels and annotations the resource modifiers changed in it: the run's steps
 // (cut at StepCreate by Verify) as a dry run.
 func (r *run) expected(ctx context.Context, it *manifest.Item) (*unstructured.Unstructured, []metaChange, error) {
-	o, err := r.object(it, &ObjectResult{})
-	if err != nil {
+	st := new(objectState)
+	o := &st.o
+	if err := r.object(o, it, &st.res, &st.budget); err != nil {
 		return nil, nil, err
 	}
 	o.DryRun = true
