@@ -78,6 +78,14 @@ func (r *run) stepRead(_ context.Context, o *Object) error {
 		o.Body = o.Backup.DeepCopy() // a caller's steps may change anything
 		return nil
 	}
+	if !r.readsBackup(o) {
+		// No step after this one reads the backup's object once the body has changed:
+		// the body is that object, changed where it is. Copying its top level and
+		// metadata was a tenth of what a restore allocated, for the objects of kinds
+		// no action applies to.
+		o.Body = o.Backup
+		return nil
+	}
 	// The default steps change the top level and metadata of most objects, and what lies
 	// deeper only on the way through an action, a modifier, a hook or a mapping of it,
 	// which take their own copy first (Object.own): a deep copy of every object was a
@@ -87,6 +95,26 @@ func (r *run) stepRead(_ context.Context, o *Object) error {
 		o.Body.Object["metadata"] = runtime.DeepCopyJSONValue(md)
 	}
 	return nil
+}
+
+// readsBackup reports whether a step after StepRead may read o.Backup, the backup's
+// object, once o.Body has changed: an action applies to o (it is given the item from
+// the backup), its status may be restored, from the backup's object, or o is read to be
+// verified. The item's labels choose actions as they do in stepActions.
+func (r *run) readsBackup(o *Object) bool {
+	it := o.Item
+	switch {
+	case o.DryRun:
+		return true
+	case r.plan.status.selects(it.GroupResource()) || annotation(o.Backup, RestoreStatusAnnotation) != "":
+		return true
+	}
+	for _, a := range r.actions {
+		if a.AppliesTo(it.GroupResource(), it.Namespace, &it.Labels) {
+			return true
+		}
+	}
+	return false
 }
 
 // own gives o.Body its own copy of what it still shares with o.Backup below its top

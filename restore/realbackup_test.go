@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/memcluster"
+	"github.com/restoregraph/restoregraph/plugin"
 	"github.com/restoregraph/restoregraph/plugin/builtin"
+	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -293,7 +296,8 @@ func TestRestoreABackupVeleroWrote(t *testing.T) {
 // TestBackupObjectsAreNotChanged: whatever the steps and the server do to the objects
 // they create, each object as the backup holds it (Object.Backup, which plugins are
 // given as ItemFromBackup and status is restored from) stays as it was read, though the
-// default steps share what they do not change with it.
+// default steps share what they do not change with it. An object no step reads the
+// backup's copy of (no action applies to it) is restored from that copy itself.
 func TestBackupObjectsAreNotChanged(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -320,11 +324,17 @@ func TestBackupObjectsAreNotChanged(t *testing.T) {
 				tgt = inProcess(s, tgt)
 			}
 			var mu sync.Mutex
-			shared := 0
+			shared, own := 0, 0
 			po, ro := c.opts.split()
 			ro.Retry = fastRetry
 			ro.inspect = func(o *Object) {
 				if o.Backup == nil {
+					return
+				}
+				if o.Backup == o.Body {
+					mu.Lock()
+					own++
+					mu.Unlock()
 					return
 				}
 				body, err := b.Body(o.Item.GroupResource(), o.Resource.Version, o.Item.Namespace, o.Item.Name)
@@ -343,7 +353,52 @@ func TestBackupObjectsAreNotChanged(t *testing.T) {
 			rep, err := Apply(ctx, p, tgt, ro)
 			require.NoError(t, err)
 			require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
-			assert.Positive(t, shared, "some objects were restored without a copy of their own")
+			if c.name != "fleet in-process" { // no action applies to Cluster API's kinds
+				assert.Positive(t, shared, "some objects were restored without a copy of their own")
+			}
+			assert.Positive(t, own, "some objects were restored from the backup's copy itself")
 		})
+	}
+}
+
+// recordsBackupItem applies to ConfigMaps and keeps what it is given as ItemFromBackup.
+type recordsBackupItem struct {
+	mu   sync.Mutex
+	seen map[string]*unstructured.Unstructured
+}
+
+func (p *recordsBackupItem) AppliesTo() (ria.ResourceSelector, error) {
+	return ria.ResourceSelector{IncludedResources: []string{"configmaps"}}, nil
+}
+
+func (p *recordsBackupItem) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen[in.ItemFromBackup.GetName()] = in.ItemFromBackup.DeepCopy()
+	return ria.NewExecuteOutput(in.Item), nil
+}
+
+// An action is given the object as the backup holds it, in its namespace in the backup,
+// with the UID and resourceVersion the restore leaves out of what it creates; the objects
+// of the kinds it does not apply to are restored from the backup's copy itself.
+func TestActionsAreGivenTheBackupsObject(t *testing.T) {
+	b := shop(t)
+	p := &recordsBackupItem{seen: map[string]*unstructured.Unstructured{}}
+	var reg plugin.Registry
+	require.NoError(t, reg.Register("records", plugin.V1, p))
+	rep, err := restoreAll(context.Background(), shopTarget(t), b, testOptions{Plugins: &reg, Retry: fastRetry,
+		NamespaceMappings: map[string]string{"shop": "shop-2"}})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), firstFailure(rep))
+	require.NotEmpty(t, p.seen)
+	for name, got := range p.seen {
+		it, ok := b.Manifest().Get(manifest.ID{Resource: "configmaps", Namespace: got.GetNamespace(), Name: name})
+		require.True(t, ok, "%s/%s is not in the backup", got.GetNamespace(), name)
+		body, err := b.Body(it.GroupResource(), it.Version, it.Namespace, it.Name)
+		require.NoError(t, err)
+		read, err := decodeObject(body)
+		require.NoError(t, err)
+		assert.Equal(t, read.Object, got.Object, "ConfigMap %s", name)
+		assert.NotEmpty(t, got.GetUID(), "ConfigMap %s", name)
 	}
 }

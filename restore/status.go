@@ -5,6 +5,7 @@ import (
 
 	"github.com/restoregraph/restoregraph/filter"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // RestoreStatusAnnotation on an object in the backup says whether its status is
@@ -45,7 +46,13 @@ func (s *statusFilter) keeps(o *Object) bool {
 	case "false":
 		return false
 	}
-	return s != nil && s.f.Resource(o.Item.GroupResource())
+	return s.selects(o.Item.GroupResource())
+}
+
+// selects reports whether the selection restores the status of gr's objects (the
+// annotation of one may say otherwise).
+func (s *statusFilter) selects(gr schema.GroupResource) bool {
+	return s != nil && s.f.Resource(gr)
 }
 
 func annotation(u *unstructured.Unstructured, key string) string {

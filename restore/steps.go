@@ -87,10 +87,11 @@ type Object struct {
 	// Backup is the object as the backup holds it at that version, set by StepRead.
 	// Steps must not change it.
 	Backup *unstructured.Unstructured
-	// Body is what will be created; steps change it. Under the default steps it shares
-	// what lies below its top level and metadata with Backup until a default step
-	// changes that (it then takes its own copy); with steps of a caller's, it is a copy
-	// of Backup throughout.
+	// Body is what will be created; steps change it. With steps of a caller's, it is a
+	// copy of Backup throughout. Under the default steps it shares what lies below its
+	// top level and metadata with Backup until a default step changes that (it then
+	// takes its own copy); and when no step after StepRead reads Backup (no action
+	// applies to the object, its status is not restored), Body is Backup itself.
 	Body *unstructured.Unstructured
 	// Target is the object as it is in the target, once created, adopted or found. As
 	// created through the Dynamic that NewTarget makes, it holds only the answer's
