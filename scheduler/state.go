@@ -86,6 +86,9 @@ func newRun(ctx context.Context, dag DAG, fn Func, opts Options) *run {
 		r.prio = toposort.LongestRemaining(dag, r.order, w)
 	}
 	r.ready = newQueue(r.prio, n, opts.Ties)
+	// What was read from the caller's priorities and ties is the run's own now: the
+	// run lets go of theirs (a million nodes' are 12 MB).
+	r.opts.Priority, r.opts.Weight, r.opts.Ties = nil, nil, nil
 	var roots []int32
 	for i := range n {
 		if r.indeg[i] == 0 {
