@@ -120,26 +120,51 @@ func BenchmarkCLIRestore(b *testing.B) {
 // (--embedded-data-dir=), not in its data file.
 func BenchmarkCLIRestoreEmbedded(b *testing.B) {
 	for _, n := range scaleSizes {
-		for _, inMemory := range []bool{false, true} {
+		for _, variant := range []string{"", "store=memory", "memory=1GiB"} {
 			name := fmt.Sprintf("objects=%d", n)
 			args := []string{"restore", "--backup", "", "--embedded"}
-			if inMemory {
-				name += ",store=memory"
+			var limit int64
+			switch variant {
+			case "store=memory":
 				args = append(args, "--embedded-data-dir=")
+			case "memory=1GiB":
+				limit = 1 << 30
 			}
-			b.Run(name, func(b *testing.B) { benchCLIRestoreEmbedded(b, n, args) })
+			if variant != "" {
+				name += "," + variant
+			}
+			b.Run(name, func(b *testing.B) { benchCLIRestoreEmbedded(b, n, limit, args) })
 		}
 	}
 }
 
 // benchCLIRestoreEmbedded runs the CLI with args, whose third is the backup: the
-// generated one of n objects.
-func benchCLIRestoreEmbedded(b *testing.B, n int, args []string) {
+// generated one of n objects. With a limit, the CLI runs in a memory cgroup of that many
+// bytes, as in a container of that size (it sets its soft memory limit from it); the
+// benchmark is skipped where no such cgroup can be made.
+func benchCLIRestoreEmbedded(b *testing.B, n int, limit int64, args []string) {
 	args[2] = appsTarball(b, n, false)
-	cliBinary(b)
+	bin := cliBinary(b)
+	cgroup := ""
+	if limit > 0 {
+		dir, remove, err := clirun.MemoryCgroup(fmt.Sprintf("restoregraph-bench-%d", os.Getpid()), limit)
+		if err != nil {
+			b.Skipf("no memory cgroup of %d bytes: %v", limit, err)
+		}
+		b.Cleanup(func() {
+			if err := remove(); err != nil {
+				b.Errorf("removing the cgroup: %v", err)
+			}
+		})
+		cgroup = dir
+	}
 	var last clirun.Run
 	for b.Loop() {
-		last = runCLI(b, args...)
+		r, err := clirun.StartIn(cgroup, bin, args...)
+		if err != nil {
+			b.Fatal(err) // a command the kernel killed for its memory says "signal: killed"
+		}
+		last = r
 	}
 	// "N objects in D: N restored", and nothing else.
 	m := everyObjectRestored.FindSubmatch(last.Stdout)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"time"
 )
 
@@ -49,13 +50,21 @@ type Run struct {
 // Start runs bin, built by Build, with args to its end, through peakrss so that the
 // peak memory and the CPU time measured are the command's own. A run that fails returns
 // its error with what it wrote to standard error.
-func Start(bin string, args ...string) (Run, error) {
+func Start(bin string, args ...string) (Run, error) { return StartIn("", bin, args...) }
+
+// StartIn is Start within the cgroup cgroup (a directory of the cgroup file system, as
+// MemoryCgroup makes), from the command's first instruction; "" is Start's own cgroup.
+func StartIn(cgroup, bin string, args ...string) (Run, error) {
 	peakR, peakW, err := os.Pipe()
 	if err != nil {
 		return Run{}, err
 	}
 	defer peakR.Close()
-	cmd := exec.Command(peakRSS(bin), append([]string{bin}, args...)...)
+	peakArgs := append([]string{bin}, args...)
+	if cgroup != "" {
+		peakArgs = append([]string{"-cgroup", cgroup}, peakArgs...)
+	}
+	cmd := exec.Command(peakRSS(bin), peakArgs...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = &stdout, &stderr, []*os.File{peakW}
 	start := time.Now()
@@ -84,4 +93,31 @@ func (r Run) Report(m Metrics, objects int) {
 	m.ReportMetric(r.CPU.Seconds(), "cpu-s")
 	m.ReportMetric(float64(objects)/r.Took.Seconds(), "objects/s")
 	m.ReportMetric(float64(r.MaxRSS)/(1<<20), "peak-RSS-MiB")
+}
+
+// MemoryCgroup makes a cgroup named name whose processes may hold limit bytes of memory
+// in all (anonymous and page cache), as a container's limit does: in cgroup v2's
+// hierarchy at /sys/fs/cgroup (memory.max) or v1's memory controller at
+// /sys/fs/cgroup/memory (memory.limit_in_bytes). It returns its directory and a
+// function that removes it once its processes have ended; an error where neither can
+// be made (not root, no memory controller).
+func MemoryCgroup(name string, limit int64) (dir string, remove func() error, err error) {
+	const root = "/sys/fs/cgroup"
+	var file string
+	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
+		dir, file = filepath.Join(root, name), "memory.max"
+	} else if _, err := os.Stat(filepath.Join(root, "memory", "memory.limit_in_bytes")); err == nil {
+		dir, file = filepath.Join(root, "memory", name), "memory.limit_in_bytes"
+	} else {
+		return "", nil, fmt.Errorf("no cgroup memory controller at %s", root)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	remove = func() error { return os.Remove(dir) }
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(strconv.FormatInt(limit, 10)), 0); err != nil {
+		remove()
+		return "", nil, fmt.Errorf("limiting cgroup %s: %w", dir, err)
+	}
+	return dir, remove, nil
 }
