@@ -162,7 +162,7 @@ func benchCLIRestoreEmbedded(b *testing.B, n int, limit int64, args []string) {
 	for b.Loop() {
 		r, err := clirun.StartIn(cgroup, bin, args...)
 		if err != nil {
-			b.Fatal(err) // a command the kernel killed for its memory says "signal: killed"
+			b.Fatal(err) // one the kernel killed for its memory: "peakrss: ...: killed"
 		}
 		last = r
 	}

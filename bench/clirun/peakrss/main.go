@@ -45,6 +45,11 @@ func main() {
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			// Killed (by the kernel, for a cgroup's memory): said, and exited as a shell does.
+			fmt.Fprintf(os.Stderr, "peakrss: %s: %v\n", args[0], ws.Signal())
+			os.Exit(128 + int(ws.Signal()))
+		}
 		os.Exit(exit.ExitCode())
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "peakrss:", err)
