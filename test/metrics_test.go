@@ -66,17 +66,7 @@ func parseMetrics(text string, metrics ...string) (map[string][]sample, error) {
 	}
 	out := map[string][]sample{}
 	for _, name := range metrics {
-		value := func(m *dto.Metric) (float64, bool) {
-			switch {
-			case m.Counter != nil:
-				return m.Counter.GetValue(), true
-			case m.Gauge != nil:
-				return m.Gauge.GetValue(), true
-			case m.Untyped != nil:
-				return m.Untyped.GetValue(), true
-			}
-			return 0, false
-		}
+		value := scalar
 		f, ok := families[name]
 		if !ok {
 			for suffix, of := range map[string]func(*dto.Metric) (float64, bool){"_sum": sum, "_count": count} {
@@ -103,7 +93,20 @@ func parseMetrics(text string, metrics ...string) (map[string][]sample, error) {
 	return out, nil
 }
 
-// sum and count read a histogram's or a summary's sum and count.
+// scalar reads a counter's, a gauge's or an untyped metric's value; sum and count read
+// a histogram's or a summary's sum and count.
+func scalar(m *dto.Metric) (float64, bool) {
+	switch {
+	case m.Counter != nil:
+		return m.Counter.GetValue(), true
+	case m.Gauge != nil:
+		return m.Gauge.GetValue(), true
+	case m.Untyped != nil:
+		return m.Untyped.GetValue(), true
+	}
+	return 0, false
+}
+
 func sum(m *dto.Metric) (float64, bool) {
 	switch {
 	case m.Histogram != nil:
