@@ -119,6 +119,9 @@ type Action struct {
 	// SharesItem: the implementation says, as an ItemSharer, that it changes what lies
 	// below the item's top level and metadata only by replacing it.
 	SharesItem bool
+	// ForgetsItems: the implementation says, as an ItemForgetter, that it keeps nothing
+	// of the items it is given or returns once Execute has returned.
+	ForgetsItems bool
 	v2.RestoreItemAction
 	matcher *ria.Matcher
 }
@@ -131,6 +134,16 @@ type Action struct {
 // of their own to change as they like.
 type ItemSharer interface {
 	SharesItem() bool
+}
+
+// ItemForgetter is implemented by an action, registered in this process, that keeps no
+// part of the items it is given (the item and the backup's) nor of the item it returns
+// once Execute has returned. A restore gives the maps of an object that only such
+// actions were given to the objects decoded after it, once the object is restored.
+// Actions that do not say so, and every action in another process, are given items
+// the restore lets the collector have.
+type ItemForgetter interface {
+	ForgetsItems() bool
 }
 
 // AppliesTo reports whether the action is called for an item.
@@ -161,9 +174,12 @@ func (r *Registry) Actions() ([]*Action, error) {
 		}
 		version := r.version(name)
 		r.mu.RLock()
-		sharer, ok := r.plugins[name][version].(ItemSharer)
+		registered := r.plugins[name][version]
 		r.mu.RUnlock()
-		out = append(out, &Action{Name: name, Version: version, Selector: sel, SharesItem: ok && sharer.SharesItem(), RestoreItemAction: impl, matcher: m})
+		sharer, shares := registered.(ItemSharer)
+		forgetter, forgets := registered.(ItemForgetter)
+		out = append(out, &Action{Name: name, Version: version, Selector: sel, SharesItem: shares && sharer.SharesItem(),
+			ForgetsItems: forgets && forgetter.ForgetsItems(), RestoreItemAction: impl, matcher: m})
 	}
 	return out, nil
 }

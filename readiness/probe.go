@@ -21,7 +21,9 @@ type Result struct {
 	Policy Policy
 }
 
-// Probe says whether an object, as it now is, is ready.
+// Probe says whether an object, as it now is, is ready. It keeps nothing of obj once it
+// has answered: a restore gives the maps of a restored object to the objects decoded
+// after it.
 type Probe interface {
 	Probe(obj *unstructured.Unstructured) Result
 }

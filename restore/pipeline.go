@@ -71,7 +71,7 @@ func (r *run) stepRead(_ context.Context, o *Object) error {
 	if err != nil {
 		return err
 	}
-	if o.Backup, err = decodeObject(body); err != nil {
+	if o.Backup, o.decoded, err = decodeBackup(body); err != nil {
 		return fmt.Errorf("%s at %s in the backup: %w", it, o.Resource.Version, err)
 	}
 	if r.plan.ext.Steps != nil {
@@ -156,6 +156,7 @@ func (r *run) stepActions(ctx context.Context, o *Object) error {
 		if !a.SharesItem {
 			o.own()
 		}
+		o.held = o.held || !a.ForgetsItems
 		// The call is charged to the object's time (a plugin that hangs fails its object),
 		// what the plugin then asks to wait for is bounded by the plugin's own timeout.
 		var out *ria.ExecuteOutput

@@ -403,3 +403,46 @@ func TestActionsAreGivenTheBackupsObject(t *testing.T) {
 		assert.NotEmpty(t, got.GetUID(), "ConfigMap %s", name)
 	}
 }
+
+// keepsItems applies to ConfigMaps and keeps what it is given, as it is given it: the
+// backup's object, uncopied.
+type keepsItems struct {
+	mu   sync.Mutex
+	kept map[string]*unstructured.Unstructured
+}
+
+func (p *keepsItems) AppliesTo() (ria.ResourceSelector, error) {
+	return ria.ResourceSelector{IncludedResources: []string{"configmaps"}}, nil
+}
+
+func (p *keepsItems) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.kept[in.ItemFromBackup.GetName()] = in.ItemFromBackup
+	return ria.NewExecuteOutput(in.Item), nil
+}
+
+// The restore uses the maps of the objects it has restored again for the objects it
+// decodes after them, but not those of an object an action was given that does not say
+// it keeps nothing (plugin.ItemForgetter): what such an action kept stays as it was
+// given, through the whole restore.
+func TestWhatAnActionKeepsIsNotUsedAgain(t *testing.T) {
+	b := shop(t)
+	p := &keepsItems{kept: map[string]*unstructured.Unstructured{}}
+	var reg plugin.Registry
+	require.NoError(t, reg.Register("keeps", plugin.V1, p))
+	s, tgt := cluster(t, memcluster.Options{ServiceCIDR: "10.96.0.0/24"})
+	rep, err := restoreAll(context.Background(), inProcess(s, tgt), b, testOptions{Plugins: &reg, Retry: fastRetry})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), firstFailure(rep))
+	require.NotEmpty(t, p.kept)
+	for name, got := range p.kept {
+		it, ok := b.Manifest().Get(manifest.ID{Resource: "configmaps", Namespace: "shop", Name: name})
+		require.True(t, ok, "shop/%s is not in the backup", name)
+		body, err := b.Body(it.GroupResource(), it.Version, it.Namespace, it.Name)
+		require.NoError(t, err)
+		read, err := decodeObject(body)
+		require.NoError(t, err)
+		assert.Equal(t, read.Object, got.Object, "ConfigMap %s", name)
+	}
+}

@@ -40,6 +40,8 @@ type Target struct {
 // apierrors error. It may change obj's top level and metadata, and on success obj is
 // the object as created; what lies deeper it must replace where it changes it, not
 // change, for the restore shares those values with the object as the backup holds it.
+// It keeps nothing of obj once Create returns: the restore gives obj's maps to the
+// objects decoded after it, once the object is restored.
 type Creator interface {
 	Create(ctx context.Context, gvr schema.GroupVersionResource, namespace string, obj map[string]any) error
 }

@@ -29,6 +29,7 @@ type decoder struct {
 	scratch []byte // a string with escapes, unquoted
 	// members holds the members of the objects being decoded, the innermost last.
 	members []member
+	made    *Maps // where the maps made are listed, or nil
 }
 
 // member is a member of an object: as decoded, before its map is made; as encoded, as
@@ -49,11 +50,16 @@ const (
 )
 
 // Object decodes data, which must hold one JSON object.
-func Object(data []byte) (map[string]any, error) {
+func Object(data []byte) (map[string]any, error) { return decode(data, nil) }
+
+// decode decodes data, which must hold one JSON object, and lists the maps it makes in
+// made, when not nil.
+func decode(data []byte, made *Maps) (map[string]any, error) {
 	d := decoders.Get().(*decoder)
+	d.made = made
 	defer func() {
 		clear(d.members) // what a decode that failed left
-		d.members = d.members[:0]
+		d.members, d.made = d.members[:0], nil
 		decoders.Put(d)
 	}()
 	i := space(data, 0)
@@ -99,7 +105,10 @@ func (d *decoder) value(data []byte, i, depth int) (v any, end int, err error) {
 				return nil, 0, err
 			}
 		}
-		m := make(map[string]any, len(d.members)-base)
+		m := newMap(len(d.members) - base)
+		if d.made != nil {
+			d.made.made = append(d.made.made, m)
+		}
 		for _, e := range d.members[base:] {
 			m[e.name] = e.v // of duplicate names, the last
 		}

@@ -95,6 +95,9 @@ type action struct {
 // SharesItem implements plugin.ItemSharer.
 func (a action) SharesItem() bool { return a.replaces }
 
+// ForgetsItems implements plugin.ItemForgetter: no built-in action keeps an item.
+func (action) ForgetsItems() bool { return true }
+
 func (a action) AppliesTo() (ria.ResourceSelector, error) {
 	return ria.ResourceSelector{IncludedResources: []string{a.resource}}, nil
 }

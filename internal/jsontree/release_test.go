@@ -1,0 +1,92 @@
+package jsontree
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	kjson "k8s.io/apimachinery/pkg/util/json"
+)
+
+// mapsOf adds every map of the tree v to into, by identity, and reports whether none was
+// there already: false when a map is in the tree twice.
+func mapsOf(v any, into map[unsafe.Pointer]bool) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		p := *(*unsafe.Pointer)(unsafe.Pointer(&v))
+		if into[p] {
+			return false
+		}
+		into[p] = true
+		once := true
+		for _, e := range v {
+			once = mapsOf(e, into) && once
+		}
+		return once
+	case []any:
+		once := true
+		for _, e := range v {
+			once = mapsOf(e, into) && once
+		}
+		return once
+	}
+	return true
+}
+
+// The maps of a tree given back go to the objects decoded after it, each to one of them,
+// cleared: the maps a decode made are listed once, whatever the tree became (a map
+// moved within it, or taken out of it), and each object decodes as util/json decodes
+// it.
+func TestReleasedMapsGoToOneObjectEach(t *testing.T) {
+	const doc = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","labels":{"app":"web"}},"spec":{"containers":[{"name":"app","ports":[{"containerPort":8080}]}],"nodeName":"n"},"status":{"phase":"Running"}}`
+	var want map[string]any
+	require.NoError(t, kjson.Unmarshal([]byte(doc), &want))
+	used := false
+	for range 20 { // a pool may drop what it is given (it does, at random, under the race detector)
+		old, made, err := ObjectMaps([]byte(doc))
+		require.NoError(t, err)
+		assert.Equal(t, want, old)
+		// As the restore changes an object: a map moved, one taken out.
+		old["metadata"].(map[string]any)["annotations"] = old["spec"].(map[string]any)["containers"].([]any)[0]
+		delete(old, "status")
+		before := map[unsafe.Pointer]bool{}
+		mapsOf(old, before)
+		made.Release()
+
+		one, err := Object([]byte(doc))
+		require.NoError(t, err)
+		two, err := Object([]byte(`{"c":{"y":4}}`))
+		require.NoError(t, err)
+		seen := map[unsafe.Pointer]bool{}
+		require.True(t, mapsOf(one, seen) && mapsOf(two, seen), "a map given back twice is in two places")
+		assert.Equal(t, want, one)
+		assert.Equal(t, map[string]any{"c": map[string]any{"y": int64(4)}}, two)
+		for p := range seen {
+			used = used || before[p]
+		}
+	}
+	assert.True(t, used, "no map given back was used again")
+}
+
+// A tree something may still hold is dropped: none of its maps is used again.
+func TestDroppedMapsAreNotUsedAgain(t *testing.T) {
+	for range 20 {
+		kept, made, err := ObjectMaps([]byte(`{"a":{"b":{"c":1}}}`))
+		require.NoError(t, err)
+		made.Drop()
+		for range 5 {
+			_, err := Object([]byte(`{"x":{"y":{"z":2}}}`))
+			require.NoError(t, err)
+		}
+		assert.Equal(t, map[string]any{"a": map[string]any{"b": map[string]any{"c": int64(1)}}}, kept)
+	}
+}
+
+// A decode that fails lists nothing to give back.
+func TestObjectMapsOfBadJSON(t *testing.T) {
+	m, made, err := ObjectMaps([]byte(`{"a":{"b":`))
+	assert.Error(t, err)
+	assert.Nil(t, m)
+	assert.Nil(t, made)
+}
