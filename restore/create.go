@@ -78,12 +78,13 @@ func (r *run) createBody(ctx context.Context, o *Object) (*unstructured.Unstruct
 func (r *run) createInProcess(ctx context.Context, o *Object, c Creator) (*unstructured.Unstructured, error) {
 	var obj map[string]any
 	err := r.retry(ctx, o, func() error {
-		obj = maps.Clone(o.Body.Object)
+		obj = o.decoded.Map(len(o.Body.Object))
+		maps.Copy(obj, o.Body.Object)
 		if md, ok := obj["metadata"].(map[string]any); ok {
 			// With room for what the server adds (uid, creationTimestamp,
 			// resourceVersion, generation): a map that grows past eight entries makes
 			// a larger one and drops what it filled.
-			m := make(map[string]any, len(md)+4)
+			m := o.decoded.Map(len(md) + 4)
 			maps.Copy(m, md)
 			obj["metadata"] = m
 		}

@@ -125,12 +125,12 @@ func TestSetAnnotation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := &unstructured.Unstructured{Object: map[string]any{"metadata": tc.md}}
-			setAnnotation(u, SourceUIDAnnotation, "u")
+			setAnnotation(u, nil, SourceUIDAnnotation, "u")
 			assert.Equal(t, tc.want, u.Object["metadata"].(map[string]any)["annotations"])
 		})
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{}}
-	setAnnotation(u, SourceUIDAnnotation, "u")
+	setAnnotation(u, nil, SourceUIDAnnotation, "u")
 	assert.Equal(t, "u", u.GetAnnotations()[SourceUIDAnnotation])
 }
 

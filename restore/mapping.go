@@ -61,7 +61,7 @@ func (r *run) stepMapNamespaces(_ context.Context, o *Object) error {
 func (r *run) stepLabel(_ context.Context, o *Object) error {
 	// Set in the body's own labels (stepRead copied its metadata), where GetLabels and
 	// SetLabels would copy them twice for every object.
-	labels, ok := ownMetadataMap(o.Body, "labels")
+	labels, ok := ownMetadataMap(o.Body, o.decoded, "labels")
 	if !ok {
 		return nil // not an object's metadata: the server refuses it
 	}

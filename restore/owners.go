@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/restoregraph/restoregraph/internal/jsontree"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -40,20 +41,21 @@ func (r *run) remapOwners(ctx context.Context, o *Object) {
 	if len(kept) == 0 {
 		kept = nil
 	}
-	setOwnerReferences(obj, kept)
+	setOwnerReferences(obj, o.decoded, kept)
 }
 
-// setOwnerReferences is obj.SetOwnerReferences(refs) (nil removes the field),
-// without the reflection of runtime.DefaultUnstructuredConverter, which it spends on
-// every reference of every object restored.
-func setOwnerReferences(obj *unstructured.Unstructured, refs []metav1.OwnerReference) {
+// setOwnerReferences is obj.SetOwnerReferences(refs) (nil removes the field), its maps
+// made by made.Map, without the reflection of runtime.DefaultUnstructuredConverter,
+// which it spends on every reference of every object restored.
+func setOwnerReferences(obj *unstructured.Unstructured, made *jsontree.Maps, refs []metav1.OwnerReference) {
 	if refs == nil {
 		unstructured.RemoveNestedField(obj.Object, "metadata", "ownerReferences")
 		return
 	}
 	out := make([]any, len(refs))
 	for i, ref := range refs {
-		m := map[string]any{"apiVersion": ref.APIVersion, "kind": ref.Kind, "name": ref.Name, "uid": string(ref.UID)}
+		m := made.Map(6)
+		m["apiVersion"], m["kind"], m["name"], m["uid"] = ref.APIVersion, ref.Kind, ref.Name, string(ref.UID)
 		if ref.Controller != nil {
 			m["controller"] = *ref.Controller
 		}

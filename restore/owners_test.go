@@ -26,7 +26,7 @@ func TestSetOwnerReferencesAsUnstructuredDoes(t *testing.T) {
 		want := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "n", "ownerReferences": old}}}
 		got := want.DeepCopy()
 		want.SetOwnerReferences(refs)
-		setOwnerReferences(got, refs)
+		setOwnerReferences(got, nil, refs)
 		assert.Equal(t, want.Object, got.Object, "%v", refs)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -90,9 +89,11 @@ func (r *run) stepRead(_ context.Context, o *Object) error {
 	// deeper only on the way through an action, a modifier, a hook or a mapping of it,
 	// which take their own copy first (Object.own): a deep copy of every object was a
 	// quarter of what a restore allocated.
-	o.Body, o.shared = &unstructured.Unstructured{Object: maps.Clone(o.Backup.Object)}, true
-	if md, ok := o.Body.Object["metadata"]; ok {
-		o.Body.Object["metadata"] = runtime.DeepCopyJSONValue(md)
+	top := o.decoded.Map(len(o.Backup.Object))
+	maps.Copy(top, o.Backup.Object)
+	o.Body, o.shared = &unstructured.Unstructured{Object: top}, true
+	if md, ok := top["metadata"]; ok {
+		top["metadata"] = o.decoded.Copy(md)
 	}
 	return nil
 }
@@ -125,7 +126,7 @@ func (o *Object) own() {
 	}
 	for k, v := range o.Body.Object {
 		if k != "metadata" {
-			o.Body.Object[k] = runtime.DeepCopyJSONValue(v)
+			o.Body.Object[k] = o.decoded.Copy(v) // shared is set with decoded
 		}
 	}
 	o.shared = false
@@ -280,7 +281,7 @@ func (r *run) stepRemapOwners(ctx context.Context, o *Object) error {
 }
 
 func (r *run) stepCreate(ctx context.Context, o *Object) error {
-	setAnnotation(o.Body, SourceUIDAnnotation, string(o.Item.UID))
+	setAnnotation(o.Body, o.decoded, SourceUIDAnnotation, string(o.Item.UID))
 
 	created, err := r.create(ctx, o)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/restoregraph/restoregraph/filter"
+	"github.com/restoregraph/restoregraph/internal/jsontree"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -64,27 +65,27 @@ func annotation(u *unstructured.Unstructured, key string) string {
 // (the restore's copy of an object owns its metadata): SetAnnotations would copy them
 // twice over, for each object restored. A value that is not a string among them is
 // left for the server to refuse, where SetAnnotations would have dropped them all.
-func setAnnotation(u *unstructured.Unstructured, key, value string) {
-	if ann, ok := ownMetadataMap(u, "annotations"); ok {
+func setAnnotation(u *unstructured.Unstructured, made *jsontree.Maps, key, value string) {
+	if ann, ok := ownMetadataMap(u, made, "annotations"); ok {
 		ann[key] = value
 	}
 }
 
 // ownMetadataMap returns u's metadata[field] (labels, annotations) to be changed where
-// it is, made, with the metadata, when absent or null; false when the metadata is not
-// an object, which the server refuses.
-func ownMetadataMap(u *unstructured.Unstructured, field string) (map[string]any, bool) {
+// it is, made (made.Map), with the metadata, when absent or null; false when the
+// metadata is not an object, which the server refuses.
+func ownMetadataMap(u *unstructured.Unstructured, made *jsontree.Maps, field string) (map[string]any, bool) {
 	md, ok := u.Object["metadata"].(map[string]any)
 	switch {
 	case !ok && u.Object["metadata"] != nil:
 		return nil, false
 	case !ok:
-		md = map[string]any{}
+		md = made.Map(1)
 		u.Object["metadata"] = md
 	}
 	m, ok := md[field].(map[string]any)
 	if !ok {
-		m = make(map[string]any, 2)
+		m = made.Map(2)
 		md[field] = m
 	}
 	return m, true

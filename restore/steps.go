@@ -118,7 +118,7 @@ type Object struct {
 	hooksRan     bool           // its exec hooks ran, in an earlier run
 	shared       bool           // Body shares values below its top level and metadata with Backup (own)
 	held         bool           // an action that may keep them was given Body and Backup
-	decoded      *jsontree.Maps // the maps StepRead decoded Backup into
+	decoded      *jsontree.Maps // the maps StepRead decoded Backup into, and those made for it since
 	finished     bool
 	skipTo       string
 }

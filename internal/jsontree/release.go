@@ -69,6 +69,45 @@ func (ms *Maps) Release() {
 	ms.Drop()
 }
 
+// Map returns an empty map with room for n members, listed in ms: a map of the tree
+// made after its decode (a copy of one of its maps), given back with those. With ms
+// nil, it is a new map, listed nowhere.
+func (ms *Maps) Map(n int) map[string]any {
+	if ms == nil {
+		return make(map[string]any, n)
+	}
+	m := newMap(n)
+	ms.made = append(ms.made, m)
+	return m
+}
+
+// Copy returns a deep copy of v, a value of a tree as Object decodes it, with its maps
+// listed in ms (made by Map); other values than maps and slices are not copied (strings, numbers and
+// booleans do not change).
+func (ms *Maps) Copy(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		if v == nil {
+			return v
+		}
+		m := ms.Map(len(v))
+		for k, e := range v {
+			m[k] = ms.Copy(e)
+		}
+		return m
+	case []any:
+		if v == nil {
+			return v
+		}
+		s := make([]any, len(v))
+		for i, e := range v {
+			s[i] = ms.Copy(e)
+		}
+		return s
+	}
+	return v
+}
+
 // Drop gives ms back without its maps, which are left to the collector: for a tree that
 // something may still hold.
 func (ms *Maps) Drop() {

@@ -90,3 +90,24 @@ func TestObjectMapsOfBadJSON(t *testing.T) {
 	assert.Nil(t, m)
 	assert.Nil(t, made)
 }
+
+// A copy is deep: changing it leaves the tree it was made of as it was. Its maps are
+// listed with the tree's, and go back with them.
+func TestCopyIsDeepAndGoesBackWithTheTree(t *testing.T) {
+	const doc = `{"metadata":{"name":"web","labels":{"app":"web"},"ownerReferences":[{"uid":"u","kind":"ReplicaSet"}]}}`
+	tree, made, err := ObjectMaps([]byte(doc))
+	require.NoError(t, err)
+	listed := len(made.made)
+	md := made.Copy(tree["metadata"]).(map[string]any)
+	assert.Equal(t, tree["metadata"], md)
+	assert.Equal(t, listed+3, len(made.made), "the copy's three maps are listed")
+	md["labels"].(map[string]any)["app"] = "changed"
+	md["ownerReferences"].([]any)[0].(map[string]any)["uid"] = "changed"
+	top := made.Map(1)
+	top["metadata"] = md
+	var want map[string]any
+	require.NoError(t, kjson.Unmarshal([]byte(doc), &want))
+	assert.Equal(t, want, tree, "the tree copied")
+	assert.Equal(t, listed+4, len(made.made))
+	made.Release()
+}
