@@ -35,7 +35,8 @@ func newMap(n int) map[string]any {
 	return make(map[string]any, n)
 }
 
-// Maps lists the maps a decode made (ObjectMaps).
+// Maps lists the maps a decode made (ObjectMaps), and those made for its tree since
+// (Map, Copy).
 type Maps struct{ made []map[string]any }
 
 var mapLists = sync.Pool{New: func() any { return new(Maps) }}
@@ -51,8 +52,8 @@ func ObjectMaps(data []byte) (map[string]any, *Maps, error) {
 	return m, ms, nil
 }
 
-// Release gives back the maps the decode made, for the objects decoded after them, and
-// ms with them. Nothing may use any of those maps again: not through the tree, nor
+// Release gives back the maps ms lists, for the objects decoded after them, and ms
+// with them. Nothing may use any of those maps again: not through the tree, nor
 // through anything that took one from it (another object that shares its values, a
 // step that kept one). What was put in them is left to the collector.
 func (ms *Maps) Release() {
@@ -81,8 +82,8 @@ func (ms *Maps) Map(n int) map[string]any {
 	return m
 }
 
-// Copy returns a deep copy of v, a value of a tree as Object decodes it, with its maps
-// listed in ms (made by Map); other values than maps and slices are not copied (strings, numbers and
+// Copy returns a deep copy of v, a value of a tree as Object decodes it, its maps made
+// by Map; values other than maps and slices are not copied (strings, numbers and
 // booleans do not change).
 func (ms *Maps) Copy(v any) any {
 	switch v := v.(type) {
