@@ -362,10 +362,12 @@ func TestBackupObjectsAreNotChanged(t *testing.T) {
 	}
 }
 
-// recordsBackupItem applies to ConfigMaps and keeps what it is given as ItemFromBackup.
+// recordsBackupItem applies to ConfigMaps and keeps what it is given as ItemFromBackup:
+// a copy, or with asGiven the object itself.
 type recordsBackupItem struct {
-	mu   sync.Mutex
-	seen map[string]*unstructured.Unstructured
+	mu      sync.Mutex
+	seen    map[string]*unstructured.Unstructured
+	asGiven bool
 }
 
 func (p *recordsBackupItem) AppliesTo() (ria.ResourceSelector, error) {
@@ -375,7 +377,11 @@ func (p *recordsBackupItem) AppliesTo() (ria.ResourceSelector, error) {
 func (p *recordsBackupItem) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.seen[in.ItemFromBackup.GetName()] = in.ItemFromBackup.DeepCopy()
+	it := in.ItemFromBackup
+	if !p.asGiven {
+		it = it.DeepCopy()
+	}
+	p.seen[it.GetName()] = it
 	return ria.NewExecuteOutput(in.Item), nil
 }
 
@@ -404,39 +410,21 @@ func TestActionsAreGivenTheBackupsObject(t *testing.T) {
 	}
 }
 
-// keepsItems applies to ConfigMaps and keeps what it is given, as it is given it: the
-// backup's object, uncopied.
-type keepsItems struct {
-	mu   sync.Mutex
-	kept map[string]*unstructured.Unstructured
-}
-
-func (p *keepsItems) AppliesTo() (ria.ResourceSelector, error) {
-	return ria.ResourceSelector{IncludedResources: []string{"configmaps"}}, nil
-}
-
-func (p *keepsItems) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.kept[in.ItemFromBackup.GetName()] = in.ItemFromBackup
-	return ria.NewExecuteOutput(in.Item), nil
-}
-
 // The restore uses the maps of the objects it has restored again for the objects it
 // decodes after them, but not those of an object an action was given that does not say
 // it keeps nothing (plugin.ItemForgetter): what such an action kept stays as it was
 // given, through the whole restore.
 func TestWhatAnActionKeepsIsNotUsedAgain(t *testing.T) {
 	b := shop(t)
-	p := &keepsItems{kept: map[string]*unstructured.Unstructured{}}
+	p := &recordsBackupItem{seen: map[string]*unstructured.Unstructured{}, asGiven: true}
 	var reg plugin.Registry
 	require.NoError(t, reg.Register("keeps", plugin.V1, p))
 	s, tgt := cluster(t, memcluster.Options{ServiceCIDR: "10.96.0.0/24"})
 	rep, err := restoreAll(context.Background(), inProcess(s, tgt), b, testOptions{Plugins: &reg, Retry: fastRetry})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), firstFailure(rep))
-	require.NotEmpty(t, p.kept)
-	for name, got := range p.kept {
+	require.NotEmpty(t, p.seen)
+	for name, got := range p.seen {
 		it, ok := b.Manifest().Get(manifest.ID{Resource: "configmaps", Namespace: "shop", Name: name})
 		require.True(t, ok, "shop/%s is not in the backup", name)
 		body, err := b.Body(it.GroupResource(), it.Version, it.Namespace, it.Name)
