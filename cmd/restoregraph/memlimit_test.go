@@ -110,7 +110,9 @@ func TestRestoreFitsItsContainer(t *testing.T) {
 	require.Equal(t, 0, res.code, res.stderr)
 	peak := free.peakBytes(t)
 
-	limit := peak * 6 / 10 &^ 4095
+	// 70% of the free peak: since a restored object's maps are used again (834ea3f) the
+	// free run leaves less garbage over what is live, and at 60% the soft limit was killed.
+	limit := peak * 7 / 10 &^ 4095
 	tight := newCgroup(t, limit)
 	res, killed = tight.run(t, nil, args...)
 	require.False(t, killed, "killed in a container of %d MiB (%d MiB unlimited)", limit>>20, peak>>20)
