@@ -180,6 +180,14 @@ func decodeMetadata(data []byte) (*unstructured.Unstructured, error) {
 
 // decodeObject decodes an object's JSON as Unstructured.UnmarshalJSON decodes one that
 // is not a list, in one pass (jsontree), and without quoting the object in its error.
+func decodeObject(data []byte) (*unstructured.Unstructured, error) {
+	u, made, err := decodeBackup(data)
+	if made != nil {
+		made.Drop() // the caller may keep the tree
+	}
+	return u, err
+}
+
 // decodeBackup is decodeObject, for the backup's object of an Object: with the maps it
 // made, which the run gives back once the object is restored (run.release).
 func decodeBackup(data []byte) (*unstructured.Unstructured, *jsontree.Maps, error) {
@@ -192,15 +200,4 @@ func decodeBackup(data []byte) (*unstructured.Unstructured, *jsontree.Maps, erro
 		return nil, nil, errors.New("the object has no kind")
 	}
 	return &unstructured.Unstructured{Object: m}, made, nil
-}
-
-func decodeObject(data []byte) (*unstructured.Unstructured, error) {
-	m, err := jsontree.Object(data)
-	if err != nil {
-		return nil, err
-	}
-	if k, _ := m["kind"].(string); k == "" {
-		return nil, errors.New("the object has no kind")
-	}
-	return &unstructured.Unstructured{Object: m}, nil
 }
