@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"cmp"
 	"errors"
 	"slices"
 
@@ -257,6 +256,10 @@ func (b *builder) predecessors() (outDeg []int32, kinds []EdgeKind) {
 	add := func(from, to int32, kind EdgeKind) {
 		if !g.selfEdge(from, to, kind) {
 			preds = append(preds, pred{from, kind})
+			// An item has two or three predecessors: kept sorted as they come.
+			for k := len(preds) - 1; k > 0 && preds[k-1].from > preds[k].from; k-- {
+				preds[k-1], preds[k] = preds[k], preds[k-1]
+			}
 		}
 	}
 	for i := range int32(n) {
@@ -279,9 +282,6 @@ func (b *builder) predecessors() (outDeg []int32, kinds []EdgeKind) {
 			if o := object[b.ns[i]]; o >= 0 {
 				add(o, i, EdgeNamespace)
 			}
-		}
-		if len(preds) > 1 {
-			slices.SortFunc(preds, func(x, y pred) int { return cmp.Compare(x.from, y.from) })
 		}
 		first := int32(len(ids))
 		for k, p := range preds {
