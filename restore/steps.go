@@ -162,6 +162,7 @@ func (r *run) restoreNode(ctx context.Context, n *scheduler.Node) (err error) {
 	res := &st.res
 	res.Started = r.opts.Clock.Now()
 	defer func() {
+		st.budget.close()
 		if err != nil {
 			err = r.failed(ctx, it, err)
 		}

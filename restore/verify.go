@@ -268,6 +268,7 @@ func (r *run) expected(ctx context.Context, it *manifest.Item) (*unstructured.Un
 	if err := r.object(o, it, &st.res, &st.budget); err != nil {
 		return nil, nil, err
 	}
+	defer st.budget.close()
 	o.DryRun = true
 	if err := r.runSteps(ctx, o, r.steps); err != nil {
 		return nil, nil, err
