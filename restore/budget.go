@@ -28,7 +28,7 @@ type budget struct {
 	// The context of its runs and the one it was made from: made for the first run and
 	// used again by the next runs given the same context, as long as nothing may have
 	// cancelled it, so that an object's runs (three or more) cost one context, not one
-	// each (a context a run was 8% of what a restore allocated). close lets it go.
+	// each (a context a run was a tenth of what a restore allocated). close lets it go.
 	parent  context.Context
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
@@ -48,25 +48,25 @@ type afterFuncer interface {
 // with ErrItemTimeout as the cause, when the budget runs out.
 func (b *budget) run(ctx context.Context, f func(context.Context) error) error {
 	start := b.clock.Now()
-	if af, ok := b.clock.(afterFuncer); ok && !b.running {
-		b.running = true
-		defer func() { b.running = false }()
-		ctx, cancel := b.context(ctx)
+	if af, ok := b.clock.(afterFuncer); ok {
+		shared := !b.running // a run within a run gets a context of its own
+		var cancel context.CancelCauseFunc
+		if shared {
+			b.running = true
+			defer func() { b.running = false }()
+			ctx, cancel = b.context(ctx)
+		} else {
+			ctx, cancel = context.WithCancelCause(ctx)
+			defer cancel(nil)
+		}
 		a := b.arm(af, cancel)
 		err := f(ctx)
-		if !b.disarm(a) || ctx.Err() != nil {
+		if (!b.disarm(a) || ctx.Err() != nil) && shared {
 			b.close() // its alarm fired, or is firing, or it was cancelled: not used again
 		}
 		return b.charge(ctx, start, err)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	if af, ok := b.clock.(afterFuncer); ok { // a run within a run: a context of its own
-		a := b.arm(af, cancel)
-		err := f(ctx)
-		b.disarm(a)
-		cancel(nil)
-		return b.charge(ctx, start, err)
-	}
 	t := b.clock.NewTimer(b.remaining())
 	done := make(chan struct{})
 	go func() {

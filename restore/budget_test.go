@@ -14,7 +14,8 @@ import (
 )
 
 // An object's runs share one context while nothing may have cancelled it; one its alarm
-// fired on, or whose parent was cancelled, is not given to another run; and it ends
+// fired on, or whose parent was cancelled, is not given to another run; a run within a
+// run has its own; and the shared one ends
 // when the object's work does.
 func TestBudgetRunsShareOneContextTillItEnds(t *testing.T) {
 	parent, cancelParent := context.WithCancel(context.Background())
@@ -40,6 +41,19 @@ func TestBudgetRunsShareOneContextTillItEnds(t *testing.T) {
 	assert.ErrorIs(t, b.run(other, record), context.Canceled)
 	require.NoError(t, b.run(parent, record))
 	assert.NoError(t, seen[5].Err(), "a new context after a cancelled one")
+
+	// A run within a run has a context of its own, which ends with it.
+	var inner context.Context
+	require.NoError(t, b.run(parent, func(ctx context.Context) error {
+		require.NoError(t, b.run(ctx, func(ctx context.Context) error {
+			inner = ctx
+			return nil
+		}))
+		assert.NotSame(t, ctx, inner)
+		assert.ErrorIs(t, inner.Err(), context.Canceled)
+		return ctx.Err()
+	}))
+	assert.NoError(t, seen[5].Err(), "the outer run's context used again")
 
 	b.close()
 	assert.ErrorIs(t, seen[5].Err(), context.Canceled, "closed with the object")
