@@ -15,8 +15,7 @@ import (
 
 // An object's runs share one context while nothing may have cancelled it; one its alarm
 // fired on, or whose parent was cancelled, is not given to another run; a run within a
-// run has its own; and the shared one ends
-// when the object's work does.
+// run has its own; and the shared one ends when the object's work does.
 func TestBudgetRunsShareOneContextTillItEnds(t *testing.T) {
 	parent, cancelParent := context.WithCancel(context.Background())
 	defer cancelParent()
