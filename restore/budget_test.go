@@ -69,6 +69,13 @@ func TestBudgetRunsShareOneContextTillItEnds(t *testing.T) {
 	})
 	assert.ErrorIs(t, fired, ErrItemTimeout)
 	assert.Nil(t, b.ctx, "not used again")
+	next := b.run(parent, func(ctx context.Context) error {
+		assert.NotSame(t, seen[len(seen)-1], ctx)
+		clk.Step(time.Second)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	assert.ErrorIs(t, next, ErrItemTimeout)
 	b.close()
 }
 
