@@ -24,18 +24,15 @@ type builder struct {
 	// What index finds in its pass over the items: each item's namespace as a dense
 	// index (0 for cluster-scoped items); the items' positions grouped by namespace,
 	// ascending within each, namespace k's at byNS[start[k]:start[k+1]]; the items
-	// that declare dependencies; and each item's UID and its owners' UIDs, item i's
-	// at ownerUIDs[ownerOff[i]:ownerOff[i+1]], so that the owners are resolved without
-	// reading the items (192 bytes each) again.
+	// that declare dependencies; and where each item's owners begin in one numbering
+	// of every owner reference, item i's j-th being ownerOff[i]+j.
 	nsIndex   map[string]int32
 	ns        []int32
 	byNS      []int32
 	start     []int32
 	dependsOn []int32
-	uids      []types.UID
 	ownerOff  []int32
-	ownerUIDs []types.UID
-	// ownerPos[j] is the position of the item ownerUIDs[j] names, or -1.
+	// ownerPos[j] is the position of the item owner reference j names, or -1.
 	ownerPos []int32
 	// indeg[v] is node v's number of predecessors, for the sort: taken as the lists
 	// are laid out, so that the sort need not read every list again.
@@ -99,8 +96,8 @@ func (b *builder) index() {
 	n := len(b.items)
 	b.nsIndex = map[string]int32{"": 0}
 	b.ns = make([]int32, n)
-	b.uids, b.ownerOff = make([]types.UID, n), make([]int32, n+1)
-	b.ownerUIDs = make([]types.UID, 0, n) // most objects have at most one owner
+	b.ownerOff = make([]int32, n+1)
+	owners := int32(0)
 	count := []int32{0}
 	last, lastIdx := "", int32(0)
 	for i, it := range b.items {
@@ -115,9 +112,8 @@ func (b *builder) index() {
 		}
 		b.ns[i] = lastIdx
 		count[lastIdx]++
-		b.uids[i] = it.UID
-		b.ownerUIDs = append(b.ownerUIDs, it.OwnerUIDs...)
-		b.ownerOff[i+1] = int32(len(b.ownerUIDs))
+		owners += int32(len(it.OwnerUIDs))
+		b.ownerOff[i+1] = owners
 		if len(it.Annotations) > 0 {
 			if _, ok := it.Annotations.Lookup(DependsOnAnnotation); ok {
 				b.dependsOn = append(b.dependsOn, int32(i))
@@ -148,11 +144,11 @@ func (b *builder) clusterScoped() []int32 { return b.byNS[b.start[0]:b.start[1]]
 // namespace, which the garbage collector does not honour, or not in the backup) is
 // looked up in a map of every UID, built the first time one is.
 func (b *builder) resolveOwners() {
-	uids, byNS, start, off := b.uids, b.byNS, b.start, b.ownerOff
-	b.ownerPos = make([]int32, len(b.ownerUIDs))
+	items, byNS, start, off := b.items, b.byNS, b.start, b.ownerOff
+	b.ownerPos = make([]int32, off[len(items)])
 	uidMap := func(positions []int32, m map[types.UID]int32) map[types.UID]int32 {
 		for _, i := range positions {
-			m[uids[i]] = i
+			m[items[i].UID] = i
 		}
 		return m
 	}
@@ -160,15 +156,15 @@ func (b *builder) resolveOwners() {
 	var all map[types.UID]int32
 	resolve := func(positions []int32, local map[types.UID]int32) {
 		for _, i := range positions {
-			for j := off[i]; j < off[i+1]; j++ {
-				uid := b.ownerUIDs[j]
+			for k, uid := range items[i].OwnerUIDs {
+				j := off[i] + int32(k)
 				o, ok := local[uid]
 				if !ok {
 					o, ok = cluster[uid]
 				}
 				if !ok {
 					if all == nil {
-						all = uidMap(byNS, make(map[types.UID]int32, len(uids)))
+						all = uidMap(byNS, make(map[types.UID]int32, len(items)))
 					}
 					o, ok = all[uid]
 				}
@@ -244,7 +240,7 @@ func (b *builder) predecessors() (outDeg []int32, kinds []EdgeKind) {
 	g, n := b.g, len(b.items)
 	crds, object := b.crds(), b.namespaceObjects()
 	spans := make([]span, n)
-	ids := make([]int32, 0, len(b.ownerUIDs)+n)
+	ids := make([]int32, 0, int(b.ownerOff[n])+n)
 	kinds = make([]EdgeKind, 0, cap(ids))
 	outDeg = make([]int32, n)
 	b.indeg = make([]int32, n)
@@ -268,7 +264,8 @@ func (b *builder) predecessors() (outDeg []int32, kinds []EdgeKind) {
 			if o := b.ownerPos[j]; o >= 0 {
 				add(o, i, EdgeOwner)
 			} else {
-				g.warn(g.node(i), "owner "+string(b.ownerUIDs[j])+" is not in the backup; restored without it")
+				uid := b.items[i].OwnerUIDs[j-b.ownerOff[i]]
+				g.warn(g.node(i), "owner "+string(uid)+" is not in the backup; restored without it")
 			}
 		}
 		if crds != nil {
