@@ -62,17 +62,23 @@
 //     the object's ItemTimeout allows.
 //  11. StepStatus: status is written as Selection.RestoreStatus and the object's
 //     velero.io/restore-status annotation say.
-//  12. StepOperations: the asynchronous operations plugins' Execute started on it
+//  12. StepManagedFields: an object the restore created is given the managed fields
+//     its backup recorded, with a merge patch, as Velero gives them back: the API
+//     server keeps none a create carries, and would leave the restore the manager of
+//     every field, so that the next server-side apply of a new value by the object's
+//     own manager (Helm, a GitOps controller) failed with a conflict. An owner
+//     reference's entry names the owner's new UID, or goes with the reference.
+//  13. StepOperations: the asynchronous operations plugins' Execute started on it
 //     (riav2.AsyncAction) are polled until they complete, with backoff; one that fails
 //     or outlasts ItemOperationTimeout (it is then cancelled) fails the object, and
 //     cancelling the restore cancels those under way. So exactly its dependents wait
 //     for them. The journal records them: a resumed restore polls them again. An
 //     operation of an object that fails before it is followed is cancelled.
-//  13. StepExecHooks: a restored Pod's exec hooks run once each one's container is
+//  14. StepExecHooks: a restored Pod's exec hooks run once each one's container is
 //     running (or ready), through Target.Exec (pods/exec); onError Fail fails the Pod,
 //     Continue is a warning. Its dependents wait for them; the journal records that
 //     they ran.
-//  14. StepReady: its dependents start only once it is ready (package readiness).
+//  15. StepReady: its dependents start only once it is ready (package readiness).
 //
 // Guarantees:
 //

@@ -56,6 +56,10 @@ const (
 	// StepStatus restores status as Selection.RestoreStatus and the object's
 	// velero.io/restore-status annotation say.
 	StepStatus = "status"
+	// StepManagedFields gives an object the restore created the managed fields its
+	// backup recorded (a patch after the create, as Velero does), owner references'
+	// entries at their owners' new UIDs, so that the fields stay their managers'.
+	StepManagedFields = "managed-fields"
 	// StepOperations waits until the asynchronous operations plugins started on the
 	// object (riav2.AsyncAction) have completed, cancelling one that outlasts
 	// RunOptions.ItemOperationTimeout.
@@ -73,7 +77,7 @@ const (
 
 // DefaultStepNames lists the default pipeline's steps in order.
 var DefaultStepNames = []string{StepJournal, StepRead, StepSanitize, StepMapNamespaces, StepActions, StepModify, StepInitHooks,
-	StepRemapOwners, StepLabel, StepCreate, StepStatus, StepOperations, StepExecHooks, StepReady}
+	StepRemapOwners, StepLabel, StepCreate, StepStatus, StepManagedFields, StepOperations, StepExecHooks, StepReady}
 
 // Object is one object on its way through the pipeline: what the steps read and change.
 type Object struct {
@@ -119,8 +123,11 @@ type Object struct {
 	shared       bool           // Body shares values below its top level and metadata with Backup (own)
 	held         bool           // an action that may keep them was given Body and Backup
 	decoded      *jsontree.Maps // the maps StepRead decoded Backup into, and those made for it since
-	finished     bool
-	skipTo       string
+	// managedFields are the backup's, which StepSanitize takes off Body (and off Backup,
+	// when Body is Backup), for StepManagedFields.
+	managedFields []any
+	finished      bool
+	skipTo        string
 }
 
 // Finish ends the object's pipeline after the current step: the steps after it do not
@@ -146,6 +153,7 @@ func (r *run) defaultSteps() []Step {
 		{Name: StepLabel, Run: r.stepLabel},
 		{Name: StepCreate, Run: r.stepCreate},
 		{Name: StepStatus, Run: r.stepStatus},
+		{Name: StepManagedFields, Run: r.stepManagedFields},
 		{Name: StepOperations, Run: r.stepOperations, Unbounded: true},
 		{Name: StepExecHooks, Run: r.stepExecHooks, Unbounded: true},
 		{Name: StepReady, Run: r.stepReady},

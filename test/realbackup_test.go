@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -272,6 +273,13 @@ func TestRestoreARealApplicationBackup(t *testing.T) {
 	srcTarget, dstTarget := restoreTarget(t, src.Config), restoreTarget(t, dst.Config)
 
 	objs := createApp(t, srcTarget)
+	// A ConfigMap whose fields Helm manages, by server-side apply: after the restore,
+	// Helm's next apply of a new value must not conflict with the restore.
+	configmaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	_, err := srcTarget.Dynamic.Resource(configmaps).Namespace("shop").Patch(context.Background(), "helm-values", types.ApplyPatchType,
+		[]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"helm-values","namespace":"shop"},"data":{"mode":"blue"}}`),
+		metav1.PatchOptions{FieldManager: "helm"})
+	require.NoError(t, err)
 	path := backupApp(t, src.Config)
 
 	if out := os.Getenv("RESTOREGRAPH_WRITE_FIXTURE"); out != "" {
@@ -339,6 +347,20 @@ func TestRestoreARealApplicationBackup(t *testing.T) {
 		assert.Empty(t, e.GetAnnotations()[restore.SourceUIDAnnotation], "event %s was restored", e.GetName())
 	}
 	assertNoDanglingOwners(t, dstTarget, b, "shop")
+
+	// Field ownership as the source had it: the managed fields of what Helm applied are
+	// the source's, and Helm's next apply of a new value is no conflict; every owner
+	// reference's entry in an object's managed fields names a reference it has.
+	srcSettings, err := srcTarget.Dynamic.Resource(configmaps).Namespace("shop").Get(ctx, "helm-values", metav1.GetOptions{})
+	require.NoError(t, err)
+	dstSettings, err := dstTarget.Dynamic.Resource(configmaps).Namespace("shop").Get(ctx, "helm-values", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, srcSettings.GetManagedFields(), dstSettings.GetManagedFields())
+	_, err = dstTarget.Dynamic.Resource(configmaps).Namespace("shop").Patch(ctx, "helm-values", types.ApplyPatchType,
+		[]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"helm-values","namespace":"shop"},"data":{"mode":"green"}}`),
+		metav1.PatchOptions{FieldManager: "helm"})
+	assert.NoError(t, err, "Helm's apply of a new value after the restore")
+	assertManagedOwnersHeld(t, dstTarget, b, "shop")
 
 	t.Run("namespace mapping into the source cluster", func(t *testing.T) {
 		before := snapshot(t, srcTarget, b, "shop")
@@ -495,6 +517,50 @@ func snapshot(t *testing.T, tgt restore.Target, b *archive.Backup, namespace str
 }
 
 // assertNoDanglingOwners checks that every ownerReference in namespace names a live object.
+// assertManagedOwnersHeld checks that every owner reference's entry in the managed
+// fields of what the restore made in namespace names a reference the object has: none
+// names an owner's UID in the backup's cluster.
+func assertManagedOwnersHeld(t *testing.T, tgt restore.Target, b *archive.Backup, namespace string) {
+	t.Helper()
+	ctx := context.Background()
+	entries := 0
+	for _, r := range b.Resources() {
+		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Preferred, Resource: r.Resource}
+		l, err := tgt.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		for _, o := range l.Items {
+			if o.GetAnnotations()[restore.SourceUIDAnnotation] == "" {
+				continue // not restored: made by the target's controllers
+			}
+			held := map[string]bool{}
+			for _, ref := range o.GetOwnerReferences() {
+				held[`k:{"uid":"`+string(ref.UID)+`"}`] = true
+			}
+			for _, e := range o.GetManagedFields() {
+				if e.FieldsV1 == nil {
+					continue
+				}
+				var fields struct {
+					Metadata struct {
+						OwnerReferences map[string]any `json:"f:ownerReferences"`
+					} `json:"f:metadata"`
+				}
+				require.NoError(t, json.Unmarshal(e.FieldsV1.Raw, &fields))
+				for k := range fields.Metadata.OwnerReferences {
+					if k == "." {
+						continue
+					}
+					entries++
+					assert.True(t, held[k], "%s %s: %s's managed fields name owner %s, which it does not have", o.GetKind(), o.GetName(), e.Manager, k)
+				}
+			}
+		}
+	}
+	assert.NotZero(t, entries, "some restored object's managed fields name its owner")
+}
+
 func assertNoDanglingOwners(t *testing.T, tgt restore.Target, b *archive.Backup, namespace string) {
 	t.Helper()
 	ctx := context.Background()

@@ -6,6 +6,7 @@ package contract
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -75,6 +76,7 @@ func Run(t *testing.T, cfg *rest.Config, prefix string, opts Options) {
 	t.Run("CRUD", s.crud)
 	t.Run("Errors", s.errors)
 	t.Run("Patch", s.patch)
+	t.Run("ManagedFields", s.managedFields)
 	t.Run("Watch", s.watch)
 	t.Run("CustomResources", func(t *testing.T) { s.customResources(t, prefix) })
 	t.Run("Namespaces", s.namespaceLifecycle)
@@ -297,6 +299,27 @@ func (s *suite) patch(t *testing.T) {
 	assert.Error(t, err, "a failed JSON patch test is an error")
 	_, err = cms.Patch(ctx, "missing", types.MergePatchType, []byte(`{}`), metav1.PatchOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "%v", err)
+}
+
+// managedFields: a merge patch of metadata.managedFields, after a create, leaves the
+// object with exactly those: how a restore gives back the backup's.
+func (s *suite) managedFields(t *testing.T) {
+	ctx := s.ctx(t)
+	cms := s.client.Resource(configmaps).Namespace(s.ns)
+	_, err := cms.Create(ctx, obj("v1", "ConfigMap", s.ns, "fields", map[string]any{"data": map[string]any{"a": "1"}}), metav1.CreateOptions{FieldManager: "restorer"})
+	require.NoError(t, err)
+	recorded := []any{map[string]any{
+		"manager": "helm", "operation": "Apply", "apiVersion": "v1", "time": "2026-01-02T03:04:05Z",
+		"fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:data": map[string]any{"f:a": map[string]any{}}},
+	}}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"managedFields": recorded}})
+	require.NoError(t, err)
+	_, err = cms.Patch(ctx, "fields", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "restorer"})
+	require.NoError(t, err)
+	got, err := cms.Get(ctx, "fields", metav1.GetOptions{})
+	require.NoError(t, err)
+	md, _ := got.Object["metadata"].(map[string]any)
+	assert.Equal(t, recorded, md["managedFields"], "the managed fields patched, and nothing else")
 }
 
 func (s *suite) watch(t *testing.T) {
