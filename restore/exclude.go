@@ -126,6 +126,11 @@ const StatefulSetClaims = "restoregraph.dev/statefulset-claims"
 // NamespaceDefaults names the rule that adopts what every namespace already has.
 const NamespaceDefaults = "restoregraph.dev/namespace-defaults"
 
+// ManagedFields names StepManagedFields' patch of the backup's managed fields: disabled,
+// the target records the restore as the manager of every field, and the restore sends
+// one request less an object that has managed fields.
+const ManagedFields = "restoregraph.dev/managed-fields"
+
 // namespaceDefault reports whether the target's controllers make the object in every
 // namespace (its default ServiceAccount, kube-root-ca.crt): one that exists is adopted
 // whatever the Existing policy, as no conflict.

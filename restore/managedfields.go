@@ -17,9 +17,9 @@ import (
 // own manager (Helm, a GitOps controller, kubectl) fails with a conflict with the
 // restore. An owner reference's entry follows the owner to its new UID, or is dropped
 // with the reference. A patch that fails is a warning: the object is restored, its
-// fields managed by the restore.
+// fields managed by the restore. Selection.Disable's ManagedFields switches it off.
 func (r *run) stepManagedFields(ctx context.Context, o *Object) error {
-	if o.Result.Status != Restored || o.Target == nil {
+	if o.Result.Status != Restored || o.Target == nil || disabled(r.sel, ManagedFields) {
 		return nil // adopted or updated: what the target holds is not the backup's
 	}
 	recorded := o.managedFields

@@ -95,8 +95,9 @@ type Selection struct {
 	Hooks *hook.Spec
 	// Disable switches off actions and plan rules by name: the built-in actions
 	// (builtin.Service, builtin.Pod, ...: builtin.Names), the plan's rules
-	// ControllerManaged, NamespaceDefaults and StatefulSetClaims, and plugins
-	// registered in Extensions.Plugins.
+	// ControllerManaged, NamespaceDefaults and StatefulSetClaims, the patch of the
+	// backup's managed fields (ManagedFields), and plugins registered in
+	// Extensions.Plugins.
 	Disable []string
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/restoregraph/restoregraph/archive"
@@ -151,4 +152,41 @@ func (r restoreReport) leftToTarget() map[manifest.ID]bool {
 		}
 	}
 	return out
+}
+
+// managersOf returns, for each object of b that tgt holds, the managers its backed-up
+// managed fields name ("manager operation subresource") that tgt's object does not
+// name: those whose fields are now another's. recorded counts the managers the backup
+// names for the objects tgt holds.
+func managersOf(t testing.TB, tgt restore.Target, b *archive.Backup) (recorded int, missing []string) {
+	t.Helper()
+	ctx := context.Background()
+	key := func(e metav1.ManagedFieldsEntry) string {
+		return strings.TrimSpace(e.Manager + " " + string(e.Operation) + " " + e.Subresource)
+	}
+	for _, it := range b.Manifest().Items() {
+		r, ok := b.Resource(it.GroupResource())
+		require.True(t, ok)
+		body, err := b.Body(it.GroupResource(), r.Preferred, it.Namespace, it.Name)
+		require.NoError(t, err)
+		backedUp := &unstructured.Unstructured{}
+		require.NoError(t, backedUp.UnmarshalJSON(body))
+		gvr := schema.GroupVersionResource{Group: it.Group, Version: r.Preferred, Resource: it.Resource}
+		o, err := tgt.Dynamic.Resource(gvr).Namespace(it.Namespace).Get(ctx, it.Name, metav1.GetOptions{})
+		if err != nil || (o.GetAnnotations()[restore.SourceUIDAnnotation] == "" && o.GetLabels()["velero.io/restore-name"] == "") {
+			continue // not there, or not restored (made by the target's controllers)
+		}
+		now := map[string]bool{}
+		for _, e := range o.GetManagedFields() {
+			now[key(e)] = true
+		}
+		for _, e := range backedUp.GetManagedFields() {
+			recorded++
+			if !now[key(e)] {
+				missing = append(missing, it.Kind+" "+it.Namespace+"/"+it.Name+": "+key(e))
+			}
+		}
+	}
+	slices.Sort(missing)
+	return recorded, missing
 }

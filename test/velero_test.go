@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -212,6 +213,19 @@ func TestVeleroSideBySide(t *testing.T) {
 	assert.Empty(t, rgProblems, "verify holds after restoregraph")
 	assert.NotEmpty(t, veleroEnd.lost, "Velero removes ownerReferences; links no controller makes again stay lost")
 	assert.NotZero(t, veleroVerify[restore.Differs], "and verify says so")
+
+	// Field ownership: every manager the backup recorded for an object that Velero's
+	// restore keeps, restoregraph's keeps too.
+	veleroRecorded, veleroMissing := managersOf(t, vt, b)
+	rgRecorded, rgMissing := managersOf(t, rt, b)
+	t.Logf("managers the backup recorded, and not kept: Velero %d, %d; restoregraph %d, %d\nnot kept by Velero's restore: %v\nnot kept by restoregraph's: %v",
+		veleroRecorded, len(veleroMissing), rgRecorded, len(rgMissing), veleroMissing, rgMissing)
+	assert.NotZero(t, rgRecorded, "the backup records its objects' managers")
+	for _, m := range rgMissing {
+		if !slices.Contains(veleroMissing, m) {
+			t.Errorf("%s: kept by Velero's restore, not by restoregraph's", m)
+		}
+	}
 
 	// By name, as Velero names it: the Backup and its location read from the cluster
 	// where Velero ran, the Secret of the location's credential handed to the location's

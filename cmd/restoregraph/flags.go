@@ -133,7 +133,7 @@ func (f *restoreFlags) addSelection(fs *pflag.FlagSet) {
 	sel.StringVar(&f.existing, "existing", "adopt", "objects that already exist: adopt (Velero's none), update or fail")
 	sel.StringVar(&f.existingPolicy, "existing-resource-policy", "", "Velero's name for --existing: none or update")
 	sel.StringArrayVar(&f.disable, "disable-plugin", nil, "switch off a built-in action or plan rule by name (repeatable): "+
-		strings.Join(append(slices.Clone(builtin.Names), restore.ControllerManaged, restore.NamespaceDefaults, restore.StatefulSetClaims), ", "))
+		strings.Join(append(slices.Clone(builtin.Names), restore.ControllerManaged, restore.NamespaceDefaults, restore.StatefulSetClaims, restore.ManagedFields), ", "))
 	sel.VisitAll(func(fl *pflag.Flag) { _ = sel.SetAnnotation(fl.Name, selectionFlag, nil) })
 	fs.AddFlagSet(sel)
 }
