@@ -522,60 +522,58 @@ func snapshot(t *testing.T, tgt restore.Target, b *archive.Backup, namespace str
 // names an owner's UID in the backup's cluster.
 func assertManagedOwnersHeld(t *testing.T, tgt restore.Target, b *archive.Backup, namespace string) {
 	t.Helper()
-	ctx := context.Background()
 	entries := 0
-	for _, r := range b.Resources() {
-		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Preferred, Resource: r.Resource}
-		l, err := tgt.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			continue
+	for _, o := range objectsIn(tgt, b, namespace) {
+		if o.GetAnnotations()[restore.SourceUIDAnnotation] == "" {
+			continue // not restored: made by the target's controllers
 		}
-		for _, o := range l.Items {
-			if o.GetAnnotations()[restore.SourceUIDAnnotation] == "" {
-				continue // not restored: made by the target's controllers
+		held := map[string]bool{}
+		for _, ref := range o.GetOwnerReferences() {
+			held[`k:{"uid":"`+string(ref.UID)+`"}`] = true
+		}
+		for _, e := range o.GetManagedFields() {
+			if e.FieldsV1 == nil {
+				continue
 			}
-			held := map[string]bool{}
-			for _, ref := range o.GetOwnerReferences() {
-				held[`k:{"uid":"`+string(ref.UID)+`"}`] = true
+			var fields struct {
+				Metadata struct {
+					OwnerReferences map[string]any `json:"f:ownerReferences"`
+				} `json:"f:metadata"`
 			}
-			for _, e := range o.GetManagedFields() {
-				if e.FieldsV1 == nil {
+			require.NoError(t, json.Unmarshal(e.FieldsV1.Raw, &fields))
+			for k := range fields.Metadata.OwnerReferences {
+				if k == "." {
 					continue
 				}
-				var fields struct {
-					Metadata struct {
-						OwnerReferences map[string]any `json:"f:ownerReferences"`
-					} `json:"f:metadata"`
-				}
-				require.NoError(t, json.Unmarshal(e.FieldsV1.Raw, &fields))
-				for k := range fields.Metadata.OwnerReferences {
-					if k == "." {
-						continue
-					}
-					entries++
-					assert.True(t, held[k], "%s %s: %s's managed fields name owner %s, which it does not have", o.GetKind(), o.GetName(), e.Manager, k)
-				}
+				entries++
+				assert.True(t, held[k], "%s %s: %s's managed fields name owner %s, which it does not have", o.GetKind(), o.GetName(), e.Manager, k)
 			}
 		}
 	}
 	assert.NotZero(t, entries, "some restored object's managed fields name its owner")
 }
 
-func assertNoDanglingOwners(t *testing.T, tgt restore.Target, b *archive.Backup, namespace string) {
-	t.Helper()
-	ctx := context.Background()
-	live := map[types.UID]bool{}
+// objectsIn lists what tgt holds in namespace of the resources b holds, each at the
+// version b prefers; a resource the target does not serve there is left out.
+func objectsIn(tgt restore.Target, b *archive.Backup, namespace string) []unstructured.Unstructured {
 	var all []unstructured.Unstructured
 	for _, r := range b.Resources() {
 		gvr := schema.GroupVersionResource{Group: r.Group, Version: r.Preferred, Resource: r.Resource}
-		l, err := tgt.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+		l, err := tgt.Dynamic.Resource(gvr).Namespace(namespace).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			continue
 		}
-		for _, o := range l.Items {
-			live[o.GetUID()] = true
-		}
 		all = append(all, l.Items...)
+	}
+	return all
+}
+
+func assertNoDanglingOwners(t *testing.T, tgt restore.Target, b *archive.Backup, namespace string) {
+	t.Helper()
+	all := objectsIn(tgt, b, namespace)
+	live := map[types.UID]bool{}
+	for _, o := range all {
+		live[o.GetUID()] = true
 	}
 	for _, o := range all {
 		for _, ref := range o.GetOwnerReferences() {
