@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -19,8 +21,9 @@ import (
 // with the reference. A patch that fails is a warning: the object is restored, its
 // fields managed by the restore. Selection.Disable's ManagedFields switches it off.
 func (r *run) stepManagedFields(ctx context.Context, o *Object) error {
+	// An object adopted or updated holds what the target had, not the backup's.
 	if o.Result.Status != Restored || o.Target == nil || disabled(r.sel, ManagedFields) {
-		return nil // adopted or updated: what the target holds is not the backup's
+		return nil
 	}
 	recorded := o.managedFields
 	if recorded == nil { // a caller's pipeline without StepSanitize
@@ -53,9 +56,7 @@ func (r *run) stepManagedFields(ctx context.Context, o *Object) error {
 // entry (f:metadata, f:ownerReferences, k:{"uid":"..."}) at the UID that owner has in
 // the target, and without the entries of references target does not hold. The
 // recorded entries are not changed: those that change are copied.
-func (r *run) remapManagedOwners(recorded []any, target interface {
-	GetOwnerReferences() []metav1.OwnerReference
-}) []any {
+func (r *run) remapManagedOwners(recorded []any, target *unstructured.Unstructured) []any {
 	held := map[string]bool{}
 	for _, ref := range target.GetOwnerReferences() {
 		held[string(ref.UID)] = true
@@ -75,7 +76,7 @@ func (r *run) remapManagedOwners(recorded []any, target interface {
 			var key struct {
 				UID string `json:"uid"`
 			}
-			if len(k) < 2 || k[:2] != "k:" || json.Unmarshal([]byte(k[2:]), &key) != nil || key.UID == "" {
+			if j, ok := strings.CutPrefix(k, "k:"); !ok || json.Unmarshal([]byte(j), &key) != nil || key.UID == "" {
 				remapped[k] = v // ".", or a key of another shape: as recorded
 				continue
 			}
