@@ -90,6 +90,8 @@
 //     tolerated). Run again with the same journal and the restore continues where it
 //     stopped. OpenClusterJournal keeps one in ConfigMaps, for a restore that another
 //     process may carry on: only what the target cannot tell (operations, hooks run).
+//     An object the journal holds whose managed fields the target lacks (the run
+//     stopped between its create and StepManagedFields) is given them then.
 //   - Failure isolation. A failed object skips only its descendants, reported with the
 //     chain that blocked them. A panic in a plugin's call is that object's failure (a
 //     *PluginError wrapping a *scheduler.PanicError). A panic anywhere else in a step is

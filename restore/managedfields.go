@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,6 +51,42 @@ func (r *run) stepManagedFields(ctx context.Context, o *Object) error {
 		o.Result.Warnings = append(o.Result.Warnings, "managed fields not restored: "+err.Error())
 	}
 	return nil
+}
+
+// managedFieldsDue reports whether an object an earlier run created, found through the
+// journal, still lacks the managed fields its backup recorded: that run ended between
+// the object's create and StepManagedFields's patch. The backup's object is read to
+// know, and the patch is due when the target lacks one of the recorded managers (a
+// manager, its operation and its subresource), every one of which the patch would have
+// given it. A body that cannot be read leaves the object as the earlier run left it,
+// with a warning. The steps from StepManagedFields on are those the journal's object
+// runs anyway: its operations, its exec hooks, its readiness.
+func (r *run) managedFieldsDue(ctx context.Context, o *Object) bool {
+	if o.Result.Status != Restored || disabled(r.sel, ManagedFields) ||
+		!slices.ContainsFunc(r.steps, func(s Step) bool { return s.Name == StepManagedFields }) {
+		return false
+	}
+	if err := r.stepRead(ctx, o); err != nil {
+		o.Result.Warnings = append(o.Result.Warnings, "managed fields not checked: "+err.Error())
+		return false
+	}
+	md, _ := o.Backup.Object["metadata"].(map[string]any)
+	recorded, _ := md["managedFields"].([]any)
+	type manager struct{ name, operation, subresource string }
+	held := map[manager]bool{}
+	for _, e := range o.Target.GetManagedFields() {
+		held[manager{e.Manager, string(e.Operation), e.Subresource}] = true
+	}
+	for _, e := range recorded {
+		entry, _ := e.(map[string]any)
+		name, _ := entry["manager"].(string)
+		op, _ := entry["operation"].(string)
+		sub, _ := entry["subresource"].(string)
+		if !held[manager{name, op, sub}] {
+			return true
+		}
+	}
+	return false
 }
 
 // remapManagedOwners returns the managed fields recorded, with each owner reference's

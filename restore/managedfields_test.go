@@ -78,3 +78,64 @@ func TestManagedFieldsCanBeLeftToTheTarget(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, cm.Object["metadata"], "managedFields")
 }
+
+// A restore that ended between an object's create and its managed fields' patch gives
+// them when it is resumed from its journal, and a resume that finds them given patches
+// nothing again.
+func TestAResumedRestorePatchesTheManagedFieldsItHadNot(t *testing.T) {
+	recorded := []any{map[string]any{"manager": "helm", "operation": "Apply", "apiVersion": "v1", "time": "2026-01-02T03:04:05Z",
+		"fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:data": map[string]any{"f:a": map[string]any{}}}}}
+	b := backupOf(t,
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "apps", "uid": "src-ns"}},
+		map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": "apps", "uid": "src-cm",
+			"managedFields": recorded}, "data": map[string]any{"a": "1"}},
+	)
+	_, tgt := cluster(t, memcluster.Options{})
+	cms := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("apps")
+	path := t.TempDir() + "/journal"
+
+	// The first run stops where the ConfigMap's patch would be made.
+	ctx, cancel := context.WithCancel(context.Background())
+	crash := func(steps []Step) []Step {
+		for i, s := range steps {
+			if s.Name == StepManagedFields {
+				steps[i].Run = func(_ context.Context, o *Object) error {
+					if o.Item.Kind != "ConfigMap" {
+						return nil
+					}
+					cancel()
+					return context.Canceled
+				}
+			}
+		}
+		return steps
+	}
+	journal := openJournal(t, path)
+	_, err := restoreAll(ctx, tgt, b, testOptions{Retry: fastRetry, Journal: journal, Steps: crash})
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, journal.Close())
+	cm, err := cms.Get(context.Background(), "cm", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotContains(t, cm.Object["metadata"], "managedFields", "created, not patched")
+
+	resume := func() *Report {
+		journal := openJournal(t, path)
+		defer journal.Close()
+		rep, err := restoreAll(context.Background(), tgt, b, testOptions{Retry: fastRetry, Journal: journal})
+		require.NoError(t, err)
+		require.True(t, rep.OK(), "%v", firstFailure(rep))
+		return rep
+	}
+	rep := resume()
+	for o := range rep.Objects() {
+		assert.True(t, o.FromJournal, "%s %s", o.Kind, o.Name)
+	}
+	cm, err = cms.Get(context.Background(), "cm", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, recorded, cm.Object["metadata"].(map[string]any)["managedFields"])
+
+	resume()
+	again, err := cms.Get(context.Background(), "cm", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, cm.GetResourceVersion(), again.GetResourceVersion(), "held already: not patched again")
+}

@@ -44,6 +44,9 @@ func (r *run) stepJournal(ctx context.Context, o *Object) error {
 		default:
 			o.SkipTo(StepReady)
 		}
+		if r.managedFieldsDue(ctx, o) {
+			o.SkipTo(StepManagedFields) // the steps after it follow, as above
+		}
 		return nil
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
