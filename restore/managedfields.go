@@ -62,8 +62,10 @@ func (r *run) stepManagedFields(ctx context.Context, o *Object) error {
 // with a warning. The steps from StepManagedFields on are those the journal's object
 // runs anyway: its operations, its exec hooks, its readiness.
 func (r *run) managedFieldsDue(ctx context.Context, o *Object) bool {
+	named := func(name string) func(Step) bool { return func(s Step) bool { return s.Name == name } }
+	// SkipTo reaches only a step after this one.
 	if o.Result.Status != Restored || disabled(r.sel, ManagedFields) ||
-		!slices.ContainsFunc(r.steps, func(s Step) bool { return s.Name == StepManagedFields }) {
+		slices.IndexFunc(r.steps, named(StepManagedFields)) <= slices.IndexFunc(r.steps, named(StepJournal)) {
 		return false
 	}
 	if err := r.stepRead(ctx, o); err != nil {
