@@ -28,7 +28,8 @@ type Step struct {
 // The default steps, in the order they run.
 const (
 	// StepJournal finds an object that an earlier run of this restore recorded in the
-	// journal, and finishes it once it is ready instead of making it again.
+	// journal, and finishes it once it is ready instead of making it again (giving it
+	// the managed fields its backup recorded, if that run stopped before it had).
 	StepJournal = "journal"
 	// StepRead decodes the object's body at the version chosen for its group-resource.
 	StepRead = "read"
