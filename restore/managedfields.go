@@ -26,11 +26,7 @@ func (r *run) stepManagedFields(ctx context.Context, o *Object) error {
 	if o.Result.Status != Restored || o.Target == nil || disabled(r.sel, ManagedFields) {
 		return nil
 	}
-	recorded := o.managedFields
-	if recorded == nil { // a caller's pipeline without StepSanitize
-		md, _ := o.Backup.Object["metadata"].(map[string]any)
-		recorded, _ = md["managedFields"].([]any)
-	}
+	recorded := o.recordedManagedFields()
 	if len(recorded) == 0 {
 		return nil
 	}
@@ -53,6 +49,18 @@ func (r *run) stepManagedFields(ctx context.Context, o *Object) error {
 	return nil
 }
 
+// recordedManagedFields returns the managed fields o's backup recorded: those
+// StepSanitize took off, or, where it has not run (a caller's pipeline without it, an
+// object found through the journal), the backup's object's own.
+func (o *Object) recordedManagedFields() []any {
+	if o.managedFields != nil {
+		return o.managedFields
+	}
+	md, _ := o.Backup.Object["metadata"].(map[string]any)
+	recorded, _ := md["managedFields"].([]any)
+	return recorded
+}
+
 // managedFieldsDue reports whether an object an earlier run created, found through the
 // journal, still lacks the managed fields its backup recorded: that run ended between
 // the object's create and StepManagedFields's patch. The backup's object is read to
@@ -72,8 +80,7 @@ func (r *run) managedFieldsDue(ctx context.Context, o *Object) bool {
 		o.Result.Warnings = append(o.Result.Warnings, "managed fields not checked: "+err.Error())
 		return false
 	}
-	md, _ := o.Backup.Object["metadata"].(map[string]any)
-	recorded, _ := md["managedFields"].([]any)
+	recorded := o.recordedManagedFields()
 	type manager struct{ name, operation, subresource string }
 	held := map[manager]bool{}
 	for _, e := range o.Target.GetManagedFields() {
