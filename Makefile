@@ -36,7 +36,7 @@ FUZZTIME  ?= 15s
 BENCHTIME ?= 1x
 BENCH     ?= .
 
-.PHONY: all test test-faults unit plugins integration bench-integration etcd lint fmt bench fuzz demo pictures velero-stack fixtures
+.PHONY: all test test-faults unit plugins integration integration-bins bench-integration etcd lint fmt bench fuzz demo pictures velero-stack fixtures
 
 all: test
 
@@ -115,8 +115,11 @@ $(KUBE_BIN)/.scheduler: $(KUBE_BIN)/.built
 ## integration: the tests against a real kube-apiserver, etcd and garbage collector, and beside the real Velero server
 ## (the faults of test-faults apart)
 FAULT_TESTS := ^(TestRestoreOutlastsServerRestarts|TestRestoreThroughACutConnection|TestRestoreUnderPriorityAndFairness|TestRestoreMeetsQuotaAndWebhook|TestConcurrentOperationsOneKilled)$$
-integration: etcd $(KUBE_BIN)/.built velero-stack
+integration: integration-bins
 	cd test && $(GO) test -race -vet=off -count=1 -timeout 30m -skip '$(FAULT_TESTS)' ./...
+
+# What integration runs: etcd, the Kubernetes binaries and the Velero stack.
+integration-bins: etcd $(KUBE_BIN)/.built velero-stack
 
 ## test-faults: restores through faults of the real control plane (kube-apiserver killed and started again after 5 s
 ## and 60 s, etcd after 5 s), of the network (connections reset and stalled), of its policies (429s of API Priority and
@@ -131,7 +134,7 @@ fixtures: etcd $(KUBE_BIN)/.built velero-stack
 	cd test && RESTOREGRAPH_WRITE_VELERO_FIXTURES=$(CURDIR)/testdata/velero $(GO) test -count=1 -timeout 20m -run '^TestVeleroSideBySide$$' .
 
 ## bench-integration: two workloads of 5,000 objects into the real server three ways, unthrottled, a 10,000-object backup, the CLI restoring 100,000 objects and a million (over an hour), 10,000 Services created, Velero's restore beside restoregraph's of backups the real Velero server wrote (about 1,100 and 10,300 objects), what the managed fields' patch costs the server at 10,300, one run each, and what reading a backup from a file, by URL and by name costs
-bench-integration: etcd $(KUBE_BIN)/.built velero-stack
+bench-integration: integration-bins
 	cd test && $(GO) test -run '^$$' -bench 'Integration(Restore|Backup|CLIRestore|Services|Velero|Sources)' -benchtime 1x -timeout 300m ./...
 
 ## etcd: Debian's etcd-server, installed when missing
