@@ -31,7 +31,7 @@ type Resource struct {
 
 // Recorded is the discovery of a real server.
 type Recorded struct {
-	Server    string     `json:"server"` // its version, e.g. v1.37.1
+	Server    string     `json:"server"` // its version, e.g. v1.37.2
 	Resources []Resource `json:"resources"`
 }
 
