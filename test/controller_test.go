@@ -40,6 +40,7 @@ import (
 // shows the restore's report. A Restore with a field restoregraph does not do fails
 // validation, naming it.
 func TestControllerCarriesOutVeleroRestores(t *testing.T) {
+	t.Parallel() // its own control plane and S3 server: beside the other tests that have theirs
 	ctx := context.Background()
 	const name = fixtureBackup
 	s3srv, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"},
@@ -174,6 +175,7 @@ func (b *syncBuffer) String() string {
 // the other takes the Restore over, runs it again, and completes it: every object
 // restored once, Velero's record whole.
 func TestControllerTakesOverADeadReplica(t *testing.T) {
+	t.Parallel() // its own control plane and S3 server: beside the other tests that have theirs
 	ctx := context.Background()
 	const name = fixtureBackup
 	_, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
@@ -262,6 +264,7 @@ func startReplica(t testing.TB, vc *harness.Cluster, identity string, env []stri
 // claim made after the copy, the Restore Completed. The backup is one the real Velero
 // server wrote of a live namespace; the replicas run as deploy/'s ServiceAccount.
 func TestControllerTakeoverFollowsTheOperationUnderWay(t *testing.T) {
+	t.Parallel() // its own control plane and S3 server: beside the other tests that have theirs
 	ctx := context.Background()
 	_, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
 	cs, err := kubernetes.NewForConfig(vc.Config)
@@ -320,6 +323,7 @@ func TestControllerTakeoverFollowsTheOperationUnderWay(t *testing.T) {
 // and r4-apart restore into namespaces of their own: they run at once. When each object
 // ended is read from the processes' logs (-vv, in milliseconds).
 func TestControllerOverlapsOnlyDisjointRestores(t *testing.T) {
+	t.Parallel() // its own control plane and S3 server: beside the other tests that have theirs
 	ctx := context.Background()
 	_, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
 	backupOfClaim(t, vc, v, "app", "app", "6s")

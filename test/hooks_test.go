@@ -96,6 +96,7 @@ func hooksBackupFile(t *testing.T, ns string) string {
 // no kubelet, pods/exec has nothing to reach, and the last part shows the command line
 // naming that failure.
 func TestRestoreHooksIntoTheRealServer(t *testing.T) {
+	t.Parallel() // its own control plane: beside the other tests that have theirs
 	c := startCluster(t, harness.Options{Controllers: []string{"namespace", "nodelifecycle"}, Nodes: 1})
 	ctx := context.Background()
 	backup := hooksBackupFile(t, "hooked")

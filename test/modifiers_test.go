@@ -143,6 +143,7 @@ func modifiersConfigMap(t *testing.T, c *harness.Cluster, name, rules string) {
 // restoregraph (restore --resource-modifier-configmap), each into a fresh cluster, and
 // compares every field the modifiers set: the same in both, and what the rules say.
 func TestVeleroResourceModifiersSideBySide(t *testing.T) {
+	t.Parallel() // its own control planes and S3 server: beside the other tests that have theirs
 	ctx := context.Background()
 	const name = fixtureBackup
 	_, vc, v, tarball := veleroWithFixture(t, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"}, ReadOnly: true})

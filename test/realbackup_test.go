@@ -265,6 +265,7 @@ func backupApp(t *testing.T, c *rest.Config) string {
 // TestRestoreARealApplicationBackup backs up an application namespace from a cluster
 // whose controllers ran, and restores it into another whose Service range differs.
 func TestRestoreARealApplicationBackup(t *testing.T) {
+	t.Parallel() // its own control planes: beside the other tests that have theirs
 	opts := harness.Options{Controllers: harness.AppControllers, ServiceAccountAdmission: true}
 	opts.ServiceCIDR = "10.0.0.0/24"
 	src := startCluster(t, opts)
@@ -470,9 +471,18 @@ var cliBinary = sync.OnceValues(func() (string, error) {
 // cli runs the restoregraph command and returns its exit code and output.
 func cli(t *testing.T, args ...string) (int, string) {
 	t.Helper()
+	return cliEnv(t, nil, args...)
+}
+
+// cliEnv is cli with env ("KEY=value") added to the environment the command inherits.
+func cliEnv(t *testing.T, env []string, args ...string) (int, string) {
+	t.Helper()
 	bin, err := cliBinary()
 	require.NoError(t, err)
 	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -77,15 +78,20 @@ func (w *cutWriter) Write(b []byte) (int, error) {
 
 var _ io.Writer = (*cutWriter)(nil)
 
-// s3Env gives the command the S3 server's credentials, and nothing from this machine:
-// no shared files, no instance metadata.
-func s3Env(t testing.TB, s *harness.S3) {
-	t.Setenv("AWS_ACCESS_KEY_ID", s.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", s.SecretKey)
-	t.Setenv("AWS_REGION", s.Region)
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+// s3Env is the environment a command reaches s in by URL: s's credentials and region,
+// and nothing from this machine (no shared files, no instance metadata). It is given to
+// the commands a test runs, never set in the test's own process, so that tests with S3
+// servers of their own run side by side.
+func s3Env(t testing.TB, s *harness.S3) []string {
+	none := filepath.Join(t.TempDir(), "none")
+	return []string{"AWS_ACCESS_KEY_ID=" + s.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s.SecretKey, "AWS_REGION=" + s.Region,
+		"AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=" + none, "AWS_SHARED_CREDENTIALS_FILE=" + none}
+}
+
+// withoutCredentials is env with no AWS credentials: what a command finds where only a
+// Velero location's own credentials may reach its bucket.
+func withoutCredentials(env []string) []string {
+	return append(slices.Clone(env), "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=")
 }
 
 func fileSize(t testing.TB, path string) int64 {

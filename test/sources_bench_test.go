@@ -34,7 +34,7 @@ func BenchmarkIntegrationSources(b *testing.B) {
 	defer s.Stop()
 	const name, clusters = "sources", 25
 	sourceWithVelero(b, s, name, clusters)
-	s3Env(b, s)
+	env := s3Env(b, s)
 	bin, err := cliBinary()
 	require.NoError(b, err)
 
@@ -46,14 +46,14 @@ func BenchmarkIntegrationSources(b *testing.B) {
 	require.NoError(b, err)
 	defer vc.StopVelero()
 	veleroPhase(b, vc, veleroBackups, name, "Completed")
-	_, err = clirun.Start(bin, "restore", "--backup", s.Path("backups/"+name+"/"+name+".tar.gz"), "--kubeconfig", vc.Kubeconfig)
+	_, err = clirun.StartEnv(env, bin, "restore", "--backup", s.Path("backups/"+name+"/"+name+".tar.gz"), "--kubeconfig", vc.Kubeconfig)
 	require.NoError(b, err)
 	namespaces := []string{"shop"}
 	for i := range clusters {
 		namespaces = append(namespaces, fmt.Sprintf("fleet-%02d", i))
 	}
 	rgName := "rg-" + name
-	_, err = clirun.Start(bin, "backup", "-o", "s3://"+s.Bucket+"/"+rgName, "--s3-endpoint", s.Endpoint,
+	_, err = clirun.StartEnv(env, bin, "backup", "-o", "s3://"+s.Bucket+"/"+rgName, "--s3-endpoint", s.Endpoint,
 		"--include-namespaces", strings.Join(namespaces, ","), "--kubeconfig", vc.Kubeconfig)
 	require.NoError(b, err)
 	veleroPhase(b, vc, veleroBackups, rgName, "Completed")
@@ -70,7 +70,7 @@ func BenchmarkIntegrationSources(b *testing.B) {
 			{"name", []string{"--from-backup", backup.name, "--plugins", v.PluginDir(), "--source-kubeconfig", vc.Kubeconfig}},
 		} {
 			b.Run(fmt.Sprintf("backup=%s/from=%s", backup.label, from.label), func(b *testing.B) {
-				plan, err := clirun.Start(bin, append([]string{"plan", "--kubeconfig", vc.Kubeconfig, "-o", "json"}, from.args...)...)
+				plan, err := clirun.StartEnv(env, bin, append([]string{"plan", "--kubeconfig", vc.Kubeconfig, "-o", "json"}, from.args...)...)
 				require.NoError(b, err)
 				if m := readLine.FindSubmatch(plan.Stderr); m != nil { // from a store: what the command says it read
 					read, err := strconv.ParseInt(string(m[1]), 10, 64)
@@ -79,7 +79,7 @@ func BenchmarkIntegrationSources(b *testing.B) {
 				}
 				tgt := startCluster(b, harness.Options{})
 				started := time.Now()
-				run, err := clirun.Start(bin, append([]string{"restore", "--kubeconfig", tgt.Kubeconfig, "-o", "json", "--record-in-velero=false"}, from.args...)...)
+				run, err := clirun.StartEnv(env, bin, append([]string{"restore", "--kubeconfig", tgt.Kubeconfig, "-o", "json", "--record-in-velero=false"}, from.args...)...)
 				require.NoError(b, err)
 				tgt.Stop()
 				var rep restoreReport

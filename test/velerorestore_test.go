@@ -61,6 +61,7 @@ var capiResources = []schema.GroupVersionResource{
 // restoregraph does not do (restorePVs) is refused, naming it, before anything is
 // restored.
 func TestVeleroRestoreObjectSideBySide(t *testing.T) {
+	t.Parallel() // its own control planes and S3 server: beside the other tests that have theirs
 	ctx := context.Background()
 	const name = fixtureBackup
 	_, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"}, ReadOnly: true})

@@ -50,11 +50,21 @@ type Run struct {
 // Start runs bin, built by Build, with args to its end, through peakrss so that the
 // peak memory and the CPU time measured are the command's own. A run that fails returns
 // its error with what it wrote to standard error.
-func Start(bin string, args ...string) (Run, error) { return StartIn("", bin, args...) }
+func Start(bin string, args ...string) (Run, error) { return start("", nil, bin, args) }
+
+// StartEnv is Start with env ("KEY=value" entries) added to the environment the command
+// inherits; a later entry for a variable wins.
+func StartEnv(env []string, bin string, args ...string) (Run, error) {
+	return start("", env, bin, args)
+}
 
 // StartIn is Start within the cgroup cgroup (a directory of the cgroup file system, as
 // MemoryCgroup makes), from the command's first instruction; "" is Start's own cgroup.
 func StartIn(cgroup, bin string, args ...string) (Run, error) {
+	return start(cgroup, nil, bin, args)
+}
+
+func start(cgroup string, env []string, bin string, args []string) (Run, error) {
 	peakR, peakW, err := os.Pipe()
 	if err != nil {
 		return Run{}, err
@@ -65,6 +75,9 @@ func StartIn(cgroup, bin string, args ...string) (Run, error) {
 		peakArgs = append([]string{"-cgroup", cgroup}, peakArgs...)
 	}
 	cmd := exec.Command(peakRSS(bin), peakArgs...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = &stdout, &stderr, []*os.File{peakW}
 	start := time.Now()

@@ -26,6 +26,9 @@ type process struct {
 	env    []string      // what it was started with, to start it again
 	path   string
 	args   []string
+	// release, when not nil, gives back what the process held once it has ended for
+	// good (stopped, not killed to be restarted).
+	release func()
 }
 
 func (ps *processes) logPath(name string) string { return filepath.Join(ps.dir, name+".log") }
@@ -122,7 +125,14 @@ func (ps *processes) Restart(name string) error {
 			return fmt.Errorf("%s is running", name)
 		}
 		ps.procs = append(ps.procs[:i], ps.procs[i+1:]...)
-		return ps.startEnv(p.name, p.env, p.path, p.args...)
+		if err := ps.startEnv(p.name, p.env, p.path, p.args...); err != nil {
+			if p.release != nil {
+				p.release()
+			}
+			return err
+		}
+		ps.procs[len(ps.procs)-1].release = p.release
+		return nil
 	}
 	return fmt.Errorf("no process %s", name)
 }
@@ -164,6 +174,20 @@ func (p process) stop() {
 	case <-time.After(10 * time.Second):
 		p.cmd.Process.Kill()
 		<-p.exited
+	}
+	if p.release != nil {
+		p.release()
+	}
+}
+
+// onStop has release called once the last process started of that name has been
+// stopped.
+func (ps *processes) onStop(name string, release func()) {
+	for i := len(ps.procs) - 1; i >= 0; i-- {
+		if ps.procs[i].name == name {
+			ps.procs[i].release = release
+			return
+		}
 	}
 }
 

@@ -122,8 +122,9 @@ const veleroServer = "velero-server"
 // storage location named "default" in s's bucket, and starts the server
 // ($RESTOREGRAPH_VELERO_BIN, with the AWS plugin in its plugins directory). It returns
 // once the location is Available. Velero's controller manager binds :8080 with no flag to
-// move it, so one Velero server runs on a machine at a time; Cluster.Stop (or
-// StopVelero) ends it.
+// move it, so one Velero server runs on a machine at a time: StartVelero waits while
+// another (of a test running beside this one) runs, and Cluster.Stop (or StopVelero)
+// ends it and lets the next one start.
 func (c *Cluster) StartVelero(ctx context.Context, s *S3, opts VeleroOptions) (*Velero, error) {
 	bin, err := binary("RESTOREGRAPH_VELERO_BIN", "velero", "make plugins")
 	if err != nil {
@@ -161,13 +162,39 @@ func (c *Cluster) StartVelero(ctx context.Context, s *S3, opts VeleroOptions) (*
 	if len(opts.DisableControllers) > 0 {
 		args = append(args, "--disable-controllers", joinComma(opts.DisableControllers))
 	}
-	if err := c.startEnv(veleroServer, v.env(), bin, args...); err != nil {
+	if err := takeVeleroSlot(ctx); err != nil {
 		return nil, err
 	}
+	if err := c.startEnv(veleroServer, v.env(), bin, args...); err != nil {
+		<-veleroSlot
+		return nil, err
+	}
+	c.onStop(veleroServer, func() { <-veleroSlot })
 	if err := v.waitLocation(ctx); err != nil {
 		return nil, err
 	}
 	return v, nil
+}
+
+// veleroSlot is held by the Velero server that runs on this machine (StartVelero).
+var veleroSlot = make(chan struct{}, 1)
+
+// veleroSlotWait is how long StartVelero waits for another Velero server to end: longer
+// than any test keeps one, shorter than the tests' own timeout, so that a test that
+// starts a second server before stopping its first fails saying so.
+const veleroSlotWait = 10 * time.Minute
+
+func takeVeleroSlot(ctx context.Context) error {
+	timer := time.NewTimer(veleroSlotWait)
+	defer timer.Stop()
+	select {
+	case veleroSlot <- struct{}{}:
+		return nil
+	case <-timer.C:
+		return fmt.Errorf("another Velero server has run for %s: one runs on a machine at a time (its controller manager binds :8080)", veleroSlotWait)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // StopVelero ends the Velero server, leaving the cluster running.
