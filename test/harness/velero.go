@@ -176,12 +176,14 @@ func (c *Cluster) StartVelero(ctx context.Context, s *S3, opts VeleroOptions) (*
 	return v, nil
 }
 
-// veleroSlot is held by the Velero server that runs on this machine (StartVelero).
+// veleroSlot is held by the Velero server this test process runs (StartVelero); tests
+// of one package run in one process, and no other package starts a Velero server.
 var veleroSlot = make(chan struct{}, 1)
 
 // veleroSlotWait is how long StartVelero waits for another Velero server to end: longer
 // than any test keeps one, shorter than the tests' own timeout, so that a test that
-// starts a second server before stopping its first fails saying so.
+// starts a second server before stopping its first (it would wait for itself) fails
+// saying so.
 const veleroSlotWait = 10 * time.Minute
 
 func takeVeleroSlot(ctx context.Context) error {
@@ -191,7 +193,7 @@ func takeVeleroSlot(ctx context.Context) error {
 	case veleroSlot <- struct{}{}:
 		return nil
 	case <-timer.C:
-		return fmt.Errorf("another Velero server has run for %s: one runs on a machine at a time (its controller manager binds :8080)", veleroSlotWait)
+		return fmt.Errorf("waited %s for another Velero server to stop: one runs at a time (its controller manager binds :8080)", veleroSlotWait)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
