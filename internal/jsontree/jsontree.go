@@ -105,9 +105,9 @@ func (d *decoder) value(data []byte, i, depth int) (v any, end int, err error) {
 				return nil, 0, err
 			}
 		}
-		m := newMap(len(d.members) - base)
+		m, size := newMap(len(d.members) - base)
 		if d.made != nil {
-			d.made.made = append(d.made.made, m)
+			d.made.list(m, size)
 		}
 		for _, e := range d.members[base:] {
 			m[e.name] = e.v // of duplicate names, the last

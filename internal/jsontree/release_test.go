@@ -111,3 +111,52 @@ func TestCopyIsDeepAndGoesBackWithTheTree(t *testing.T) {
 	assert.Equal(t, listed+4, len(made.made))
 	made.Release()
 }
+
+// A map given back is made again at the size it was made at, whatever it holds when
+// given back: a table made for more than eight members that holds four is not made a
+// small map (which would then stay a table of two groups, cleared slot by slot), but a
+// map of its own size.
+func TestReleasedMapsKeepTheSizeTheyWereMadeAt(t *testing.T) {
+	const medium = `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10}`
+	identity := func(m map[string]any) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }
+	used := false
+	for range 20 { // a pool may drop what it is given (it does, at random, under the race detector)
+		tree, made, err := ObjectMaps([]byte(medium))
+		require.NoError(t, err)
+		for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
+			delete(tree, k)
+		}
+		table := identity(tree)
+		made.Release()
+
+		small, err := Object([]byte(`{"x":{"y":1},"z":{"w":2}}`))
+		require.NoError(t, err)
+		seen := map[unsafe.Pointer]bool{}
+		mapsOf(small, seen)
+		require.False(t, seen[table], "a table given back holding four members was made a small map")
+		again, err := Object([]byte(medium))
+		require.NoError(t, err)
+		used = used || identity(again) == table
+	}
+	assert.True(t, used, "the table given back was not made a map of its size again")
+}
+
+// A small map that was filled to a full group may have become a table (an assignment to
+// a full group makes one): it goes to neither pool.
+func TestAFullSmallMapIsNotGivenBack(t *testing.T) {
+	const seven = `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7}`
+	identity := func(m map[string]any) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }
+	for range 20 {
+		tree, made, err := ObjectMaps([]byte(seven))
+		require.NoError(t, err)
+		tree["h"] = 8
+		tree["a"] = 0 // a full group: now a table
+		full := identity(tree)
+		made.Release()
+		for _, doc := range []string{`{"x":1}`, `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10}`} {
+			again, err := Object([]byte(doc))
+			require.NoError(t, err)
+			require.NotEqual(t, full, identity(again), "a full small map given back was used again for %s", doc)
+		}
+	}
+}
