@@ -17,7 +17,6 @@ var encoders = sync.Pool{New: func() any { return new(encoder) }}
 
 type encoder struct {
 	out   []byte
-	names [][]member // a stack of scratch slices, one for each depth of objects
 	depth int
 
 	// For MarshalCut: what to leave out, the cuts made so far, and whether the value
@@ -86,15 +85,15 @@ func (e *encoder) object(m map[string]any) error {
 		e.out = append(e.out, "null"...)
 		return nil
 	}
-	if e.depth == len(e.names) {
-		e.names = append(e.names, nil)
-	}
-	members := e.names[e.depth][:0]
+	// The members are sorted in an array on the goroutine's stack, most objects having
+	// few: written to the heap, each of their strings and values was a write barrier
+	// while the collector marks, which is much of a million-object restore.
+	var room [stackMembers]member
+	members := room[:0]
 	for k, v := range m {
 		members = append(members, member{k, v})
 	}
 	sortMembers(members)
-	e.names[e.depth] = members
 	e.depth++
 	defer func() { e.depth-- }()
 	e.out = append(e.out, '{')
@@ -114,10 +113,12 @@ func (e *encoder) object(m map[string]any) error {
 			return err
 		}
 	}
-	clear(members) // the pool keeps no hold of the tree's values
 	e.out = append(e.out, '}')
 	return nil
 }
+
+// stackMembers is how many members of an object the encoder sorts on its stack.
+const stackMembers = 16
 
 // sortMembers sorts ms by name: by insertion when they are few, as an object's members
 // most often are.
@@ -127,10 +128,19 @@ func sortMembers(ms []member) {
 		return
 	}
 	for i := 1; i < len(ms); i++ {
-		for j := i; j > 0 && ms[j].name < ms[j-1].name; j-- {
+		for j := i; j > 0 && nameLess(ms[j].name, ms[j-1].name); j-- {
 			ms[j], ms[j-1] = ms[j-1], ms[j]
 		}
 	}
+}
+
+// nameLess is a < b, by their first bytes where those differ, as an object's names most
+// often do, without a call to compare the strings.
+func nameLess(a, b string) bool {
+	if len(a) > 0 && len(b) > 0 && a[0] != b[0] {
+		return a[0] < b[0]
+	}
+	return a < b
 }
 
 // cutValue encodes member k of the object at e.depth, v, or leaves it out (MarshalCut).
