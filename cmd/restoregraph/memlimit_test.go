@@ -104,17 +104,25 @@ func TestRestoreFitsItsContainer(t *testing.T) {
 	require.NoError(t, f.Close())
 	args := []string{"restore", "--backup", path, "--embedded", "-v"}
 
-	free := newCgroup(t, 0)
-	res, killed := free.run(t, nil, args...)
-	require.False(t, killed)
-	require.Equal(t, 0, res.code, res.stderr)
-	peak := free.peakBytes(t)
+	// The smaller peak of two free runs: a run's peak moves with when its collections
+	// fall (117 to 158 MiB under the race detector), and a container made from a high one
+	// held the run without the soft limit too.
+	var peak int64
+	for range 2 {
+		free := newCgroup(t, 0)
+		res, killed := free.run(t, nil, args...)
+		require.False(t, killed)
+		require.Equal(t, 0, res.code, res.stderr)
+		if p := free.peakBytes(t); peak == 0 || p < peak {
+			peak = p
+		}
+	}
 
 	// 70% of the free peak: since a restored object's maps are used again (834ea3f) the
 	// free run leaves less garbage over what is live, and at 60% the soft limit was killed.
 	limit := peak * 7 / 10 &^ 4095
 	tight := newCgroup(t, limit)
-	res, killed = tight.run(t, nil, args...)
+	res, killed := tight.run(t, nil, args...)
 	require.False(t, killed, "killed in a container of %d MiB (%d MiB unlimited)", limit>>20, peak>>20)
 	require.Equal(t, 0, res.code, res.stderr)
 	assert.Contains(t, res.stderr, fmt.Sprintf("GOMEMLIMIT=%d ", int64(float64(limit)*memoryShare)))
