@@ -21,8 +21,9 @@ import "sync"
 // would go back as small: none did in the million's restore, where none of the 14.7
 // million maps that went back as small was a table.
 const (
-	smallMap  = 7
-	mediumMap = 14
+	groupSlots = 8 // a Go map's group
+	smallMap   = groupSlots - 1
+	mediumMap  = 14
 )
 
 var smallMaps, mediumMaps sync.Pool
@@ -89,7 +90,7 @@ func (ms *Maps) Release() {
 		case size == smallSize && n <= smallMap:
 			clear(m)
 			smallMaps.Put(m)
-		case n <= mediumMap && (size == mediumSize || size == smallSize && n > smallMap+1):
+		case n <= mediumMap && (size == mediumSize || size == smallSize && n > groupSlots):
 			clear(m)
 			mediumMaps.Put(m)
 		}

@@ -9,12 +9,15 @@ import (
 	kjson "k8s.io/apimachinery/pkg/util/json"
 )
 
+// identity is what tells one map from another: a map is a pointer.
+func identity(m map[string]any) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }
+
 // mapsOf adds every map of the tree v to into, by identity, and reports whether none was
 // there already: false when a map is in the tree twice.
 func mapsOf(v any, into map[unsafe.Pointer]bool) bool {
 	switch v := v.(type) {
 	case map[string]any:
-		p := *(*unsafe.Pointer)(unsafe.Pointer(&v))
+		p := identity(v)
 		if into[p] {
 			return false
 		}
@@ -118,7 +121,6 @@ func TestCopyIsDeepAndGoesBackWithTheTree(t *testing.T) {
 // map of its own size.
 func TestReleasedMapsKeepTheSizeTheyWereMadeAt(t *testing.T) {
 	const medium = `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10}`
-	identity := func(m map[string]any) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }
 	used := false
 	for range 20 { // a pool may drop what it is given (it does, at random, under the race detector)
 		tree, made, err := ObjectMaps([]byte(medium))
@@ -145,7 +147,6 @@ func TestReleasedMapsKeepTheSizeTheyWereMadeAt(t *testing.T) {
 // a full group makes one): it goes to neither pool.
 func TestAFullSmallMapIsNotGivenBack(t *testing.T) {
 	const seven = `{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7}`
-	identity := func(m map[string]any) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }
 	for range 20 {
 		tree, made, err := ObjectMaps([]byte(seven))
 		require.NoError(t, err)
