@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -107,6 +108,45 @@ func TestCreateIsAPost(t *testing.T) {
 			require.NoError(t, err, c.name)
 			assert.Equal(t, d.Object, created.Object, "%s: the object left in obj is the one served", c.name)
 		}
+	}
+}
+
+// TestCreationTimestampIsTheSecondOfTheCreate: the creationTimestamp a create is given
+// is the time of the create, in UTC to the second, though it is formatted once a
+// second; a clock set back is followed, not the second formatted last.
+func TestCreationTimestampIsTheSecondOfTheCreate(t *testing.T) {
+	var st stamp
+	zone := time.FixedZone("UTC+2", 2*60*60)
+	at := time.Date(2026, 11, 29, 12, 0, 5, 100, zone)
+	assert.Equal(t, "2026-11-29T10:00:05Z", st.at(at))
+	assert.Equal(t, "2026-11-29T10:00:05Z", st.at(at.Add(999*time.Millisecond)), "the same second")
+	assert.Equal(t, "2026-11-29T10:00:06Z", st.at(at.Add(time.Second)), "the next")
+	assert.Equal(t, "2026-11-29T10:00:04Z", st.at(at.Add(-time.Second)), "a clock set back")
+
+	s, err := StartServer(Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	before := time.Now().Truncate(time.Second)
+	obj := map[string]any{"metadata": map[string]any{"name": "a"}}
+	require.NoError(t, s.Create(context.Background(), schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", obj))
+	created, err := time.Parse(time.RFC3339, obj["metadata"].(map[string]any)["creationTimestamp"].(string))
+	require.NoError(t, err)
+	assert.False(t, created.Before(before) || created.After(time.Now()), "created at %v, between %v and now", created, before)
+}
+
+// TestCreatedUIDsAreRandomUUIDs: each created object's UID is a version 4 UUID of the
+// RFC's variant, as the API server's, and no two are the same.
+func TestCreatedUIDsAreRandomUUIDs(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		s := newUID()
+		u, err := uuid.Parse(s)
+		require.NoError(t, err)
+		require.Equal(t, s, u.String(), "canonical form")
+		require.Equal(t, uuid.Version(4), u.Version(), s)
+		require.Equal(t, uuid.RFC4122, u.Variant(), s)
+		require.False(t, seen[s], "%s given twice", s)
+		seen[s] = true
 	}
 }
 

@@ -1,12 +1,14 @@
 package memcluster
 
 import (
+	crand "crypto/rand"
 	"fmt"
 	"io"
 	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/restoregraph/restoregraph/internal/jsontree"
@@ -219,6 +221,37 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, req *request) {
 	writeRaw(w, http.StatusCreated, st.json())
 }
 
+// stamp is the time as a creationTimestamp holds it (RFC 3339, to the second), boxed
+// for an object's map: formatted once a second, not for each of a million creates. The
+// zero value is ready.
+type stamp struct{ last atomic.Pointer[stampAt] }
+
+type stampAt struct {
+	sec   int64
+	value any
+}
+
+// at returns now as a creationTimestamp.
+func (st *stamp) at(now time.Time) any {
+	if last := st.last.Load(); last != nil && last.sec == now.Unix() {
+		return last.value
+	}
+	next := &stampAt{sec: now.Unix(), value: now.UTC().Format(time.RFC3339)}
+	st.last.Store(next)
+	return next.value
+}
+
+// newUID returns a random (version 4) UUID, as the API server gives a created object.
+// uuid.NewString reads its 16 bytes through an io.Reader, which puts them on the heap:
+// a million allocations in a million creates. Read here, they stay on the stack.
+func newUID() string {
+	var u uuid.UUID
+	_, _ = crand.Read(u[:]) // crypto/rand's Read does not fail
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // RFC 4122's variant
+	return u.String()
+}
+
 // createObject creates obj, decoded from a create's body, as req asks: it checks obj
 // against the request, sets what the server sets and stores it. obj is then the object
 // as stored. An error is an *apierrors.StatusError, as the request is answered with.
@@ -240,8 +273,8 @@ func (s *Server) createObject(req *request, obj object) (*stored, error) {
 	}
 	// What the server sets that needs not its lock, and the encoding, which is most
 	// of a create's work, unless admission changes the object under the lock.
-	md["uid"] = uuid.NewString()
-	md["creationTimestamp"] = time.Now().UTC().Format(time.RFC3339)
+	md["uid"] = newUID()
+	md["creationTimestamp"] = s.now.at(time.Now())
 	if req.rt.generation {
 		md["generation"] = int64(1)
 	} else {
@@ -256,7 +289,7 @@ func (s *Server) createObject(req *request, obj object) (*stored, error) {
 	if req.rt.gr.Resource == "namespaces" && req.rt.gr.Group == "" {
 		obj["status"] = map[string]any{"phase": "Active"}
 	}
-	obj["apiVersion"], obj["kind"] = req.gvk().GroupVersion().String(), req.rt.kind
+	obj["apiVersion"], obj["kind"] = req.rt.identity(req.version)
 	early := !admitChanges(req.rt.gr)
 	var enc *stored
 	if early {
@@ -363,7 +396,7 @@ func (s *Server) replace(req *request, obj object) (*stored, error) {
 		}
 	}
 	md["resourceVersion"] = s.nextRV()
-	obj["apiVersion"], obj["kind"] = req.gvk().GroupVersion().String(), req.rt.kind
+	obj["apiVersion"], obj["kind"] = req.rt.identity(req.version)
 	if metaString(obj, "deletionTimestamp") != "" && len(finalizers(obj)) == 0 {
 		s.record(watch.Deleted, k, obj)
 		s.afterDelete(req, obj)

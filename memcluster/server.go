@@ -65,6 +65,7 @@ type Server struct {
 	objects     objectIndex
 	byUID       *keyed.Map[types.UID, *stored]
 	canon       canonSet // the label sets and apiVersions of objects stored lately
+	now         stamp    // a created object's creationTimestamp
 	rv          uint64
 	history     ring
 	watchers    map[*watcher]struct{}
@@ -193,6 +194,7 @@ func (s *Server) addType(rt *resourceType) {
 	if s.file != nil {
 		rt.codec.useFile(s.file)
 	}
+	rt.boxed()
 	s.types[rt.gr] = rt
 }
 
