@@ -142,9 +142,9 @@ var serverSetMetadata = []string{"uid", "resourceVersion", "creationTimestamp", 
 func (r *run) stepSanitize(_ context.Context, o *Object) error {
 	if md, ok := o.Body.Object["metadata"].(map[string]any); ok {
 		o.managedFields, _ = md["managedFields"].([]any) // for StepManagedFields
-	}
-	for _, f := range serverSetMetadata {
-		unstructured.RemoveNestedField(o.Body.Object, "metadata", f)
+		for _, f := range serverSetMetadata {
+			delete(md, f)
+		}
 	}
 	if !r.plan.status.keeps(o) {
 		delete(o.Body.Object, "status")
