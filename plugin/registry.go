@@ -122,6 +122,8 @@ type Action struct {
 	// ForgetsItems: the implementation says, as an ItemForgetter, that it keeps nothing
 	// of the items it is given or returns once Execute has returned.
 	ForgetsItems bool
+	// ExecuteMaking is the implementation's, as a MapMakerUser; nil when it is not one.
+	ExecuteMaking func(in *ria.ExecuteInput, maps MapMaker) (*ria.ExecuteOutput, error)
 	v2.RestoreItemAction
 	matcher *ria.Matcher
 }
@@ -144,6 +146,21 @@ type ItemSharer interface {
 // the restore lets the collector have.
 type ItemForgetter interface {
 	ForgetsItems() bool
+}
+
+// MapMaker makes an empty map with room for n members.
+type MapMaker interface {
+	Map(n int) map[string]any
+}
+
+// MapMakerUser is implemented by an action, registered in this process, that can make
+// the maps it puts in an item with a MapMaker it is given (ExecuteMaking, which does
+// what Execute does) rather than with make. A restore calls ExecuteMaking in place of
+// Execute, with a MapMaker whose maps it takes back with those the object was decoded
+// into, once the object is restored and no action that keeps items was given it, for
+// the objects decoded after it.
+type MapMakerUser interface {
+	ExecuteMaking(in *ria.ExecuteInput, maps MapMaker) (*ria.ExecuteOutput, error)
 }
 
 // AppliesTo reports whether the action is called for an item.
@@ -178,8 +195,12 @@ func (r *Registry) Actions() ([]*Action, error) {
 		r.mu.RUnlock()
 		sharer, shares := registered.(ItemSharer)
 		forgetter, forgets := registered.(ItemForgetter)
-		out = append(out, &Action{Name: name, Version: version, Selector: sel, SharesItem: shares && sharer.SharesItem(),
-			ForgetsItems: forgets && forgetter.ForgetsItems(), RestoreItemAction: impl, matcher: m})
+		a := &Action{Name: name, Version: version, Selector: sel, SharesItem: shares && sharer.SharesItem(),
+			ForgetsItems: forgets && forgetter.ForgetsItems(), RestoreItemAction: impl, matcher: m}
+		if maker, ok := registered.(MapMakerUser); ok {
+			a.ExecuteMaking = maker.ExecuteMaking
+		}
+		out = append(out, a)
 	}
 	return out, nil
 }

@@ -169,7 +169,13 @@ func (r *run) stepActions(ctx context.Context, o *Object) error {
 		var out *ria.ExecuteOutput
 		err := o.budget.run(ctx, func(ctx context.Context) error {
 			return contained(func() (err error) {
-				out, err = riav2.Execute(ctx, a.RestoreItemAction, &ria.ExecuteInput{Item: o.Body, ItemFromBackup: o.Backup, Restore: r.request})
+				in := &ria.ExecuteInput{Item: o.Body, ItemFromBackup: o.Backup, Restore: r.request}
+				if a.ExecuteMaking != nil {
+					// The maps it makes are given back with the object's (release).
+					out, err = a.ExecuteMaking(in, o.decoded)
+				} else {
+					out, err = riav2.Execute(ctx, a.RestoreItemAction, in)
+				}
 				return err
 			})
 		})

@@ -2,6 +2,8 @@ package restore
 
 import (
 	"context"
+	"errors"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -432,5 +434,67 @@ func TestWhatAnActionKeepsIsNotUsedAgain(t *testing.T) {
 		read, err := decodeObject(body)
 		require.NoError(t, err)
 		assert.Equal(t, read.Object, got.Object, "ConfigMap %s", name)
+	}
+}
+
+// makesData gives each ConfigMap a data of its own, made by the restore's maker
+// (plugin.MapMakerUser): its Execute is not to be called.
+type makesData struct {
+	t     *testing.T
+	mu    sync.Mutex
+	calls int
+}
+
+func (p *makesData) AppliesTo() (ria.ResourceSelector, error) {
+	return ria.ResourceSelector{IncludedResources: []string{"configmaps"}}, nil
+}
+
+func (p *makesData) Execute(*ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	p.t.Error("Execute called on an action that makes its maps with the restore's maker")
+	return nil, errors.New("not this way")
+}
+
+func (p *makesData) ExecuteMaking(in *ria.ExecuteInput, mk plugin.MapMaker) (*ria.ExecuteOutput, error) {
+	p.mu.Lock()
+	p.calls++
+	p.mu.Unlock()
+	data, _ := in.Item.Object["data"].(map[string]any)
+	made := mk.Map(len(data) + 1)
+	maps.Copy(made, data)
+	made["restored-by"] = in.Item.GetName()
+	in.Item.Object["data"] = made
+	return ria.NewExecuteOutput(in.Item), nil
+}
+
+// An action that makes its maps with the restore's maker is called so, and what it made
+// is what is restored, object by object, though the restore takes those maps back for
+// the objects it decodes after.
+func TestActionsMakeMapsWithTheRestoresMaker(t *testing.T) {
+	b := shop(t)
+	p := &makesData{t: t}
+	var reg plugin.Registry
+	require.NoError(t, reg.Register("makes", plugin.V1, p))
+	s, tgt := cluster(t, memcluster.Options{ServiceCIDR: "10.96.0.0/24"})
+	rep, err := restoreAll(context.Background(), inProcess(s, tgt), b, testOptions{Plugins: &reg, Retry: fastRetry})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), firstFailure(rep))
+	require.Positive(t, p.calls)
+	list, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("shop").List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, list.Items, p.calls)
+	for _, cm := range list.Items {
+		it, ok := b.Manifest().Get(manifest.ID{Resource: "configmaps", Namespace: "shop", Name: cm.GetName()})
+		require.True(t, ok, cm.GetName())
+		body, err := b.Body(it.GroupResource(), it.Version, it.Namespace, it.Name)
+		require.NoError(t, err)
+		read, err := decodeObject(body)
+		require.NoError(t, err)
+		want, _ := read.Object["data"].(map[string]any)
+		want = maps.Clone(want)
+		if want == nil {
+			want = map[string]any{}
+		}
+		want["restored-by"] = cm.GetName()
+		assert.Equal(t, want, cm.Object["data"], "ConfigMap %s", cm.GetName())
 	}
 }

@@ -66,11 +66,17 @@ func Register(r *plugin.Registry, opts Options, disabled ...string) error {
 		opts.InBackup = func(manifest.ID) bool { return false }
 	}
 	actions := map[string]action{
-		Service:               {"services", func(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return service(in, opts) }, true},
-		Pod:                   {"pods", func(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return pod(in, opts) }, true},
-		Job:                   {"jobs.batch", job, false},
-		PersistentVolumeClaim: {"persistentvolumeclaims", func(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return claim(in, opts) }, false},
-		PersistentVolume:      {"persistentvolumes", volume, false},
+		Service: {"services", func(in *ria.ExecuteInput, mk plugin.MapMaker) (*ria.ExecuteOutput, error) {
+			return service(in, opts, mk)
+		}, true},
+		Pod: {"pods", func(in *ria.ExecuteInput, mk plugin.MapMaker) (*ria.ExecuteOutput, error) {
+			return pod(in, opts, mk)
+		}, true},
+		Job: {"jobs.batch", func(in *ria.ExecuteInput, _ plugin.MapMaker) (*ria.ExecuteOutput, error) { return job(in) }, false},
+		PersistentVolumeClaim: {"persistentvolumeclaims", func(in *ria.ExecuteInput, _ plugin.MapMaker) (*ria.ExecuteOutput, error) {
+			return claim(in, opts)
+		}, false},
+		PersistentVolume: {"persistentvolumes", func(in *ria.ExecuteInput, _ plugin.MapMaker) (*ria.ExecuteOutput, error) { return volume(in) }, false},
 	}
 	for _, name := range Names {
 		if slices.Contains(disabled, name) {
@@ -83,14 +89,36 @@ func Register(r *plugin.Registry, opts Options, disabled ...string) error {
 	return nil
 }
 
-// action is a built-in RestoreItemAction v1: the resource it applies to, what it does,
-// and whether it replaces, never changes, what it changes below the item's top level and
-// metadata.
+// action is a built-in RestoreItemAction v1: the resource it applies to, what it does
+// (with the maps it makes made by a MapMaker, make's when it is nil), and whether it
+// replaces, never changes, what it changes below the item's top level and metadata.
 type action struct {
 	resource string
-	execute  func(*ria.ExecuteInput) (*ria.ExecuteOutput, error)
+	execute  func(*ria.ExecuteInput, plugin.MapMaker) (*ria.ExecuteOutput, error)
 	replaces bool
 }
+
+// ExecuteMaking implements plugin.MapMakerUser.
+func (a action) ExecuteMaking(in *ria.ExecuteInput, mk plugin.MapMaker) (*ria.ExecuteOutput, error) {
+	return a.execute(in, mk)
+}
+
+// copyMap returns a copy of m's members, in a map made by mk (by make when mk is nil).
+func copyMap(mk plugin.MapMaker, m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	var out map[string]any
+	if mk == nil {
+		out = make(map[string]any, len(m))
+	} else {
+		out = mk.Map(len(m))
+	}
+	maps.Copy(out, m)
+	return out
+}
+
+var _ plugin.MapMakerUser = action{}
 
 // SharesItem implements plugin.ItemSharer.
 func (a action) SharesItem() bool { return a.replaces }
@@ -102,16 +130,16 @@ func (a action) AppliesTo() (ria.ResourceSelector, error) {
 	return ria.ResourceSelector{IncludedResources: []string{a.resource}}, nil
 }
 
-func (a action) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return a.execute(in) }
+func (a action) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return a.execute(in, nil) }
 
 // service replaces what it changes: the item may share it (action.replaces).
-func service(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
+func service(in *ria.ExecuteInput, opts Options, mk plugin.MapMaker) (*ria.ExecuteOutput, error) {
 	obj := in.Item
 	spec, _ := obj.Object["spec"].(map[string]any)
 	if spec == nil {
 		return ria.NewExecuteOutput(obj), nil
 	}
-	spec = maps.Clone(spec)
+	spec = copyMap(mk, spec)
 	obj.Object["spec"] = spec
 	if ip, _ := spec["clusterIP"].(string); ip != "None" {
 		delete(spec, "clusterIP")
@@ -124,7 +152,7 @@ func service(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
 			for i, p := range ports {
 				if m, ok := p.(map[string]any); ok {
 					if _, set := m["nodePort"]; set {
-						m = maps.Clone(m)
+						m = copyMap(mk, m)
 						delete(m, "nodePort")
 						ports[i] = m
 					}
@@ -137,7 +165,7 @@ func service(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
 }
 
 // pod replaces what it changes: the item may share it (action.replaces).
-func pod(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
+func pod(in *ria.ExecuteInput, opts Options, mk plugin.MapMaker) (*ria.ExecuteOutput, error) {
 	obj := in.Item
 	out := ria.NewExecuteOutput(obj)
 	needs := func(gr schema.GroupResource, namespace, name string) {
@@ -162,7 +190,7 @@ func pod(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
 	if spec == nil {
 		return out, nil
 	}
-	spec = maps.Clone(spec)
+	spec = copyMap(mk, spec)
 	obj.Object["spec"] = spec
 	delete(spec, "nodeName")
 	delete(spec, "priority")
@@ -170,7 +198,8 @@ func pod(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
 	if sa == "" {
 		sa = "default"
 	}
-	legacyToken := func(name string) bool { return strings.HasPrefix(name, sa+"-token-") }
+	token := sa + "-token-" // once, not for each volume and mount
+	legacyToken := func(name string) bool { return strings.HasPrefix(name, token) }
 	if vols != nil {
 		spec["volumes"] = dropNamed(vols, legacyToken)
 	}
@@ -191,7 +220,7 @@ func pod(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
 					replaced = slices.Clone(containers)
 					spec[field] = replaced
 				}
-				m = maps.Clone(m)
+				m = copyMap(mk, m)
 				m["volumeMounts"] = kept
 				replaced[i] = m
 			}
@@ -200,16 +229,22 @@ func pod(in *ria.ExecuteInput, opts Options) (*ria.ExecuteOutput, error) {
 	return out, nil
 }
 
-// dropNamed returns the elements of list whose "name" does not satisfy drop.
+// dropNamed returns the elements of list whose "name" does not satisfy drop: list
+// itself when none does, a new slice otherwise.
 func dropNamed(list []any, drop func(string) bool) []any {
-	out := list[:0:0]
+	dropped := func(e any) bool {
+		m, ok := e.(map[string]any)
+		name, _ := m["name"].(string)
+		return ok && drop(name)
+	}
+	if !slices.ContainsFunc(list, dropped) {
+		return list
+	}
+	out := make([]any, 0, len(list)-1)
 	for _, e := range list {
-		if m, ok := e.(map[string]any); ok {
-			if name, _ := m["name"].(string); drop(name) {
-				continue
-			}
+		if !dropped(e) {
+			out = append(out, e)
 		}
-		out = append(out, e)
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package builtin
 import (
 	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -35,14 +36,38 @@ func run(t *testing.T, name string, opts Options, obj string) *ria.ExecuteOutput
 		u = &unstructured.Unstructured{Object: maps.Clone(backup.Object)}
 		u.Object["metadata"] = runtime.DeepCopyJSONValue(backup.Object["metadata"])
 	}
+	// Its copies made by a restore's maker (ExecuteMaking), the same item.
+	made := &madeMaps{}
+	withMaker := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(u.Object)}
+	outMade, err := a.ExecuteMaking(&ria.ExecuteInput{Item: withMaker, ItemFromBackup: backup, Restore: &ria.Restore{Name: "r"}}, made)
+	require.NoError(t, err)
 	out, err := a.Execute(&ria.ExecuteInput{Item: u, ItemFromBackup: backup, Restore: &ria.Restore{Name: "r"}})
 	require.NoError(t, err)
+	assert.Equal(t, out.UpdatedItem, outMade.UpdatedItem, "the same with the restore's maker")
+	assert.Equal(t, out.AdditionalItems, outMade.AdditionalItems)
 	// The item given is the one changed and returned; the backup's is left alone.
 	assert.Same(t, u, out.UpdatedItem)
 	want := &unstructured.Unstructured{}
 	require.NoError(t, json.Unmarshal([]byte(obj), &want.Object))
 	assert.Equal(t, want, backup)
 	return out
+}
+
+// madeMaps is a plugin.MapMaker that lists the maps it makes.
+type madeMaps []map[string]any
+
+func (m *madeMaps) Map(n int) map[string]any {
+	made := make(map[string]any, n)
+	*m = append(*m, made)
+	return made
+}
+
+// has reports whether x is one of the maps m made.
+func (m *madeMaps) has(x any) bool {
+	xm, ok := x.(map[string]any)
+	return ok && slices.ContainsFunc(*m, func(y map[string]any) bool {
+		return reflect.ValueOf(xm).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	})
 }
 
 // As kube-apiserver v1.37 wrote them (the shop fixture, and a claim bound by a provisioner).
@@ -166,6 +191,41 @@ func TestDisabledByName(t *testing.T) {
 		names = append(names, a.Name)
 	}
 	assert.Equal(t, []string{Service, PersistentVolumeClaim, PersistentVolume}, names)
+}
+
+// TestCopiesAreMadeByTheMaker: the maps Service and Pod put in place of the backup's are
+// made by the MapMaker a restore gives them, which takes them back once the object is
+// restored; none of the backup's maps is changed (run).
+func TestCopiesAreMadeByTheMaker(t *testing.T) {
+	var reg plugin.Registry
+	require.NoError(t, Register(&reg, Options{}))
+	actions, err := reg.Actions()
+	require.NoError(t, err)
+	byName := map[string]*plugin.Action{}
+	for _, a := range actions {
+		require.NotNil(t, a.ExecuteMaking, a.Name)
+		byName[a.Name] = a
+	}
+	execute := func(name, obj string) (*unstructured.Unstructured, *madeMaps) {
+		backup := &unstructured.Unstructured{}
+		require.NoError(t, json.Unmarshal([]byte(obj), &backup.Object))
+		item := &unstructured.Unstructured{Object: maps.Clone(backup.Object)}
+		made := &madeMaps{}
+		out, err := byName[name].ExecuteMaking(&ria.ExecuteInput{Item: item, ItemFromBackup: backup, Restore: &ria.Restore{Name: "r"}}, made)
+		require.NoError(t, err)
+		return out.UpdatedItem, made
+	}
+	svc, made := execute(Service, nodePortService)
+	spec := svc.Object["spec"].(map[string]any)
+	assert.True(t, made.has(spec), "the Service's spec")
+	assert.True(t, made.has(spec["ports"].([]any)[0]), "its port without a node port")
+	assert.Len(t, *made, 2)
+
+	pod, made := execute(Pod, boundPod)
+	spec = pod.Object["spec"].(map[string]any)
+	assert.True(t, made.has(spec), "the Pod's spec")
+	assert.True(t, made.has(spec["containers"].([]any)[0]), "its container without the token's mount")
+	assert.Len(t, *made, 2)
 }
 
 // Service and Pod, which a restore of applications meets most, share their item with the
