@@ -92,9 +92,20 @@ func (r *Report) Len() int {
 
 // Objects iterates the objects' results, in the plan's node order. Each ObjectResult
 // is made as it is yielded.
-func (r *Report) Objects() iter.Seq[ObjectResult] {
+func (r *Report) Objects() iter.Seq[ObjectResult] { return r.objects(false) }
+
+// Unusual iterates, as Objects does, the results of the objects that were not simply
+// restored: those that ended otherwise than Restored, and those restored with a reason,
+// warnings, modifiers, operations or hooks. Of a million objects restored it makes no
+// result: a report that lists only these need not make a million.
+func (r *Report) Unusual() iter.Seq[ObjectResult] { return r.objects(true) }
+
+func (r *Report) objects(unusual bool) iter.Seq[ObjectResult] {
 	return func(yield func(ObjectResult) bool) {
 		for id := range r.outcomes {
+			if o := &r.outcomes[id]; unusual && o.Status() == Restored && o.more == nil {
+				continue
+			}
 			it := r.plan.item(int64(id))
 			if it == nil {
 				continue

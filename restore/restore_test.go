@@ -295,6 +295,31 @@ func TestPermanentFailureSkipsOnlyDescendants(t *testing.T) {
 	assert.Equal(t, 4+3*4, skipped)
 }
 
+// Unusual yields what Objects yields of the objects not simply restored, in the same
+// order, and nothing of the others.
+func TestUnusualIsWhatWasNotSimplyRestored(t *testing.T) {
+	b := capiBackup(t, 2)
+	_, cfg := cluster(t, memcluster.Options{})
+	var reg plugin.Registry
+	require.NoError(t, reg.Register("fail", plugin.V1, failOn{"KubeadmControlPlane", "workload-00-control-plane"}))
+	rep, err := restoreAll(context.Background(), cfg, b, testOptions{Plugins: &reg, Retry: fastRetry})
+	require.NoError(t, err)
+	var want []ObjectResult
+	restored := 0
+	for o := range rep.Objects() {
+		if o.Status == Restored && o.Reason == "" && o.Err == nil && o.SkippedBy == "" && len(o.BlockedBy) == 0 &&
+			len(o.Warnings) == 0 && len(o.Modifiers) == 0 && len(o.Operations) == 0 && len(o.Hooks) == 0 {
+			restored++
+			continue
+		}
+		want = append(want, o)
+	}
+	got := slices.Collect(rep.Unusual())
+	assert.Equal(t, want, got)
+	assert.Len(t, got, 1+4+3*4, "the failed object and what it blocked")
+	assert.Equal(t, rep.Len(), restored+len(got))
+}
+
 // What one object's restore recorded (its failure, its reason, its retries) is never
 // another's: the state an object is restored with is used again for the next object.
 func TestObjectResultsAreTheirOwn(t *testing.T) {

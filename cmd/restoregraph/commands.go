@@ -336,7 +336,7 @@ func restoreRecord(name, backup string, rep *restore.Report, log []byte) veleroh
 
 func printReport(w io.Writer, rep *restore.Report) {
 	leftOut := map[string]int{} // by the plan's rule: one line each, not one per object
-	for o := range rep.Objects() {
+	for o := range rep.Unusual() {
 		if o.Status == restore.Restored && len(o.Warnings) == 0 && len(o.Operations) == 0 && len(o.Hooks) == 0 {
 			continue
 		}
