@@ -520,9 +520,16 @@ func (s *Server) deleteHandler(w http.ResponseWriter, r *http.Request, req *requ
 func (s *Server) remove(req *request, k key, st *stored) {
 	isNamespace := k.gr == schema.GroupResource{Resource: "namespaces"}
 	if !st.finalizers() && !isNamespace {
-		obj := st.object()
-		s.record(watch.Deleted, k, obj)
-		s.afterDelete(req, obj)
+		// The record is the object as it was deleted, which the event shows: its JSON is
+		// not decoded and encoded again (a data file's blocks are never reused). Only a
+		// CRD is decoded, for the resource it served.
+		if k.gr == crdGR {
+			obj := st.object()
+			s.recordStored(watch.Deleted, k, st)
+			s.afterDelete(req, obj)
+			return
+		}
+		s.recordStored(watch.Deleted, k, st)
 		return
 	}
 	if st.deleting() {

@@ -194,7 +194,7 @@ func (s *Server) afterDelete(req *request, obj object) {
 	s.objects.inResource(gr, "", func(k key, _ *stored) { keys = append(keys, k) })
 	for _, k := range keys {
 		st, _ := s.objects.get(k)
-		s.record(watch.Deleted, k, st.object())
+		s.recordStored(watch.Deleted, k, st)
 	}
 }
 
@@ -212,11 +212,11 @@ func (s *Server) terminateNamespace(ns string) {
 		slices.SortFunc(keys, func(a, b key) int { return strings.Compare(a.gr.String()+"/"+a.name, b.gr.String()+"/"+b.name) })
 		for _, k := range keys {
 			st, _ := s.objects.get(k)
-			s.record(watch.Deleted, k, st.object())
+			s.recordStored(watch.Deleted, k, st)
 		}
 		k := key{gr: schema.GroupResource{Resource: "namespaces"}, name: ns}
 		if st, ok := s.objects.get(k); ok {
-			s.record(watch.Deleted, k, st.object())
+			s.recordStored(watch.Deleted, k, st)
 		}
 	}()
 }

@@ -338,7 +338,7 @@ func (s *suite) watch(t *testing.T) {
 	_, err = cms.Create(ctx, obj("v1", "ConfigMap", s.ns, "unwatched", nil), metav1.CreateOptions{})
 	require.NoError(t, err)
 	created.Object["data"] = map[string]any{"x": "y"}
-	_, err = cms.Update(ctx, created, metav1.UpdateOptions{})
+	updated, err := cms.Update(ctx, created, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	require.NoError(t, cms.Delete(ctx, "watched", metav1.DeleteOptions{}))
 
@@ -351,6 +351,12 @@ func (s *suite) watch(t *testing.T) {
 			u := ev.Object.(*unstructured.Unstructured)
 			assert.Equal(t, "watched", u.GetName(), "the label selector filters events")
 			got = append(got, ev.Type)
+			if ev.Type == watch.Deleted {
+				// The object as it was deleted: its UID, labels and data, the last written.
+				assert.Equal(t, updated.GetUID(), u.GetUID())
+				assert.Equal(t, updated.GetLabels(), u.GetLabels())
+				assert.Equal(t, updated.Object["data"], u.Object["data"])
+			}
 		case <-timeout:
 			t.Fatalf("events so far: %v", got)
 		}
