@@ -412,6 +412,20 @@ func TestActionsAreGivenTheBackupsObject(t *testing.T) {
 	}
 }
 
+// restoreInProcessWith restores b into an embedded server that the restore hands each
+// object in this process (its maps then used again), with action registered as name,
+// and requires every object restored. It returns the server's target.
+func restoreInProcessWith(t *testing.T, b *archive.Backup, name string, action any) Target {
+	t.Helper()
+	var reg plugin.Registry
+	require.NoError(t, reg.Register(name, plugin.V1, action))
+	s, tgt := cluster(t, memcluster.Options{ServiceCIDR: "10.96.0.0/24"})
+	rep, err := restoreAll(context.Background(), inProcess(s, tgt), b, testOptions{Plugins: &reg, Retry: fastRetry})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), firstFailure(rep))
+	return tgt
+}
+
 // The restore uses the maps of the objects it has restored again for the objects it
 // decodes after them, but not those of an object an action was given that does not say
 // it keeps nothing (plugin.ItemForgetter): what such an action kept stays as it was
@@ -419,12 +433,7 @@ func TestActionsAreGivenTheBackupsObject(t *testing.T) {
 func TestWhatAnActionKeepsIsNotUsedAgain(t *testing.T) {
 	b := shop(t)
 	p := &recordsBackupItem{seen: map[string]*unstructured.Unstructured{}, asGiven: true}
-	var reg plugin.Registry
-	require.NoError(t, reg.Register("keeps", plugin.V1, p))
-	s, tgt := cluster(t, memcluster.Options{ServiceCIDR: "10.96.0.0/24"})
-	rep, err := restoreAll(context.Background(), inProcess(s, tgt), b, testOptions{Plugins: &reg, Retry: fastRetry})
-	require.NoError(t, err)
-	require.True(t, rep.OK(), firstFailure(rep))
+	restoreInProcessWith(t, b, "keeps", p)
 	require.NotEmpty(t, p.seen)
 	for name, got := range p.seen {
 		it, ok := b.Manifest().Get(manifest.ID{Resource: "configmaps", Namespace: "shop", Name: name})
@@ -472,12 +481,7 @@ func (p *makesData) ExecuteMaking(in *ria.ExecuteInput, mk plugin.MapMaker) (*ri
 func TestActionsMakeMapsWithTheRestoresMaker(t *testing.T) {
 	b := shop(t)
 	p := &makesData{t: t}
-	var reg plugin.Registry
-	require.NoError(t, reg.Register("makes", plugin.V1, p))
-	s, tgt := cluster(t, memcluster.Options{ServiceCIDR: "10.96.0.0/24"})
-	rep, err := restoreAll(context.Background(), inProcess(s, tgt), b, testOptions{Plugins: &reg, Retry: fastRetry})
-	require.NoError(t, err)
-	require.True(t, rep.OK(), firstFailure(rep))
+	tgt := restoreInProcessWith(t, b, "makes", p)
 	require.Positive(t, p.calls)
 	list, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("shop").List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)

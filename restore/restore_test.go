@@ -264,13 +264,21 @@ func (f failOn) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
 	return ria.NewExecuteOutput(in.Item), nil
 }
 
-func TestPermanentFailureSkipsOnlyDescendants(t *testing.T) {
+// restoreFailingControlPlane restores two Cluster API clusters, the first one's
+// KubeadmControlPlane failing for good.
+func restoreFailingControlPlane(t *testing.T) *Report {
+	t.Helper()
 	b := capiBackup(t, 2)
 	_, cfg := cluster(t, memcluster.Options{})
 	var reg plugin.Registry
 	require.NoError(t, reg.Register("fail", plugin.V1, failOn{"KubeadmControlPlane", "workload-00-control-plane"}))
 	rep, err := restoreAll(context.Background(), cfg, b, testOptions{Plugins: &reg, Retry: fastRetry})
 	require.NoError(t, err)
+	return rep
+}
+
+func TestPermanentFailureSkipsOnlyDescendants(t *testing.T) {
+	rep := restoreFailingControlPlane(t)
 	assert.Equal(t, 1, rep.Count(Failed))
 	var kcpUID types.UID
 	for o := range rep.Objects() {
@@ -298,12 +306,7 @@ func TestPermanentFailureSkipsOnlyDescendants(t *testing.T) {
 // Unusual yields what Objects yields of the objects not simply restored, in the same
 // order, and nothing of the others.
 func TestUnusualIsWhatWasNotSimplyRestored(t *testing.T) {
-	b := capiBackup(t, 2)
-	_, cfg := cluster(t, memcluster.Options{})
-	var reg plugin.Registry
-	require.NoError(t, reg.Register("fail", plugin.V1, failOn{"KubeadmControlPlane", "workload-00-control-plane"}))
-	rep, err := restoreAll(context.Background(), cfg, b, testOptions{Plugins: &reg, Retry: fastRetry})
-	require.NoError(t, err)
+	rep := restoreFailingControlPlane(t)
 	var want []ObjectResult
 	restored := 0
 	for o := range rep.Objects() {
