@@ -90,8 +90,8 @@ func Register(r *plugin.Registry, opts Options, disabled ...string) error {
 }
 
 // action is a built-in RestoreItemAction v1: the resource it applies to, what it does
-// (with the maps it makes made by a MapMaker, make's when it is nil), and whether it
-// replaces, never changes, what it changes below the item's top level and metadata.
+// (with the maps it makes made by a MapMaker), and whether it replaces, never changes,
+// what it changes below the item's top level and metadata.
 type action struct {
 	resource string
 	execute  func(*ria.ExecuteInput, plugin.MapMaker) (*ria.ExecuteOutput, error)
@@ -103,17 +103,17 @@ func (a action) ExecuteMaking(in *ria.ExecuteInput, mk plugin.MapMaker) (*ria.Ex
 	return a.execute(in, mk)
 }
 
-// copyMap returns a copy of m's members, in a map made by mk (by make when mk is nil).
+// newMaps is the MapMaker of a call through Execute: make's.
+type newMaps struct{}
+
+func (newMaps) Map(n int) map[string]any { return make(map[string]any, n) }
+
+// copyMap returns a copy of m's members, in a map made by mk.
 func copyMap(mk plugin.MapMaker, m map[string]any) map[string]any {
 	if m == nil {
 		return nil
 	}
-	var out map[string]any
-	if mk == nil {
-		out = make(map[string]any, len(m))
-	} else {
-		out = mk.Map(len(m))
-	}
+	out := mk.Map(len(m))
 	maps.Copy(out, m)
 	return out
 }
@@ -130,7 +130,9 @@ func (a action) AppliesTo() (ria.ResourceSelector, error) {
 	return ria.ResourceSelector{IncludedResources: []string{a.resource}}, nil
 }
 
-func (a action) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) { return a.execute(in, nil) }
+func (a action) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	return a.execute(in, newMaps{})
+}
 
 // service replaces what it changes: the item may share it (action.replaces).
 func service(in *ria.ExecuteInput, opts Options, mk plugin.MapMaker) (*ria.ExecuteOutput, error) {
