@@ -24,7 +24,7 @@ func (r *run) remapOwners(ctx context.Context, o *Object) {
 	}
 	kept := refs[:0]
 	for _, ref := range refs {
-		if uid, ok := r.newUID(ref.UID); ok {
+		if uid, ok := r.ownerUID(o, ref.UID); ok {
 			relabelOwnerUID(obj, ref.UID, uid)
 			ref.UID = uid
 			kept = append(kept, ref)

@@ -202,13 +202,35 @@ func (r *run) nodeOf(id manifest.ID) (int64, bool) {
 func (r *run) newUID(source types.UID) (types.UID, bool) {
 	if it, ok := r.backup.Manifest().ByUID(source); ok {
 		if i, ok := r.plan.graph.NodeOf(it); ok {
-			r.mu.Lock()
-			u := r.outcomes[i].NewUID()
-			r.mu.Unlock()
-			if u != "" {
-				return u, true
+			return r.uidOf(i, source)
+		}
+	}
+	j, ok := r.journaled[source]
+	return j.New, ok
+}
+
+// ownerUID is newUID of one of o's owners, source. The graph resolved o's owners when
+// it was built, into edges from them: the owner is found among o's predecessors, where
+// newUID looks it up in the manifest, then its node in the graph.
+func (r *run) ownerUID(o *Object, source types.UID) (types.UID, bool) {
+	if o.node != nil {
+		g := r.plan.graph
+		for _, p := range g.Predecessors(o.node.ID()) {
+			if n := g.NodeAt(int64(p)); n.Item != nil && n.Item.UID == source {
+				return r.uidOf(int64(p), source)
 			}
 		}
+	}
+	return r.newUID(source)
+}
+
+// uidOf is newUID of node i, whose UID in the backup is source.
+func (r *run) uidOf(i int64, source types.UID) (types.UID, bool) {
+	r.mu.Lock()
+	u := r.outcomes[i].NewUID()
+	r.mu.Unlock()
+	if u != "" {
+		return u, true
 	}
 	j, ok := r.journaled[source]
 	return j.New, ok
