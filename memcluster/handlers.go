@@ -521,15 +521,13 @@ func (s *Server) remove(req *request, k key, st *stored) {
 	isNamespace := k.gr == schema.GroupResource{Resource: "namespaces"}
 	if !st.finalizers() && !isNamespace {
 		// The record is the object as it was deleted, which the event shows: its JSON is
-		// not decoded and encoded again (a data file's blocks are never reused). Only a
-		// CRD is decoded, for the resource it served.
-		if k.gr == crdGR {
-			obj := st.object()
-			s.recordStored(watch.Deleted, k, st)
-			s.afterDelete(req, obj)
-			return
-		}
+		// not decoded and encoded again (a data file's blocks are never reused, so the
+		// record stays good once out of the store). Only a CRD is decoded, for the
+		// resource it served.
 		s.recordStored(watch.Deleted, k, st)
+		if k.gr == crdGR {
+			s.afterDelete(req, st.object())
+		}
 		return
 	}
 	if st.deleting() {
