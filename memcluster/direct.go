@@ -2,8 +2,10 @@ package memcluster
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/restoregraph/restoregraph/internal/jsontree"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -23,6 +25,11 @@ import (
 // serves, and nobody may change it afterwards. On an error its top level and metadata
 // may have been changed as for storing it (a uid, a generated name, defaults): a caller
 // that tries again sends a copy of what it sent first.
+//
+// A value of obj's top level may also be the JSON of what the caller did not decode (a
+// restore's jsontree.Raw; TakesRawJSON): the server stores it as it is, and decodes it
+// first for the kinds whose objects it reads below their metadata (Services, Jobs,
+// CustomResourceDefinitions).
 //
 // Options.Latency delays it as it delays a request. Options.Faults do not apply: they
 // are a connection's faults (429s, lost answers), and there is no connection.
@@ -51,8 +58,31 @@ func (s *Server) Create(ctx context.Context, gvr schema.GroupVersionResource, na
 	if !req.rt.verbAllowed("create") {
 		return apierrors.NewMethodNotSupported(req.rt.gr, "create")
 	}
+	if admitChanges(req.rt.gr) || req.rt.gr == crdGR {
+		if err := decodeRaw(obj); err != nil {
+			return apierrors.NewBadRequest(err.Error())
+		}
+	}
 	_, err = s.createObject(&req, obj)
 	return err
+}
+
+// TakesRawJSON says that Create takes values of an object's top level kept as their
+// JSON (jsontree.Raw).
+func (*Server) TakesRawJSON() bool { return true }
+
+// decodeRaw replaces each value of obj's top level kept as its JSON with its tree.
+func decodeRaw(obj object) error {
+	for k, v := range obj {
+		if raw, ok := v.(jsontree.Raw); ok {
+			m, err := jsontree.Object(raw)
+			if err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+			obj[k] = m
+		}
+	}
+	return nil
 }
 
 // collection is the request a POST to gvr's collection in namespace makes, by parse's

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/restoregraph/restoregraph/internal/jsontree"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -246,4 +247,50 @@ func TestCreateAfterClose(t *testing.T) {
 	s.Close()
 	err = s.Create(context.Background(), schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", u("v1", "Namespace", "", "a", nil).Object)
 	assert.True(t, apierrors.IsServiceUnavailable(err), "%v", err)
+}
+
+// TestCreateTakesRawJSON: a create whose top-level objects but metadata are their JSON
+// (jsontree.Raw, as a restore leaves what it does not read) stores what a POST of the
+// decoded object stores, the kinds the server reads below metadata (a Service's ports,
+// a Job's template, a CRD's names) included.
+func TestCreateTakesRawJSON(t *testing.T) {
+	direct, err := StartServer(Options{})
+	require.NoError(t, err)
+	defer direct.Close()
+	posted, err := StartServer(Options{})
+	require.NoError(t, err)
+	defer posted.Close()
+	directClient, err := dynamic.NewForConfig(direct.Config())
+	require.NoError(t, err)
+	postClient, err := dynamic.NewForConfig(posted.Config())
+	require.NoError(t, err)
+	assert.True(t, direct.TakesRawJSON())
+	ctx := context.Background()
+	for _, c := range directCases() {
+		sent := (&unstructured.Unstructured{Object: c.obj}).DeepCopy()
+		obj, raws := map[string]any{}, 0
+		for k, v := range sent.DeepCopy().Object {
+			if _, isObject := v.(map[string]any); isObject && k != "metadata" {
+				data, err := json.Marshal(v)
+				require.NoError(t, err)
+				v, raws = jsontree.Raw(data), raws+1
+			}
+			obj[k] = v
+		}
+		require.NoError(t, direct.Create(ctx, c.gvr, c.ns, obj), c.name)
+		p, err := postClient.Resource(c.gvr).Namespace(c.ns).Create(ctx, sent, metav1.CreateOptions{})
+		require.NoError(t, err, c.name)
+		if c.gvr.Resource == "customresourcedefinitions" {
+			waitServed(t, direct, "widgets")
+			waitServed(t, posted, "widgets")
+			continue // changed since, as it was established
+		}
+		name := (&unstructured.Unstructured{Object: obj}).GetName()
+		d, err := directClient.Resource(c.gvr).Namespace(c.ns).Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err, c.name)
+		if p.GetGenerateName() != "" {
+			p.SetName(name)
+		}
+		assert.Equal(t, comparable(t, p), comparable(t, d), "%s (%d values as JSON)", c.name, raws)
+	}
 }

@@ -211,6 +211,9 @@ func (e *encoder) value(v any) error {
 	switch v := v.(type) {
 	case map[string]any:
 		return e.object(v)
+	case Raw:
+		e.out = append(e.out, v...)
+		return nil
 	case []any:
 		if v == nil {
 			e.out = append(e.out, "null"...)

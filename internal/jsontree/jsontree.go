@@ -6,6 +6,7 @@
 package jsontree
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -30,6 +31,9 @@ type decoder struct {
 	// members holds the members of the objects being decoded, the innermost last.
 	members []member
 	made    *Maps // where the maps made are listed, or nil
+	// unread: the top level's members that are objects, but metadata, are kept as
+	// their JSON (Raw), not decoded.
+	unread bool
 }
 
 // member is a member of an object: as decoded, before its map is made; as encoded, as
@@ -50,16 +54,16 @@ const (
 )
 
 // Object decodes data, which must hold one JSON object.
-func Object(data []byte) (map[string]any, error) { return decode(data, nil) }
+func Object(data []byte) (map[string]any, error) { return decode(data, nil, false) }
 
 // decode decodes data, which must hold one JSON object, and lists the maps it makes in
-// made, when not nil.
-func decode(data []byte, made *Maps) (map[string]any, error) {
+// made, when not nil; unread as the decoder's field says.
+func decode(data []byte, made *Maps, unread bool) (map[string]any, error) {
 	d := decoders.Get().(*decoder)
-	d.made = made
+	d.made, d.unread = made, unread
 	defer func() {
 		clear(d.members) // what a decode that failed left
-		d.members, d.made = d.members[:0], nil
+		d.members, d.made, d.unread = d.members[:0], nil, false
 		decoders.Put(d)
 	}()
 	i := space(data, 0)
@@ -97,7 +101,11 @@ func (d *decoder) value(data []byte, i, depth int) (v any, end int, err error) {
 				return nil, 0, err
 			}
 			name, _ := d.str(data[i:nameEnd], false)
-			if v, i, err = d.value(data, at, depth+1); err != nil {
+			if depth == 0 && d.unread && name != "metadata" && byteAt(data, at) == '{' {
+				if v, i, err = d.raw(data, at); err != nil {
+					return nil, 0, err
+				}
+			} else if v, i, err = d.value(data, at, depth+1); err != nil {
 				return nil, 0, err
 			}
 			d.members = append(d.members, member{name, v})
@@ -186,6 +194,23 @@ func after(data []byte, i int, closer byte, in string) (int, bool, error) {
 		return i + 1, true, nil
 	}
 	return 0, false, syntaxError(i, "expected ',' or %q in %s, found %s", closer, in, found(data, i))
+}
+
+// Raw is a JSON value kept as its bytes, not decoded (ObjectMapsUnread). The package's
+// encoder writes it as it is; encoding/json and json/v2 through MarshalJSON, which they
+// check and compact.
+type Raw []byte
+
+// MarshalJSON returns r.
+func (r Raw) MarshalJSON() ([]byte, error) { return r, nil }
+
+// raw returns the object at data[i:], checked as skip checks it, as a Raw of its own.
+func (d *decoder) raw(data []byte, i int) (Raw, int, error) {
+	end, err := skip(data, i)
+	if err != nil {
+		return nil, 0, err
+	}
+	return Raw(bytes.Clone(data[i:end])), end, nil
 }
 
 // str returns the string that raw, a JSON string as the decoder read it (quoted,

@@ -1,8 +1,12 @@
 package jsontree
 
 import (
+	stdjson "encoding/json"
 	"testing"
 	"unsafe"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -159,5 +163,63 @@ func TestAFullSmallMapIsNotGivenBack(t *testing.T) {
 			require.NoError(t, err)
 			require.NotEqual(t, full, identity(again), "a full small map given back was used again for %s", doc)
 		}
+	}
+}
+
+// ObjectMapsUnread decodes the top level and metadata as ObjectMaps does and keeps every
+// other member that is an object as its own copy of its JSON; encoded again (by the
+// package, encoding/json or json/v2), an object comes out as its fully decoded tree
+// does, where the backup's JSON is compact, as a backup's is.
+func TestObjectMapsUnreadKeepsObjectsAsTheirJSON(t *testing.T) {
+	doc := []byte(`{"apiVersion":"apps/v1","data":{"a":"1","b":{"c":[1,2.5,null,true]}},"kind":"Deployment","list":[{"x":1}],"metadata":{"labels":{"app":"web"},"name":"web","uid":"u1"},"n":7,"spec":{"replicas":3,"template":{"spec":{"containers":[{"image":"i","name":"c"}]}}},"status":{}}`)
+	want, wantMaps, err := ObjectMaps(doc)
+	require.NoError(t, err)
+	defer wantMaps.Drop()
+	got, maps, err := ObjectMapsUnread(doc)
+	require.NoError(t, err)
+	defer maps.Drop()
+
+	assert.Equal(t, want["metadata"], got["metadata"], "metadata is decoded")
+	assert.Equal(t, want["list"], got["list"], "a list is decoded")
+	assert.Equal(t, int64(7), got["n"])
+	for _, k := range []string{"data", "spec", "status"} {
+		require.IsType(t, Raw(nil), got[k], k)
+		var fromRaw map[string]any
+		require.NoError(t, kjson.Unmarshal(got[k].(Raw), &fromRaw), k)
+		assert.Equal(t, want[k], fromRaw, k)
+	}
+	// A copy: the body's buffer is the caller's to use again.
+	spec := string(got["spec"].(Raw))
+	clear(doc)
+	assert.Equal(t, spec, string(got["spec"].(Raw)))
+
+	wantJSON, err := Marshal(want)
+	require.NoError(t, err)
+	gotJSON, err := Marshal(got)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(wantJSON), string(gotJSON))
+	assert.Equal(t, string(wantJSON), string(gotJSON), "byte for byte, for compact input")
+	cut, cuts, err := MarshalCut(nil, got, &CutSpec{Outer: "metadata", Names: []string{"name", "uid"}}, nil)
+	require.NoError(t, err)
+	wantCut, wantCuts, err := MarshalCut(nil, want, &CutSpec{Outer: "metadata", Names: []string{"name", "uid"}}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, string(wantCut), string(cut))
+	assert.Equal(t, wantCuts, cuts)
+
+	std, err := stdjson.Marshal(got)
+	require.NoError(t, err)
+	assert.Equal(t, string(wantJSON), string(std), "encoding/json, through MarshalJSON")
+	v2, err := jsonv2.Marshal(got, jsonv1.DefaultOptionsV1())
+	require.NoError(t, err)
+	assert.Equal(t, string(wantJSON), string(v2), "json/v2 with encoding/json's options")
+}
+
+// What ObjectMaps refuses, ObjectMapsUnread refuses, in a member it keeps as JSON too.
+func TestObjectMapsUnreadRefusesWhatObjectMapsRefuses(t *testing.T) {
+	for _, doc := range []string{`{"spec":{"a":1,}}`, `{"spec":{"a":01}}`, `{"spec":{a:1}}`, `{"spec":{"a":1}`, `{"spec":{"a":"\x"}}`, `{"spec":{"a":1}} x`} {
+		_, _, err := ObjectMaps([]byte(doc))
+		require.Error(t, err, doc)
+		_, _, err = ObjectMapsUnread([]byte(doc))
+		assert.Error(t, err, doc)
 	}
 }
