@@ -181,7 +181,7 @@ func decodeMetadata(data []byte) (*unstructured.Unstructured, error) {
 // decodeObject decodes an object's JSON as Unstructured.UnmarshalJSON decodes one that
 // is not a list, in one pass (jsontree), and without quoting the object in its error.
 func decodeObject(data []byte) (*unstructured.Unstructured, error) {
-	u, made, err := decodeBackup(data)
+	u, made, err := decodeBackup(data, false)
 	if made != nil {
 		made.Drop() // the caller may keep the tree
 	}
@@ -189,9 +189,14 @@ func decodeObject(data []byte) (*unstructured.Unstructured, error) {
 }
 
 // decodeBackup is decodeObject, for the backup's object of an Object: with the maps it
-// made, which the run gives back once the object is restored (run.release).
-func decodeBackup(data []byte) (*unstructured.Unstructured, *jsontree.Maps, error) {
-	m, made, err := jsontree.ObjectMaps(data)
+// made, which the run gives back once the object is restored (run.release); the
+// objects of its top level but metadata kept as their JSON when unread is set.
+func decodeBackup(data []byte, unread bool) (*unstructured.Unstructured, *jsontree.Maps, error) {
+	decode := jsontree.ObjectMaps
+	if unread {
+		decode = jsontree.ObjectMapsUnread
+	}
+	m, made, err := decode(data)
 	if err != nil {
 		return nil, nil, err
 	}

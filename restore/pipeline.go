@@ -73,8 +73,17 @@ func (r *run) stepRead(_ context.Context, o *Object) error {
 	if err != nil {
 		return err
 	}
-	if o.Backup, o.decoded, err = decodeBackup(body); err != nil {
+	unread := r.leavesUnread(o)
+	if o.Backup, o.decoded, err = decodeBackup(body, unread); err != nil {
 		return fmt.Errorf("%s at %s in the backup: %w", it, o.Resource.Version, err)
+	}
+	if unread && r.readsBackup(o) {
+		// Its metadata asks for its status (RestoreStatusAnnotation), which the
+		// manifest's item did not say: decoded again, whole.
+		o.decoded.Drop()
+		if o.Backup, o.decoded, err = decodeBackup(body, false); err != nil {
+			return fmt.Errorf("%s at %s in the backup: %w", it, o.Resource.Version, err)
+		}
 	}
 	if r.plan.ext.Steps != nil {
 		o.Body = o.Backup.DeepCopy() // a caller's steps may change anything
@@ -99,6 +108,43 @@ func (r *run) stepRead(_ context.Context, o *Object) error {
 		top["metadata"] = o.decoded.Copy(md)
 	}
 	return nil
+}
+
+// leavesUnread reports whether no step after StepRead reads below the top level and
+// metadata of o's object, and its create encodes the rest as it is: then each object
+// of its top level but metadata (a Deployment's spec, a ConfigMap's data) is kept as
+// its JSON, not decoded (jsontree.ObjectMapsUnread). Decoding them was most of what
+// reading an object cost, for objects a restore changes only in their metadata.
+func (r *run) leavesUnread(o *Object) bool {
+	it := o.Item
+	switch {
+	case r.plan.ext.Steps != nil, o.DryRun:
+		return false // a caller's step, a dry run may read anything
+	case r.sel.Modifiers != nil, r.sel.Hooks != nil, len(r.sel.NamespaceMappings) > 0, r.sel.Existing == Update:
+		return false // each may read or change what lies deeper
+	case r.plan.status.selects(it.GroupResource()), hasAnnotation(it, RestoreStatusAnnotation):
+		return false // its status is written from the backup's
+	case !r.plan.ext.Readiness.JudgesByExistence(it.GroupVersionKind().GroupKind()):
+		return false // its readiness is judged from the object created
+	case it.GroupResource() == podsResource:
+		return false // its hooks, in annotations, are read from its spec and status
+	}
+	// Where createBody sends it, asked in its order: only the package's own encoders,
+	// and a Creator that says it takes the JSON, are given it. A caller's client, or
+	// the client of a step's, may read or copy what it is given.
+	if c := r.target.Creator; c != nil && o.Client == o.made {
+		if t, ok := c.(interface{ TakesRawJSON() bool }); !ok || !t.TakesRawJSON() {
+			return false
+		}
+	} else if _, ok := r.target.Dynamic.(*restDynamic); !ok || o.Client != o.made {
+		return false
+	}
+	for _, a := range r.actions {
+		if a.AppliesTo(it.GroupResource(), it.Namespace, &it.Labels) {
+			return false // an action is given the object, and the one from the backup
+		}
+	}
+	return true
 }
 
 // readsBackup reports whether a step after StepRead may read o.Backup, the backup's
@@ -393,4 +439,10 @@ func (r *run) stepReady(ctx context.Context, o *Object) error {
 // retry is the package's retry of transient errors, counted in the object's result.
 func (r *run) retry(ctx context.Context, o *Object, f func() error) error {
 	return retryTransient(ctx, r.opts.Retry, &o.Result.Retries, f)
+}
+
+// hasAnnotation reports whether the manifest's item has the annotation key.
+func hasAnnotation(it *manifest.Item, key string) bool {
+	_, ok := it.Annotations.Lookup(key)
+	return ok
 }
