@@ -64,20 +64,28 @@ func directCases() []directCase {
 	}
 }
 
+// directAndPosted starts two servers, one for Create and one for POSTs, with a client of
+// each.
+func directAndPosted(t *testing.T) (direct *Server, directClient dynamic.Interface, posted *Server, postClient dynamic.Interface) {
+	t.Helper()
+	direct, err := StartServer(Options{})
+	require.NoError(t, err)
+	t.Cleanup(direct.Close)
+	posted, err = StartServer(Options{})
+	require.NoError(t, err)
+	t.Cleanup(posted.Close)
+	directClient, err = dynamic.NewForConfig(direct.Config())
+	require.NoError(t, err)
+	postClient, err = dynamic.NewForConfig(posted.Config())
+	require.NoError(t, err)
+	return direct, directClient, posted, postClient
+}
+
 // TestCreateIsAPost holds Create to a POST of the same object to another server: the
 // same object stored, but for what the server makes anew each time (uid, time), and
 // the object Create leaves in obj is the one a read serves.
 func TestCreateIsAPost(t *testing.T) {
-	direct, err := StartServer(Options{})
-	require.NoError(t, err)
-	defer direct.Close()
-	posted, err := StartServer(Options{})
-	require.NoError(t, err)
-	defer posted.Close()
-	directClient, err := dynamic.NewForConfig(direct.Config())
-	require.NoError(t, err)
-	postClient, err := dynamic.NewForConfig(posted.Config())
-	require.NoError(t, err)
+	direct, directClient, posted, postClient := directAndPosted(t)
 	ctx := context.Background()
 	for _, c := range directCases() {
 		sent := (&unstructured.Unstructured{Object: c.obj}).DeepCopy()
@@ -254,16 +262,7 @@ func TestCreateAfterClose(t *testing.T) {
 // decoded object stores, the kinds the server reads below metadata (a Service's ports,
 // a Job's template, a CRD's names) included.
 func TestCreateTakesRawJSON(t *testing.T) {
-	direct, err := StartServer(Options{})
-	require.NoError(t, err)
-	defer direct.Close()
-	posted, err := StartServer(Options{})
-	require.NoError(t, err)
-	defer posted.Close()
-	directClient, err := dynamic.NewForConfig(direct.Config())
-	require.NoError(t, err)
-	postClient, err := dynamic.NewForConfig(posted.Config())
-	require.NoError(t, err)
+	direct, directClient, posted, postClient := directAndPosted(t)
 	assert.True(t, direct.TakesRawJSON())
 	ctx := context.Background()
 	for _, c := range directCases() {
