@@ -42,6 +42,11 @@ type Target struct {
 // change, for the restore shares those values with the object as the backup holds it.
 // It keeps nothing of obj once Create returns: the restore gives obj's maps to the
 // objects decoded after it, once the object is restored.
+//
+// A Creator with a method TakesRawJSON() bool that returns true is also given, as
+// values of the top level of objects no step reads below their metadata, the JSON the
+// restore did not decode: values whose MarshalJSON returns it (memcluster's Server
+// stores it as it is).
 type Creator interface {
 	Create(ctx context.Context, gvr schema.GroupVersionResource, namespace string, obj map[string]any) error
 }
