@@ -73,23 +73,27 @@ func (r *run) stepRead(_ context.Context, o *Object) error {
 	if err != nil {
 		return err
 	}
-	unread := r.leavesUnread(o)
+	reads := r.readsBackup(o)
+	unread := !reads && r.leavesUnread(o)
 	if o.Backup, o.decoded, err = decodeBackup(body, unread); err != nil {
 		return fmt.Errorf("%s at %s in the backup: %w", it, o.Resource.Version, err)
 	}
-	if unread && r.readsBackup(o) {
-		// Its metadata asks for its status (RestoreStatusAnnotation), which the
-		// manifest's item did not say: decoded again, whole.
-		o.decoded.Drop()
-		if o.Backup, o.decoded, err = decodeBackup(body, false); err != nil {
-			return fmt.Errorf("%s at %s in the backup: %w", it, o.Resource.Version, err)
+	if !reads && annotation(o.Backup, RestoreStatusAnnotation) != "" {
+		// Its metadata asks for its status, as the manifest's item did not say: the
+		// status is read from the backup's object, decoded again, whole.
+		reads = true
+		if unread {
+			o.decoded.Drop()
+			if o.Backup, o.decoded, err = decodeBackup(body, false); err != nil {
+				return fmt.Errorf("%s at %s in the backup: %w", it, o.Resource.Version, err)
+			}
 		}
 	}
 	if r.plan.ext.Steps != nil {
 		o.Body = o.Backup.DeepCopy() // a caller's steps may change anything
 		return nil
 	}
-	if !r.readsBackup(o) {
+	if !reads {
 		// No step after this one reads the backup's object once the body has changed:
 		// the body is that object, changed where it is. Copying its top level and
 		// metadata was a tenth of what a restore allocated, for the objects of kinds
@@ -110,20 +114,21 @@ func (r *run) stepRead(_ context.Context, o *Object) error {
 	return nil
 }
 
-// leavesUnread reports whether no step after StepRead reads below the top level and
-// metadata of o's object, and its create encodes the rest as it is: then each object
-// of its top level but metadata (a Deployment's spec, a ConfigMap's data) is kept as
-// its JSON, not decoded (jsontree.ObjectMapsUnread). Decoding them was most of what
-// reading an object cost, for objects a restore changes only in their metadata.
+// leavesUnread reports, of an object whose backup's object no step reads once its body
+// has changed (readsBackup), whether no step reads below its top level and metadata
+// either, and its create encodes the rest as it is: then each object of its top level
+// but metadata (a Deployment's spec, a ConfigMap's data) is kept as its JSON, not
+// decoded (jsontree.ObjectMapsUnread). Decoding them was most of what reading an object
+// cost, for objects a restore changes only in their metadata.
 func (r *run) leavesUnread(o *Object) bool {
 	it := o.Item
 	switch {
-	case r.plan.ext.Steps != nil, o.DryRun:
-		return false // a caller's step, a dry run may read anything
+	case r.plan.ext.Steps != nil:
+		return false // a caller's step may read anything
 	case r.sel.Modifiers != nil, r.sel.Hooks != nil, len(r.sel.NamespaceMappings) > 0, r.sel.Existing == Update:
 		return false // each may read or change what lies deeper
-	case r.plan.status.selects(it.GroupResource()), hasAnnotation(it, RestoreStatusAnnotation):
-		return false // its status is written from the backup's
+	case hasAnnotation(it, RestoreStatusAnnotation):
+		return false // its status may be written from the backup's
 	case !r.plan.ext.Readiness.JudgesByExistence(it.GroupVersionKind().GroupKind()):
 		return false // its readiness is judged from the object created
 	case it.GroupResource() == podsResource:
@@ -139,24 +144,18 @@ func (r *run) leavesUnread(o *Object) bool {
 	} else if _, ok := r.target.Dynamic.(*restDynamic); !ok || o.Client != o.made {
 		return false
 	}
-	for _, a := range r.actions {
-		if a.AppliesTo(it.GroupResource(), it.Namespace, &it.Labels) {
-			return false // an action is given the object, and the one from the backup
-		}
-	}
 	return true
 }
 
 // readsBackup reports whether a step after StepRead may read o.Backup, the backup's
-// object, once o.Body has changed: an action applies to o (it is given the item from
-// the backup), its status may be restored, from the backup's object, or o is read to be
-// verified. The item's labels choose actions as they do in stepActions.
+// object, once o.Body has changed, as far as o's item says: an action applies to o (it
+// is given the item from the backup), the status of its resource is restored, from the
+// backup's object, or o is read to be verified. The item's labels choose actions as
+// they do in stepActions. The backup's object may ask for its status too
+// (RestoreStatusAnnotation), which stepRead sees once it is decoded.
 func (r *run) readsBackup(o *Object) bool {
 	it := o.Item
-	switch {
-	case o.DryRun:
-		return true
-	case r.plan.status.selects(it.GroupResource()) || annotation(o.Backup, RestoreStatusAnnotation) != "":
+	if o.DryRun || r.plan.status.selects(it.GroupResource()) {
 		return true
 	}
 	for _, a := range r.actions {
