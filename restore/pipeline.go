@@ -116,17 +116,15 @@ func (r *run) stepRead(_ context.Context, o *Object) error {
 
 // leavesUnread reports, of an object whose backup's object no step reads once its body
 // has changed (readsBackup), whether no step reads below its top level and metadata
-// either, and its create encodes the rest as it is: then each object of its top level
-// but metadata (a Deployment's spec, a ConfigMap's data) is kept as its JSON, not
-// decoded (jsontree.ObjectMapsUnread). Decoding them was most of what reading an object
-// cost, for objects a restore changes only in their metadata.
+// either, and its create encodes the rest as it is (rawTaken): then each object of its
+// top level but metadata (a Deployment's spec, a ConfigMap's data) is kept as its JSON,
+// not decoded (jsontree.ObjectMapsUnread). Decoding them was most of what reading an
+// object cost, for objects a restore changes only in their metadata.
 func (r *run) leavesUnread(o *Object) bool {
 	it := o.Item
 	switch {
-	case r.plan.ext.Steps != nil:
-		return false // a caller's step may read anything
-	case r.sel.Modifiers != nil, r.sel.Hooks != nil, len(r.sel.NamespaceMappings) > 0, r.sel.Existing == Update:
-		return false // each may read or change what lies deeper
+	case !r.rawTaken:
+		return false
 	case hasAnnotation(it, RestoreStatusAnnotation):
 		return false // its status may be written from the backup's
 	case !r.plan.ext.Readiness.JudgesByExistence(it.GroupVersionKind().GroupKind()):
@@ -134,17 +132,27 @@ func (r *run) leavesUnread(o *Object) bool {
 	case it.GroupResource() == podsResource:
 		return false // its hooks, in annotations, are read from its spec and status
 	}
-	// Where createBody sends it, asked in its order: only the package's own encoders,
-	// and a Creator that says it takes the JSON, are given it. A caller's client, or
-	// the client of a step's, may read or copy what it is given.
-	if c := r.target.Creator; c != nil && o.Client == o.made {
-		if t, ok := c.(interface{ TakesRawJSON() bool }); !ok || !t.TakesRawJSON() {
-			return false
-		}
-	} else if _, ok := r.target.Dynamic.(*restDynamic); !ok || o.Client != o.made {
-		return false
-	}
 	return true
+}
+
+// takesRaw reports whether nothing the run asks for reads below an object's top level
+// and metadata, and whether its creates take the JSON left undecoded: the package's own
+// encoders (createBody's path through restDynamic), or a Creator that says it takes it.
+// A caller's client may read or copy what it is given. Only a caller's step changes an
+// object's client.
+func (r *run) takesRaw() bool {
+	switch {
+	case r.plan.ext.Steps != nil:
+		return false // a caller's step may read anything
+	case r.sel.Modifiers != nil, r.sel.Hooks != nil, len(r.sel.NamespaceMappings) > 0, r.sel.Existing == Update:
+		return false // each may read or change what lies deeper
+	}
+	if c := r.target.Creator; c != nil {
+		t, ok := c.(interface{ TakesRawJSON() bool })
+		return ok && t.TakesRawJSON()
+	}
+	_, ok := r.target.Dynamic.(*restDynamic)
+	return ok
 }
 
 // readsBackup reports whether a step after StepRead may read o.Backup, the backup's

@@ -35,6 +35,10 @@ type run struct {
 	actions []*plugin.Action
 	request *ria.Restore
 	log     *slog.Logger
+	// rawTaken: nothing the run asks for reads below an object's metadata, and its
+	// creates take what is left undecoded (takesRaw); leavesUnread asks the rest of
+	// each object.
+	rawTaken bool
 
 	journaled map[types.UID]Journaled // what an earlier run recorded
 	// mu guards outcomes, by node: each is written by its node when it ends, and read
@@ -134,6 +138,7 @@ func newRun(p *Plan, target Target, opts RunOptions) *run {
 	if p.ext.Steps != nil {
 		r.steps = p.ext.Steps(r.steps)
 	}
+	r.rawTaken = r.takesRaw()
 	if opts.Journal != nil {
 		r.journaled = opts.Journal.Journaled()
 	}

@@ -102,7 +102,7 @@ func (d *decoder) value(data []byte, i, depth int) (v any, end int, err error) {
 			}
 			name, _ := d.str(data[i:nameEnd], false)
 			if depth == 0 && d.unread && name != "metadata" && byteAt(data, at) == '{' {
-				if v, i, err = d.raw(data, at); err != nil {
+				if v, i, err = raw(data, at); err != nil {
 					return nil, 0, err
 				}
 			} else if v, i, err = d.value(data, at, depth+1); err != nil {
@@ -205,7 +205,7 @@ type Raw []byte
 func (r Raw) MarshalJSON() ([]byte, error) { return r, nil }
 
 // raw returns the object at data[i:], checked as skip checks it, as a Raw of its own.
-func (d *decoder) raw(data []byte, i int) (Raw, int, error) {
+func raw(data []byte, i int) (Raw, int, error) {
 	end, err := skip(data, i)
 	if err != nil {
 		return nil, 0, err
