@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -89,6 +90,71 @@ func Members(data []byte, member func(name, value []byte) error) error {
 			return err
 		}
 	}
+}
+
+// Omit returns the JSON object that data holds without its members named in names
+// (each of them, where a name comes more than once), checked as Members checks it, in
+// a new slice: each member kept as data has it, whitespace between them left out. It
+// returns data itself when no member has one of the names. When member is not nil, it
+// is called with each member, as Members calls it, in the same pass.
+func Omit(data []byte, names []string, member func(name, value []byte) error) ([]byte, error) {
+	i, empty, err := first(data, '{', '}', "an object")
+	if empty || err != nil {
+		return data, err
+	}
+	// The members kept, as the offsets of their name and of their value's end; most
+	// objects have fewer than the array holds.
+	var buf [32][2]int
+	kept, omitted := buf[:0], false
+	var scratch []byte
+	for {
+		nameAt := i
+		var nameEnd, valueAt int
+		if nameEnd, valueAt, err = nameColon(data, i); err != nil {
+			return nil, err
+		}
+		if i, err = skip(data, valueAt); err != nil {
+			return nil, err
+		}
+		name, _ := Unquote(scratch[:0], data[nameAt:nameEnd])
+		if len(name) > 0 && &name[0] != &data[nameAt+1] {
+			scratch = name
+		}
+		if member != nil {
+			if err := member(name, data[valueAt:i]); err != nil {
+				return nil, err
+			}
+		}
+		if slices.Contains(names, string(name)) {
+			omitted = true
+		} else {
+			kept = append(kept, [2]int{nameAt, i})
+		}
+		var done bool
+		if i, done, err = next(data, i, '}', "an object"); err != nil {
+			return nil, err
+		} else if done {
+			break
+		}
+	}
+	if !omitted {
+		return data, nil
+	}
+	n := 2
+	for _, m := range kept {
+		n += m[1] - m[0] + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '{')
+	for j, m := range kept {
+		if j > 0 {
+			out = append(out, ',')
+		}
+		// The name, its colon and its value as data has them: whitespace may lie
+		// between, as JSON allows.
+		out = append(out, data[m[0]:m[1]]...)
+	}
+	return append(out, '}'), nil
 }
 
 // Elements calls element with the raw bytes of each element of the JSON array that data

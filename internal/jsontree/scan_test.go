@@ -2,6 +2,7 @@ package jsontree
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -159,4 +160,68 @@ func FuzzScan(f *testing.F) {
 			assert.Equal(t, want, got)
 		}
 	})
+}
+
+// Omit leaves out every member of the names given, the last of duplicates too, and
+// keeps the rest as Object decodes them, each as the data has it; data itself when
+// none is named; and refuses what Members refuses.
+func TestOmit(t *testing.T) {
+	for _, doc := range docs {
+		want, err := Object([]byte(doc))
+		require.NoError(t, err, doc)
+		var names []string
+		for name := range want {
+			names = append(names, name)
+			break // one of them, where there are any
+		}
+		got, err := Omit([]byte(doc), append(names, "no such member"), nil)
+		require.NoError(t, err, doc)
+		if len(names) == 0 {
+			assert.Equal(t, doc, string(got), "nothing to leave out: the data itself")
+			continue
+		}
+		delete(want, names[0])
+		kept, err := Object(got)
+		require.NoError(t, err, "%s gave %s", doc, got)
+		assert.Equal(t, want, kept, doc)
+	}
+	var seen []string
+	got, err := Omit([]byte(` {"a" : 1, "b":{ "c": [1, 2] },"a":3,"\u0064":4, "e":"f"} `), []string{"a", "d"}, func(name, value []byte) error {
+		seen = append(seen, string(name)+"="+string(value))
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, `{"b":{ "c": [1, 2] },"e":"f"}`, string(got))
+	assert.Equal(t, []string{"a=1", `b={ "c": [1, 2] }`, "a=3", "d=4", `e="f"`}, seen, "each member handed out")
+	got, err = Omit([]byte(`{"a":1}`), []string{"a"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, `{}`, string(got))
+	data := []byte(`{"a":1}`)
+	got, err = Omit(data, []string{"b"}, nil)
+	require.NoError(t, err)
+	assert.Same(t, &data[0], &got[0], "data itself")
+	for _, doc := range []string{`{"a":1,}`, `{"a"}`, `[1]`, `{"a":1} x`, `{"b":1,"a":[}`} {
+		_, err := Omit([]byte(doc), []string{"a"}, nil)
+		assert.Error(t, err, doc)
+	}
+	stop := errors.New("stop")
+	_, err = Omit([]byte(`{"a":1,"b":2}`), []string{"a"}, func(name, _ []byte) error { return stop })
+	assert.Same(t, stop, err, "the callback's error, as it is")
+
+	// More members than Omit keeps on its stack.
+	var long, want strings.Builder
+	long.WriteString(`{"drop":0`)
+	want.WriteString(`{`)
+	for i := range 40 {
+		fmt.Fprintf(&long, `,"m%d":%d`, i, i)
+		if i > 0 {
+			want.WriteString(`,`)
+		}
+		fmt.Fprintf(&want, `"m%d":%d`, i, i)
+	}
+	long.WriteString(`}`)
+	want.WriteString(`}`)
+	got, err = Omit([]byte(long.String()), []string{"drop"}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, want.String(), string(got))
 }
