@@ -178,7 +178,6 @@ func (s *Spec) InitContainers(pod *unstructured.Unstructured, ns string) []Named
 // that apply to it; each with its container named. A malformed annotation is an error
 // naming it, where Velero ignores it.
 func (s *Spec) Execs(pod *unstructured.Unstructured, ns string) ([]Named[Exec], error) {
-	first := firstContainer(pod)
 	ann := annotationsOf(pod)
 	if cmd := ann.get(ExecCommandAnnotation); cmd != "" {
 		e := Exec{Container: ann.get(ExecContainerAnnotation), Command: parseCommand(cmd), OnError: OnError(ann.get(ExecOnErrorAnnotation))}
@@ -202,7 +201,7 @@ func (s *Spec) Execs(pod *unstructured.Unstructured, ns string) ([]Named[Exec], 
 			}
 		}
 		if e.Container == "" {
-			e.Container = first
+			e.Container = firstContainer(pod)
 		}
 		return []Named[Exec]{{fromAnnotations, e}}, nil
 	}
@@ -218,7 +217,7 @@ func (s *Spec) Execs(pod *unstructured.Unstructured, ns string) ([]Named[Exec], 
 			if h.Exec != nil {
 				e := *h.Exec
 				if e.Container == "" {
-					e.Container = first
+					e.Container = firstContainer(pod)
 				}
 				out = append(out, Named[Exec]{r.Name, e})
 			}
@@ -237,6 +236,14 @@ func parseCommand(v string) []string {
 	return []string{v}
 }
 
+// Annotated reports whether pod's annotations ask for a hook, an init container
+// (init.hook.restore.velero.io/container-image) or an exec hook
+// (post.hook.restore.velero.io/command): InitContainers and Execs then read its spec.
+func Annotated(pod *unstructured.Unstructured) bool {
+	ann := annotationsOf(pod)
+	return ann.get(InitImageAnnotation) != "" || ann.get(ExecCommandAnnotation) != ""
+}
+
 // annotations are an object's annotations as it holds them: GetAnnotations copies them
 // into a map of its own, for each Pod restored.
 type annotations map[string]any
@@ -253,9 +260,11 @@ func (a annotations) get(key string) string {
 	return v
 }
 
+// firstContainer is the name of pod's first container, or "". It is read only for a
+// hook that names none: a Pod restored with no hook may have a spec not decoded.
 func firstContainer(pod *unstructured.Unstructured) string {
-	cs, _, _ := unstructured.NestedFieldNoCopy(pod.Object, "spec", "containers") // read, not changed
-	if cs, _ := cs.([]any); len(cs) > 0 {
+	spec, _ := pod.Object["spec"].(map[string]any)
+	if cs, _ := spec["containers"].([]any); len(cs) > 0 {
 		if c, ok := cs[0].(map[string]any); ok {
 			name, _ := c["name"].(string)
 			return name
