@@ -122,6 +122,9 @@ type Action struct {
 	// ForgetsItems: the implementation says, as an ItemForgetter, that it keeps nothing
 	// of the items it is given or returns once Execute has returned.
 	ForgetsItems bool
+	// TakesRaw: the implementation says, as a RawTaker, that it may be given an item
+	// whose values below its top level but metadata are their JSON, not decoded.
+	TakesRaw bool
 	// ExecuteMaking is the implementation's, as a MapMakerUser; nil when it is not one.
 	ExecuteMaking func(in *ria.ExecuteInput, maps MapMaker) (*ria.ExecuteOutput, error)
 	v2.RestoreItemAction
@@ -146,6 +149,18 @@ type ItemSharer interface {
 // the restore lets the collector have.
 type ItemForgetter interface {
 	ForgetsItems() bool
+}
+
+// RawTaker is implemented by an action, registered in this process, that may be given
+// an item whose values of the top level but metadata are still their JSON, not decoded
+// (a byte slice of a type that implements json.Marshaler), and that reads nothing of
+// the backup's item but its metadata. It reads what it needs of such a value from its
+// bytes, or decodes it, and leaves it, or puts another value in its place, as an
+// ItemSharer does; the item it is given may then be the backup's item itself. A
+// restore that asks nothing else of an object below its metadata then leaves those
+// values undecoded, and the server is given them as they are.
+type RawTaker interface {
+	TakesRaw() bool
 }
 
 // MapMaker makes an empty map with room for n members.
@@ -195,8 +210,10 @@ func (r *Registry) Actions() ([]*Action, error) {
 		r.mu.RUnlock()
 		sharer, shares := registered.(ItemSharer)
 		forgetter, forgets := registered.(ItemForgetter)
+		taker, takes := registered.(RawTaker)
 		a := &Action{Name: name, Version: version, Selector: sel, SharesItem: shares && sharer.SharesItem(),
-			ForgetsItems: forgets && forgetter.ForgetsItems(), RestoreItemAction: impl, matcher: m}
+			ForgetsItems: forgets && forgetter.ForgetsItems(), TakesRaw: takes && taker.TakesRaw(),
+			RestoreItemAction: impl, matcher: m}
 		if maker, ok := registered.(MapMakerUser); ok {
 			a.ExecuteMaking = maker.ExecuteMaking
 		}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/restoregraph/restoregraph/hook"
 	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/plugin"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
@@ -78,17 +79,17 @@ func (r *run) stepRead(_ context.Context, o *Object) error {
 	if o.Backup, o.decoded, err = decodeBackup(body, unread); err != nil {
 		return fmt.Errorf("%s at %s in the backup: %w", it, o.Resource.Version, err)
 	}
-	if !reads && annotation(o.Backup, RestoreStatusAnnotation) != "" {
-		// Its metadata asks for its status, as the manifest's item did not say: the
-		// status is read from the backup's object, decoded again, whole.
-		reads = true
-		if unread {
-			o.decoded.Drop()
-			if o.Backup, o.decoded, err = decodeBackup(body, false); err != nil {
-				return fmt.Errorf("%s at %s in the backup: %w", it, o.Resource.Version, err)
-			}
+	askStatus := !reads && annotation(o.Backup, RestoreStatusAnnotation) != ""
+	if unread && (askStatus || it.GroupResource() == podsResource && hook.Annotated(o.Backup)) {
+		// Its metadata asks for its status, as the manifest's item did not say, or a
+		// Pod's for a hook, which reads its spec: decoded again, whole.
+		o.decoded.Drop()
+		if o.Backup, o.decoded, err = decodeBackup(body, false); err != nil {
+			return fmt.Errorf("%s at %s in the backup: %w", it, o.Resource.Version, err)
 		}
 	}
+	// The status is read from the backup's object.
+	reads = reads || askStatus
 	if r.plan.ext.Steps != nil {
 		o.Body = o.Backup.DeepCopy() // a caller's steps may change anything
 		return nil
@@ -116,10 +117,13 @@ func (r *run) stepRead(_ context.Context, o *Object) error {
 
 // leavesUnread reports, of an object whose backup's object no step reads once its body
 // has changed (readsBackup), whether no step reads below its top level and metadata
-// either, and its create encodes the rest as it is (rawTaken): then each object of its
-// top level but metadata (a Deployment's spec, a ConfigMap's data) is kept as its JSON,
-// not decoded (jsontree.ObjectMapsUnread). Decoding them was most of what reading an
-// object cost, for objects a restore changes only in their metadata.
+// either, but an action that reads the JSON (plugin.RawTaker: the built-in Pod action),
+// and its create encodes the rest as it is (rawTaken): then each object of its top
+// level but metadata (a Deployment's spec, a ConfigMap's data, a Pod's spec and status)
+// is kept as its JSON, not decoded (jsontree.ObjectMapsUnread). Decoding them was most
+// of what reading an object cost, for objects a restore changes only in their metadata.
+// A Pod whose annotations ask for a hook, which reads its spec, is decoded whole once
+// stepRead has read them.
 func (r *run) leavesUnread(o *Object) bool {
 	it := o.Item
 	switch {
@@ -129,8 +133,6 @@ func (r *run) leavesUnread(o *Object) bool {
 		return false // its status may be written from the backup's
 	case !r.plan.ext.Readiness.JudgesByExistence(it.GroupVersionKind().GroupKind()):
 		return false // its readiness is judged from the object created
-	case it.GroupResource() == podsResource:
-		return false // its hooks, in annotations, are read from its spec and status
 	}
 	return true
 }
@@ -167,7 +169,10 @@ func (r *run) readsBackup(o *Object) bool {
 		return true
 	}
 	for _, a := range r.actions {
-		if a.AppliesTo(it.GroupResource(), it.Namespace, &it.Labels) {
+		// An action that takes values left as their JSON reads only the backup's
+		// metadata, which the steps before it change in their way only where a run
+		// that leaves values so changes no name or namespace (rawTaken).
+		if a.AppliesTo(it.GroupResource(), it.Namespace, &it.Labels) && !(a.TakesRaw && r.rawTaken) {
 			return true
 		}
 	}

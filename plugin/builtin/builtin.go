@@ -7,7 +7,9 @@
 // application's restore meets many times, change nothing below the item's top level
 // and metadata but by putting a new map or slice in its place (plugin.ItemSharer): the
 // restore gives them an item that shares the rest with the backup's object, not a deep
-// copy of it.
+// copy of it. Pod also takes a spec the restore left as its JSON (plugin.RawTaker): it
+// reads what it needs from the bytes and leaves them as they are but for what it takes
+// out, decoding the spec only where a legacy token must go.
 //
 //   - Service: clusterIP and clusterIPs cleared unless headless (None), so that the
 //     target allocates from its own range; node ports and healthCheckNodePort cleared
@@ -29,10 +31,13 @@
 package builtin
 
 import (
+	"bytes"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/restoregraph/restoregraph/internal/jsontree"
 	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/plugin"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
@@ -68,15 +73,15 @@ func Register(r *plugin.Registry, opts Options, disabled ...string) error {
 	actions := map[string]action{
 		Service: {"services", func(in *ria.ExecuteInput, mk plugin.MapMaker) (*ria.ExecuteOutput, error) {
 			return service(in, opts, mk)
-		}, true},
+		}, true, false},
 		Pod: {"pods", func(in *ria.ExecuteInput, mk plugin.MapMaker) (*ria.ExecuteOutput, error) {
 			return pod(in, opts, mk)
-		}, true},
-		Job: {"jobs.batch", func(in *ria.ExecuteInput, _ plugin.MapMaker) (*ria.ExecuteOutput, error) { return job(in) }, false},
+		}, true, true},
+		Job: {"jobs.batch", func(in *ria.ExecuteInput, _ plugin.MapMaker) (*ria.ExecuteOutput, error) { return job(in) }, false, false},
 		PersistentVolumeClaim: {"persistentvolumeclaims", func(in *ria.ExecuteInput, _ plugin.MapMaker) (*ria.ExecuteOutput, error) {
 			return claim(in, opts)
-		}, false},
-		PersistentVolume: {"persistentvolumes", func(in *ria.ExecuteInput, _ plugin.MapMaker) (*ria.ExecuteOutput, error) { return volume(in) }, false},
+		}, false, false},
+		PersistentVolume: {"persistentvolumes", func(in *ria.ExecuteInput, _ plugin.MapMaker) (*ria.ExecuteOutput, error) { return volume(in) }, false, false},
 	}
 	for _, name := range Names {
 		if slices.Contains(disabled, name) {
@@ -90,12 +95,14 @@ func Register(r *plugin.Registry, opts Options, disabled ...string) error {
 }
 
 // action is a built-in RestoreItemAction v1: the resource it applies to, what it does
-// (with the maps it makes made by a MapMaker), and whether it replaces, never changes,
-// what it changes below the item's top level and metadata.
+// (with the maps it makes made by a MapMaker), whether it replaces, never changes, what
+// it changes below the item's top level and metadata, and whether it takes values
+// there left as their JSON.
 type action struct {
 	resource string
 	execute  func(*ria.ExecuteInput, plugin.MapMaker) (*ria.ExecuteOutput, error)
 	replaces bool
+	raw      bool
 }
 
 // ExecuteMaking implements plugin.MapMakerUser.
@@ -122,6 +129,9 @@ var _ plugin.MapMakerUser = action{}
 
 // SharesItem implements plugin.ItemSharer.
 func (a action) SharesItem() bool { return a.replaces }
+
+// TakesRaw implements plugin.RawTaker.
+func (a action) TakesRaw() bool { return a.raw }
 
 // ForgetsItems implements plugin.ItemForgetter: no built-in action keeps an item.
 func (action) ForgetsItems() bool { return true }
@@ -176,6 +186,23 @@ func pod(in *ria.ExecuteInput, opts Options, mk plugin.MapMaker) (*ria.ExecuteOu
 		}
 	}
 	ns := in.ItemFromBackup.GetNamespace()
+	if raw, ok := obj.Object["spec"].(jsontree.Raw); ok {
+		// A spec the restore left as its JSON (plugin.RawTaker) is read from its bytes,
+		// and decoded only where a legacy token may have to be taken out of it.
+		spec, err := podSpecRaw(raw, ns, needs)
+		if err != nil {
+			return nil, fmt.Errorf("pod %s/%s: spec: %w", ns, obj.GetName(), err)
+		}
+		if spec != nil {
+			obj.Object["spec"] = spec
+			return out, nil
+		}
+		m, err := jsontree.Object(raw)
+		if err != nil {
+			return nil, fmt.Errorf("pod %s/%s: spec: %w", ns, obj.GetName(), err)
+		}
+		obj.Object["spec"] = m
+	}
 	if sa, _, _ := unstructured.NestedString(obj.Object, "spec", "serviceAccountName"); sa != "" {
 		needs(schema.GroupResource{Resource: "serviceaccounts"}, ns, sa)
 	}
@@ -229,6 +256,81 @@ func pod(in *ria.ExecuteInput, opts Options, mk plugin.MapMaker) (*ria.ExecuteOu
 		}
 	}
 	return out, nil
+}
+
+// podSpecRaw does what pod does to a Pod's spec kept as its JSON: it asks for the
+// ServiceAccount, the priority class and the claims the spec names (needs, in pod's
+// order), and returns the spec without nodeName and priority, the rest as the backup
+// has it. It returns nil, having asked for nothing, when the spec may hold a legacy
+// token's volume or mount: the token's prefix is in its bytes, or an escape that could
+// spell it is in its volumes (a mount names one of them, as the API server checks).
+// The caller decodes it then, and does what pod does to a decoded spec.
+func podSpecRaw(raw jsontree.Raw, ns string, needs func(gr schema.GroupResource, namespace, name string)) (jsontree.Raw, error) {
+	var sa, pc string
+	var vols []byte
+	// What is kept, and what is read, in one pass.
+	kept, err := jsontree.Omit(raw, []string{"nodeName", "priority"}, func(name, value []byte) error {
+		switch string(name) { // the last of a name given twice, as a decoded spec keeps it
+		case "serviceAccountName":
+			sa = rawString(value)
+		case "priorityClassName":
+			pc = rawString(value)
+		case "volumes":
+			vols = value
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	token := sa
+	if token == "" {
+		token = "default"
+	}
+	if bytes.Contains(raw, []byte(token+"-token-")) || bytes.IndexByte(vols, '\\') >= 0 {
+		return nil, nil
+	}
+	needs(schema.GroupResource{Resource: "serviceaccounts"}, ns, sa)
+	needs(schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, "", pc)
+	if len(vols) > 0 && vols[0] == '[' {
+		err := jsontree.Elements(vols, func(v []byte) error {
+			if v[0] != '{' {
+				return nil
+			}
+			var claim string
+			err := jsontree.Members(v, func(name, value []byte) error {
+				if string(name) != "persistentVolumeClaim" {
+					return nil
+				}
+				claim = "" // the last one given, as a decoded volume keeps it
+				if value[0] != '{' {
+					return nil
+				}
+				return jsontree.Members(value, func(name, value []byte) error {
+					if string(name) == "claimName" {
+						claim = rawString(value)
+					}
+					return nil
+				})
+			})
+			needs(schema.GroupResource{Resource: "persistentvolumeclaims"}, ns, claim)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return kept, nil
+}
+
+// rawString is the string a JSON value stands for, or "" when it is not a string, as
+// unstructured.NestedString reads a member that is not one.
+func rawString(value []byte) string {
+	s, ok := jsontree.Unquote(nil, value)
+	if !ok {
+		return ""
+	}
+	return string(s)
 }
 
 // dropNamed returns the elements of list whose "name" does not satisfy drop: list

@@ -1,12 +1,14 @@
 package builtin
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/restoregraph/restoregraph/internal/jsontree"
 	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/plugin"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
@@ -45,6 +47,26 @@ func run(t *testing.T, name string, opts Options, obj string) *ria.ExecuteOutput
 	require.NoError(t, err)
 	assert.Equal(t, out.UpdatedItem, outMade.UpdatedItem, "the same with the restore's maker")
 	assert.Equal(t, out.AdditionalItems, outMade.AdditionalItems)
+	if a.TakesRaw {
+		// Given the backup's item itself, its top level but metadata left as their JSON
+		// (jsontree.ObjectMapsUnread), it asks for the same items and returns the same
+		// object, once decoded.
+		top, maps, err := jsontree.ObjectMapsUnread([]byte(obj))
+		require.NoError(t, err)
+		defer maps.Drop()
+		item := &unstructured.Unstructured{Object: top}
+		outRaw, err := a.ExecuteMaking(&ria.ExecuteInput{Item: item, ItemFromBackup: item, Restore: &ria.Restore{Name: "r"}}, &madeMaps{})
+		require.NoError(t, err)
+		assert.Equal(t, out.AdditionalItems, outRaw.AdditionalItems, "the same items asked for from the JSON")
+		data, err := json.Marshal(outRaw.UpdatedItem.Object)
+		require.NoError(t, err)
+		decoded := &unstructured.Unstructured{}
+		require.NoError(t, json.Unmarshal(data, &decoded.Object))
+		assert.Equal(t, out.UpdatedItem, decoded, "the same object from the JSON")
+		if spec, ok := top["spec"].(jsontree.Raw); ok && !bytes.Contains(spec, []byte("-token-")) && !bytes.Contains(spec, []byte(`\`)) {
+			assert.IsType(t, jsontree.Raw{}, outRaw.UpdatedItem.Object["spec"], "a spec without a legacy token is not decoded")
+		}
+	}
 	// The item given is the one changed and returned; the backup's is left alone.
 	assert.Same(t, u, out.UpdatedItem)
 	want := &unstructured.Unstructured{}
@@ -144,6 +166,32 @@ func TestPod(t *testing.T) {
 		{GroupResource: schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, Name: "high"},
 		{GroupResource: schema.GroupResource{Resource: "persistentvolumeclaims"}, Namespace: "shop", Name: "data-db-0"},
 	}, out.AdditionalItems, "what the Pod needs is restored first")
+
+	// As a scheduled Pod is backed up: its node and priority, a projected token, a
+	// claim named twice (the last counts), a spec whose last member is one taken out.
+	scheduled := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"db-1","namespace":"shop"},
+	 "spec":{"serviceAccountName":"app","containers":[{"name":"db","image":"postgres:17","volumeMounts":[{"mountPath":"/var/run/secrets/kubernetes.io/serviceaccount","name":"kube-api-access-9k2lp","readOnly":true}]}],
+	  "volumes":[{"name":"data","persistentVolumeClaim":{"claimName":"old","claimName":"data-db-0"}},{"name":"kube-api-access-9k2lp","projected":{"sources":[{"serviceAccountToken":{"path":"token"}}]}},"odd"],
+	  "priorityClassName":"high","nodeName":"node-b","priority":1000},"status":{"phase":"Running"}}`
+	out = run(t, Pod, Options{InBackup: func(id manifest.ID) bool { return held[id] }}, scheduled)
+	assert.Equal(t, []ria.ResourceIdentifier{
+		{GroupResource: schema.GroupResource{Resource: "serviceaccounts"}, Namespace: "shop", Name: "app"},
+		{GroupResource: schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, Name: "high"},
+		{GroupResource: schema.GroupResource{Resource: "persistentvolumeclaims"}, Namespace: "shop", Name: "data-db-0"},
+	}, out.AdditionalItems)
+	spec = out.UpdatedItem.Object["spec"].(map[string]any)
+	assert.NotContains(t, spec, "nodeName")
+	assert.NotContains(t, spec, "priority")
+	assert.Len(t, spec["volumes"], 3)
+
+	// A legacy token's name spelt with an escape is found, and taken out.
+	escaped := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"old","namespace":"shop"},
+	 "spec":{"nodeName":"node-a","containers":[{"name":"c","image":"busybox:1.37","volumeMounts":[{"mountPath":"/t","name":"default\u002dtoken-abcde"}]}],
+	  "volumes":[{"name":"default\u002dtoken-abcde","secret":{"secretName":"legacy"}}]}}`
+	out = run(t, Pod, Options{}, escaped)
+	spec = out.UpdatedItem.Object["spec"].(map[string]any)
+	assert.Empty(t, spec["volumes"])
+	assert.Empty(t, spec["containers"].([]any)[0].(map[string]any)["volumeMounts"])
 }
 
 func TestJob(t *testing.T) {
