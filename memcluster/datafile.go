@@ -36,6 +36,9 @@ type dataFile struct {
 	path    string       // removed by close, where the system refused to remove an open file
 	written atomic.Int64 // the bytes in the file, which a read takes from it without the lock
 	flush   int          // how much the blocks not yet written grow to before they are
+	// inRAM: the file system keeps the file's pages in memory, with no disk behind them
+	// (tmpfs, ramfs), and the resources' blocks are compressed (codec.useFile).
+	inRAM bool
 
 	mu      sync.Mutex
 	pending []byte // the blocks after written
@@ -56,7 +59,7 @@ func openDataFile(dir string, flush int) (*dataFile, error) {
 	if flush <= 0 {
 		flush = flushBytes
 	}
-	d := &dataFile{f: f, flush: flush}
+	d := &dataFile{f: f, flush: flush, inRAM: inMemoryFS(f)}
 	if os.Remove(f.Name()) != nil {
 		d.path = f.Name()
 	}

@@ -43,9 +43,10 @@ type Options struct {
 	// DataDir, when set, is where the store keeps its objects' JSON: in one file it
 	// makes there and removes from the directory at once, which its open descriptor
 	// keeps until Close. Each object's record in memory then holds its name, UID and the
-	// fields the server reads, and the JSON (about 140 bytes an object, compressed) lies
-	// in the kernel's page cache, which it gives back under pressure, not in the Go
-	// heap. The file only grows: a replaced or deleted object's JSON is not reused.
+	// fields the server reads, and the JSON lies in the kernel's page cache, which it
+	// gives back under pressure once written, not in the Go heap. On a disk the JSON is
+	// kept as it is; on tmpfs or ramfs, whose pages are memory the kernel cannot give
+	// back, compressed as in memory (about a seventh of its size). The file only grows: a replaced or deleted object's JSON is not reused.
 	// When the file refuses a write (a full disk), that object and those after it are
 	// kept in memory: nothing is lost, and DataFileError says why.
 	DataDir string

@@ -133,7 +133,7 @@ type target struct {
 func (t *target) addFlags(cmd *cobra.Command) {
 	t.flags.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&t.embedded, "embedded", false, "use the embedded in-process API server instead of the kubeconfig's cluster")
-	cmd.Flags().StringVar(&t.dataDir, "embedded-data-dir", os.TempDir(), "where the embedded server keeps its objects' JSON, in a file it removes from the directory at once (the kernel's page cache holds it, not the process's heap); empty keeps it in memory")
+	cmd.Flags().StringVar(&t.dataDir, "embedded-data-dir", os.TempDir(), "where the embedded server keeps its objects' JSON, in a file it removes from the directory at once (the kernel's page cache holds it, not the process's heap; as it is on a disk, compressed on tmpfs); empty keeps it in memory")
 	cmd.Flags().Float32Var(&t.qps, "client-qps", 200, "requests per second the client sends the API server at most; by default none when the server has API Priority and Fairness (it answers with its flow schema), which then paces its clients itself")
 	cmd.Flags().IntVar(&t.burst, "client-burst", 400, "requests the client may send at once above --client-qps")
 	t.limitSet = func() bool { return cmd.Flags().Changed("client-qps") || cmd.Flags().Changed("client-burst") }
