@@ -190,13 +190,20 @@ func decodeObject(data []byte) (*unstructured.Unstructured, error) {
 
 // decodeBackup is decodeObject, for the backup's object of an Object: with the maps it
 // made, which the run gives back once the object is restored (run.release); the
-// objects of its top level but metadata kept as their JSON when unread is set.
+// objects of its top level but metadata kept as their JSON, and its status left out,
+// when unread is set.
 func decodeBackup(data []byte, unread bool) (*unstructured.Unstructured, *jsontree.Maps, error) {
-	decode := jsontree.ObjectMaps
+	var m map[string]any
+	var made *jsontree.Maps
+	var err error
 	if unread {
-		decode = jsontree.ObjectMapsUnread
+		// What leaves an object unread drops its status too (stepSanitize): its
+		// resource's status is not restored, nor does its item ask for it, and an
+		// object whose own annotation asks for it is decoded again whole.
+		m, made, err = jsontree.ObjectMapsUnread(data, "status")
+	} else {
+		m, made, err = jsontree.ObjectMaps(data)
 	}
-	m, made, err := decode(data)
 	if err != nil {
 		return nil, nil, err
 	}

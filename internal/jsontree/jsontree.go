@@ -32,8 +32,10 @@ type decoder struct {
 	members []member
 	made    *Maps // where the maps made are listed, or nil
 	// unread: the top level's members that are objects, but metadata, are kept as
-	// their JSON (Raw), not decoded.
-	unread bool
+	// their JSON (Raw), not decoded; the one named without, when not empty, is checked
+	// and left out.
+	unread  bool
+	without string
 }
 
 // member is a member of an object: as decoded, before its map is made; as encoded, as
@@ -54,16 +56,16 @@ const (
 )
 
 // Object decodes data, which must hold one JSON object.
-func Object(data []byte) (map[string]any, error) { return decode(data, nil, false) }
+func Object(data []byte) (map[string]any, error) { return decode(data, nil, false, "") }
 
 // decode decodes data, which must hold one JSON object, and lists the maps it makes in
-// made, when not nil; unread as the decoder's field says.
-func decode(data []byte, made *Maps, unread bool) (map[string]any, error) {
+// made, when not nil; unread and without as the decoder's fields say.
+func decode(data []byte, made *Maps, unread bool, without string) (map[string]any, error) {
 	d := decoders.Get().(*decoder)
-	d.made, d.unread = made, unread
+	d.made, d.unread, d.without = made, unread, without
 	defer func() {
 		clear(d.members) // what a decode that failed left
-		d.members, d.made, d.unread = d.members[:0], nil, false
+		d.members, d.made, d.unread, d.without = d.members[:0], nil, false, ""
 		decoders.Put(d)
 	}()
 	i := space(data, 0)
@@ -102,6 +104,15 @@ func (d *decoder) value(data []byte, i, depth int) (v any, end int, err error) {
 			}
 			name, _ := d.str(data[i:nameEnd], false)
 			if depth == 0 && d.unread && name != "metadata" && byteAt(data, at) == '{' {
+				if name == d.without {
+					if i, err = skip(data, at); err != nil {
+						return nil, 0, err
+					}
+					if i, closed, err = after(data, i, '}', "an object"); err != nil {
+						return nil, 0, err
+					}
+					continue
+				}
 				if v, i, err = raw(data, at); err != nil {
 					return nil, 0, err
 				}

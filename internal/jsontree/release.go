@@ -70,18 +70,22 @@ func (ms *Maps) list(m map[string]any, size mapSize) {
 var mapLists = sync.Pool{New: func() any { return new(Maps) }}
 
 // ObjectMaps is Object, and lists the maps it makes, for Maps.Release.
-func ObjectMaps(data []byte) (map[string]any, *Maps, error) { return objectMaps(data, false) }
+func ObjectMaps(data []byte) (map[string]any, *Maps, error) { return objectMaps(data, false, "") }
 
 // ObjectMapsUnread is ObjectMaps, but for the members of the object's top level that
 // are objects, metadata aside: each is kept as its JSON, a Raw, checked as ObjectMaps
 // checks it but not decoded, for a caller that reads none of them and has them encoded
 // by the package's encoder, encoding/json or json/v2. A Raw keeps what decoding would
-// have changed: its spaces, numbers as written, invalid UTF-8, duplicate names.
-func ObjectMapsUnread(data []byte) (map[string]any, *Maps, error) { return objectMaps(data, true) }
+// have changed: its spaces, numbers as written, invalid UTF-8, duplicate names. The
+// object named without, when not empty (a status the caller drops), is checked and
+// left out.
+func ObjectMapsUnread(data []byte, without string) (map[string]any, *Maps, error) {
+	return objectMaps(data, true, without)
+}
 
-func objectMaps(data []byte, unread bool) (map[string]any, *Maps, error) {
+func objectMaps(data []byte, unread bool, without string) (map[string]any, *Maps, error) {
 	ms := mapLists.Get().(*Maps)
-	m, err := decode(data, ms, unread)
+	m, err := decode(data, ms, unread, without)
 	if err != nil {
 		ms.Drop()
 		return nil, nil, err

@@ -175,9 +175,15 @@ func TestObjectMapsUnreadKeepsObjectsAsTheirJSON(t *testing.T) {
 	want, wantMaps, err := ObjectMaps(doc)
 	require.NoError(t, err)
 	defer wantMaps.Drop()
-	got, maps, err := ObjectMapsUnread(doc)
+	got, maps, err := ObjectMapsUnread(doc, "")
 	require.NoError(t, err)
 	defer maps.Drop()
+	without, withoutMaps, err := ObjectMapsUnread(doc, "status")
+	require.NoError(t, err)
+	defer withoutMaps.Drop()
+	assert.NotContains(t, without, "status", "left out")
+	assert.Equal(t, got["spec"], without["spec"])
+	assert.Len(t, without, len(got)-1)
 
 	assert.Equal(t, want["metadata"], got["metadata"], "metadata is decoded")
 	assert.Equal(t, want["list"], got["list"], "a list is decoded")
@@ -219,7 +225,9 @@ func TestObjectMapsUnreadRefusesWhatObjectMapsRefuses(t *testing.T) {
 	for _, doc := range []string{`{"spec":{"a":1,}}`, `{"spec":{"a":01}}`, `{"spec":{a:1}}`, `{"spec":{"a":1}`, `{"spec":{"a":"\x"}}`, `{"spec":{"a":1}} x`} {
 		_, _, err := ObjectMaps([]byte(doc))
 		require.Error(t, err, doc)
-		_, _, err = ObjectMapsUnread([]byte(doc))
+		_, _, err = ObjectMapsUnread([]byte(doc), "")
 		assert.Error(t, err, doc)
+		_, _, err = ObjectMapsUnread([]byte(doc), "spec")
+		assert.Error(t, err, "%s, the member left out", doc)
 	}
 }

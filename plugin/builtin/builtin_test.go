@@ -51,7 +51,7 @@ func run(t *testing.T, name string, opts Options, obj string) *ria.ExecuteOutput
 		// Given the backup's item itself, its top level but metadata left as their JSON
 		// (jsontree.ObjectMapsUnread), it asks for the same items and returns the same
 		// object, once decoded.
-		top, maps, err := jsontree.ObjectMapsUnread([]byte(obj))
+		top, maps, err := jsontree.ObjectMapsUnread([]byte(obj), "")
 		require.NoError(t, err)
 		defer maps.Drop()
 		item := &unstructured.Unstructured{Object: top}
