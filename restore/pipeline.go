@@ -119,9 +119,10 @@ func (r *run) stepRead(_ context.Context, o *Object) error {
 // has changed (readsBackup), whether no step reads below its top level and metadata
 // either, but an action that reads the JSON (plugin.RawTaker: the built-in Pod action),
 // and its create encodes the rest as it is (rawTaken): then each object of its top
-// level but metadata (a Deployment's spec, a ConfigMap's data, a Pod's spec and status)
-// is kept as its JSON, not decoded (jsontree.ObjectMapsUnread). Decoding them was most
-// of what reading an object cost, for objects a restore changes only in their metadata.
+// level but metadata (a Deployment's spec, a ConfigMap's data, a Pod's spec) is kept as
+// its JSON, not decoded, and its status, which the restore drops, is left out
+// (jsontree.ObjectMapsUnread). Decoding them was most of what reading an object cost,
+// for objects a restore changes only in their metadata.
 // A Pod whose annotations ask for a hook, which reads its spec, is decoded whole once
 // stepRead has read them.
 func (r *run) leavesUnread(o *Object) bool {
@@ -170,8 +171,9 @@ func (r *run) readsBackup(o *Object) bool {
 	}
 	for _, a := range r.actions {
 		// An action that takes values left as their JSON reads only the backup's
-		// metadata, which the steps before it change in their way only where a run
-		// that leaves values so changes no name or namespace (rawTaken).
+		// metadata. It may be given the backup's object itself, whose metadata the
+		// steps before it change: where the run leaves values undecoded (rawTaken),
+		// they change no name or namespace.
 		if a.AppliesTo(it.GroupResource(), it.Namespace, &it.Labels) && !(a.TakesRaw && r.rawTaken) {
 			return true
 		}
