@@ -60,6 +60,14 @@ func space(data []byte, i int) int {
 // and valid until member returns; the value is a slice of data, checked. Members stops
 // at member's first error and returns it; the data is checked to its end otherwise.
 func Members(data []byte, member func(name, value []byte) error) error {
+	return members(data, func(name []byte, _, valueAt, valueEnd int) error {
+		return member(name, data[valueAt:valueEnd])
+	})
+}
+
+// members is Members, with each member's offsets: of its name's opening quote, and of
+// its value's start and end.
+func members(data []byte, member func(name []byte, nameAt, valueAt, valueEnd int) error) error {
 	i, empty, err := first(data, '{', '}', "an object")
 	if empty || err != nil {
 		return err
@@ -82,7 +90,7 @@ func Members(data []byte, member func(name, value []byte) error) error {
 		if i, err = skip(data, i); err != nil {
 			return err
 		}
-		if err := member(name, data[start:i]); err != nil {
+		if err := member(name, nameAt, start, i); err != nil {
 			return err
 		}
 		var done bool
@@ -98,44 +106,25 @@ func Members(data []byte, member func(name, value []byte) error) error {
 // returns data itself when no member has one of the names. When member is not nil, it
 // is called with each member, as Members calls it, in the same pass.
 func Omit(data []byte, names []string, member func(name, value []byte) error) ([]byte, error) {
-	i, empty, err := first(data, '{', '}', "an object")
-	if empty || err != nil {
-		return data, err
-	}
 	// The members kept, as the offsets of their name and of their value's end; most
 	// objects have fewer than the array holds.
 	var buf [32][2]int
 	kept, omitted := buf[:0], false
-	var scratch []byte
-	for {
-		nameAt := i
-		var nameEnd, valueAt int
-		if nameEnd, valueAt, err = nameColon(data, i); err != nil {
-			return nil, err
-		}
-		if i, err = skip(data, valueAt); err != nil {
-			return nil, err
-		}
-		name, _ := Unquote(scratch[:0], data[nameAt:nameEnd])
-		if len(name) > 0 && &name[0] != &data[nameAt+1] {
-			scratch = name
-		}
+	err := members(data, func(name []byte, nameAt, valueAt, valueEnd int) error {
 		if member != nil {
-			if err := member(name, data[valueAt:i]); err != nil {
-				return nil, err
+			if err := member(name, data[valueAt:valueEnd]); err != nil {
+				return err
 			}
 		}
 		if slices.Contains(names, string(name)) {
 			omitted = true
 		} else {
-			kept = append(kept, [2]int{nameAt, i})
+			kept = append(kept, [2]int{nameAt, valueEnd})
 		}
-		var done bool
-		if i, done, err = next(data, i, '}', "an object"); err != nil {
-			return nil, err
-		} else if done {
-			break
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if !omitted {
 		return data, nil
