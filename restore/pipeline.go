@@ -59,11 +59,10 @@ func (r *run) stepJournal(ctx context.Context, o *Object) error {
 func (r *run) stepRead(_ context.Context, o *Object) error {
 	it := o.Item
 	var body []byte
+	var buf *[]byte // the buffer body was read into, to be used again
 	var err error
 	if ba, ok := r.backup.(bodyAppender); ok {
-		// The decoded object holds none of the body's bytes.
-		buf := r.bodies.Get().(*[]byte)
-		defer r.bodies.Put(buf)
+		buf = r.bodies.Get().(*[]byte)
 		body, err = ba.AppendBody((*buf)[:0], it.GroupResource(), o.Resource.Version, it.Namespace, it.Name)
 		if err == nil {
 			*buf = body
@@ -71,6 +70,14 @@ func (r *run) stepRead(_ context.Context, o *Object) error {
 	} else {
 		body, err = r.backup.Body(it.GroupResource(), o.Resource.Version, it.Namespace, it.Name)
 	}
+	// A tree decoded whole holds none of the body's bytes; one left unread holds its
+	// values' JSON in the body itself, whose buffer then goes back with its maps
+	// (release).
+	defer func() {
+		if buf != nil && o.body != buf {
+			r.bodies.Put(buf)
+		}
+	}()
 	if err != nil {
 		return err
 	}
@@ -79,11 +86,16 @@ func (r *run) stepRead(_ context.Context, o *Object) error {
 	if o.Backup, o.decoded, err = decodeBackup(body, unread); err != nil {
 		return fmt.Errorf("%s at %s in the backup: %w", it, o.Resource.Version, err)
 	}
+	if unread {
+		o.body = buf
+	}
 	askStatus := !reads && annotation(o.Backup, RestoreStatusAnnotation) != ""
 	if unread && (askStatus || it.GroupResource() == podsResource && hook.Annotated(o.Backup)) {
 		// Its metadata asks for its status, as the manifest's item did not say, or a
-		// Pod's for a hook, which reads its spec: decoded again, whole.
+		// Pod's for a hook, which reads its spec: decoded again, whole. The tree left
+		// unread, which holds the body's bytes, is the collector's.
 		o.decoded.Drop()
+		o.body = nil
 		if o.Backup, o.decoded, err = decodeBackup(body, false); err != nil {
 			return fmt.Errorf("%s at %s in the backup: %w", it, o.Resource.Version, err)
 		}

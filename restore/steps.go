@@ -124,6 +124,9 @@ type Object struct {
 	shared       bool           // Body shares values below its top level and metadata with Backup (own)
 	held         bool           // an action that may keep them was given Body and Backup
 	decoded      *jsontree.Maps // the maps StepRead decoded Backup into, and those made for it since
+	// body is the buffer of run.bodies that Backup's values left as JSON lie in, which
+	// goes back with decoded's maps, or nil.
+	body *[]byte
 	// managedFields are the backup's, which StepSanitize takes off Body (and off Backup,
 	// when Body is Backup), for StepManagedFields.
 	managedFields []any
@@ -231,8 +234,11 @@ func (r *run) release(st *objectState, restored bool) {
 	if o := &st.o; o.decoded != nil {
 		if restored && !o.held && !o.DryRun {
 			o.decoded.Release()
+			if o.body != nil {
+				r.bodies.Put(o.body)
+			}
 		} else {
-			o.decoded.Drop()
+			o.decoded.Drop() // and the body's buffer, which the trees may hold, is the collector's
 		}
 	}
 	*st = objectState{} // the pool holds no object's trees

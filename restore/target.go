@@ -46,7 +46,9 @@ type Target struct {
 // A Creator with a method TakesRawJSON() bool that returns true is also given, as
 // values of the top level of objects no step reads below their metadata, the JSON the
 // restore did not decode: values whose MarshalJSON returns it (memcluster's Server
-// stores it as it is).
+// stores it as it is). Those bytes are the body the restore read, in a buffer it uses
+// again for another object's once this one is restored: they are not to be changed,
+// nor kept.
 type Creator interface {
 	Create(ctx context.Context, gvr schema.GroupVersionResource, namespace string, obj map[string]any) error
 }

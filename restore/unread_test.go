@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,5 +206,59 @@ func TestPodWaitsForItsServiceAccount(t *testing.T) {
 			require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
 			assert.Equal(t, []string{"namespaces ", "serviceaccounts " + ns, "pods " + ns}, creator.created)
 		})
+	}
+}
+
+// pausingCreator creates through the server in this process; the first create waits
+// until many others have been made (or a second has passed), so that the objects read
+// after it meanwhile may take the buffer its body was read into.
+type pausingCreator struct {
+	*memcluster.Server
+	first   atomic.Bool
+	created chan struct{}
+}
+
+func (c *pausingCreator) Create(ctx context.Context, gvr schema.GroupVersionResource, namespace string, obj map[string]any) error {
+	if gvr.Resource == "configmaps" && c.first.CompareAndSwap(false, true) {
+	wait:
+		for range 100 {
+			select {
+			case <-c.created:
+			case <-time.After(time.Second):
+				break wait
+			}
+		}
+	}
+	err := c.Server.Create(ctx, gvr, namespace, obj)
+	c.created <- struct{}{} // room for every create
+	return err
+}
+
+// A value left as its JSON is the body's own bytes, in a buffer that the restore uses
+// again for another object's body once the object is restored (Object.body): a
+// ConfigMap whose create waits while many others are read and restored holds its own
+// data in the target, not another's read into its buffer since.
+func TestUnreadBodiesAreTheirOwn(t *testing.T) {
+	objs := []map[string]any{{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop", "uid": "uid-ns"}}}
+	for i := range 300 {
+		name := fmt.Sprintf("c-%03d", i)
+		objs = append(objs, map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "namespace": "shop", "uid": "uid-" + name},
+			"data":     map[string]any{"v": name}})
+	}
+	b := backupOf(t, objs...)
+	srv, tgt := cluster(t, memcluster.Options{})
+	tgt.Creator = &pausingCreator{Server: srv, created: make(chan struct{}, len(objs))}
+	ctx := context.Background()
+	p, err := NewPlan(ctx, b, tgt, PlanOptions{})
+	require.NoError(t, err)
+	rep, err := Apply(ctx, p, tgt, RunOptions{Retry: fastRetry, Workers: 8})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
+	list, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("shop").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 300)
+	for _, cm := range list.Items {
+		assert.Equal(t, map[string]any{"v": cm.GetName()}, cm.Object["data"], cm.GetName())
 	}
 }

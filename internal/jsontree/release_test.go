@@ -1,6 +1,7 @@
 package jsontree
 
 import (
+	"bytes"
 	stdjson "encoding/json"
 	"testing"
 	"unsafe"
@@ -220,14 +221,40 @@ func TestObjectMapsUnreadKeepsObjectsAsTheirJSON(t *testing.T) {
 	assert.Equal(t, string(wantJSON), string(v2), "json/v2 with encoding/json's options")
 }
 
-// What ObjectMaps refuses, ObjectMapsUnread refuses, in a member it keeps as JSON too.
+// ObjectMapsUnreadShared decodes as ObjectMapsUnread does, but its Raw values are the
+// data's own bytes: nothing copied, and an append to one cannot write over what follows
+// it in the data.
+func TestObjectMapsUnreadSharedKeepsTheDataItself(t *testing.T) {
+	doc := []byte(`{"apiVersion":"v1","data":{"a":"1"},"kind":"ConfigMap","metadata":{"name":"c"},"spec":{"b":[2]},"status":{"x":1}}`)
+	want, wantMaps, err := ObjectMapsUnread(bytes.Clone(doc), "status")
+	require.NoError(t, err)
+	defer wantMaps.Drop()
+	got, maps, err := ObjectMapsUnreadShared(doc, "status")
+	require.NoError(t, err)
+	defer maps.Drop()
+	assert.Equal(t, want, got)
+
+	data := got["data"].(Raw)
+	require.Equal(t, `{"a":"1"}`, string(data))
+	at := bytes.Index(doc, []byte(`{"a":"1"}`))
+	assert.Same(t, &doc[at], &data[0], "the data's own bytes")
+	assert.Equal(t, len(data), cap(data), "no room to append into what follows")
+	before := string(doc)
+	_ = append(data, '!')
+	assert.Equal(t, before, string(doc))
+}
+
+// What ObjectMaps refuses, ObjectMapsUnread and ObjectMapsUnreadShared refuse, in a
+// member they keep as JSON too.
 func TestObjectMapsUnreadRefusesWhatObjectMapsRefuses(t *testing.T) {
 	for _, doc := range []string{`{"spec":{"a":1,}}`, `{"spec":{"a":01}}`, `{"spec":{a:1}}`, `{"spec":{"a":1}`, `{"spec":{"a":"\x"}}`, `{"spec":{"a":1}} x`} {
 		_, _, err := ObjectMaps([]byte(doc))
 		require.Error(t, err, doc)
-		_, _, err = ObjectMapsUnread([]byte(doc), "")
-		assert.Error(t, err, doc)
-		_, _, err = ObjectMapsUnread([]byte(doc), "spec")
-		assert.Error(t, err, "%s, the member left out", doc)
+		for _, unread := range []func([]byte, string) (map[string]any, *Maps, error){ObjectMapsUnread, ObjectMapsUnreadShared} {
+			_, _, err = unread([]byte(doc), "")
+			assert.Error(t, err, doc)
+			_, _, err = unread([]byte(doc), "spec")
+			assert.Error(t, err, "%s, the member left out", doc)
+		}
 	}
 }
