@@ -168,6 +168,14 @@ type MapMaker interface {
 	Map(n int) map[string]any
 }
 
+// BytesMaker is a MapMaker that also makes the byte slices an action writes a value's
+// JSON into (a RawTaker's value written anew), an empty one with room for n bytes,
+// taken back with the maps.
+type BytesMaker interface {
+	MapMaker
+	Bytes(n int) []byte
+}
+
 // MapMakerUser is implemented by an action, registered in this process, that can make
 // the maps it puts in an item with a MapMaker it is given (ExecuteMaking, which does
 // what Execute does) rather than with make. A restore calls ExecuteMaking in place of

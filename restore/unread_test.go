@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,17 +208,23 @@ func TestPodWaitsForItsServiceAccount(t *testing.T) {
 	}
 }
 
-// pausingCreator creates through the server in this process; the first create waits
-// until many others have been made (or a second has passed), so that the objects read
-// after it meanwhile may take the buffer its body was read into.
+// pausingCreator creates through the server in this process; the first create of each
+// resource but namespaces waits until many others have been made (or a second has
+// passed), so that the objects read after it meanwhile may take the buffers its body
+// was read and written into.
 type pausingCreator struct {
 	*memcluster.Server
-	first   atomic.Bool
+	mu      sync.Mutex
+	paused  map[string]bool
 	created chan struct{}
 }
 
 func (c *pausingCreator) Create(ctx context.Context, gvr schema.GroupVersionResource, namespace string, obj map[string]any) error {
-	if gvr.Resource == "configmaps" && c.first.CompareAndSwap(false, true) {
+	c.mu.Lock()
+	first := gvr.Resource != "namespaces" && !c.paused[gvr.Resource]
+	c.paused[gvr.Resource] = true
+	c.mu.Unlock()
+	if first {
 	wait:
 		for range 100 {
 			select {
@@ -235,30 +240,41 @@ func (c *pausingCreator) Create(ctx context.Context, gvr schema.GroupVersionReso
 }
 
 // A value left as its JSON is the body's own bytes, in a buffer that the restore uses
-// again for another object's body once the object is restored (Object.body): a
-// ConfigMap whose create waits while many others are read and restored holds its own
-// data in the target, not another's read into its buffer since.
+// again for another object's body once the object is restored (Object.body), and a
+// Pod's spec without its node is written into a slice taken back with its maps
+// (plugin.BytesMaker): a ConfigMap and a Pod whose creates wait while many others are
+// read and restored hold their own data and spec in the target, not another's written
+// into their buffers since.
 func TestUnreadBodiesAreTheirOwn(t *testing.T) {
 	objs := []map[string]any{{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop", "uid": "uid-ns"}}}
-	for i := range 300 {
+	for i := range 200 {
 		name := fmt.Sprintf("c-%03d", i)
 		objs = append(objs, map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"name": name, "namespace": "shop", "uid": "uid-" + name},
-			"data":     map[string]any{"v": name}})
+			"data":     map[string]any{"v": name}},
+			map[string]any{"apiVersion": "v1", "kind": "Pod",
+				"metadata": map[string]any{"name": name, "namespace": "shop", "uid": "uid-pod-" + name},
+				"spec":     map[string]any{"nodeName": "node-a", "containers": []any{map[string]any{"name": name, "image": "i"}}}})
 	}
 	b := backupOf(t, objs...)
 	srv, tgt := cluster(t, memcluster.Options{})
-	tgt.Creator = &pausingCreator{Server: srv, created: make(chan struct{}, len(objs))}
+	tgt.Creator = &pausingCreator{Server: srv, paused: map[string]bool{}, created: make(chan struct{}, len(objs))}
 	ctx := context.Background()
 	p, err := NewPlan(ctx, b, tgt, PlanOptions{})
 	require.NoError(t, err)
 	rep, err := Apply(ctx, p, tgt, RunOptions{Retry: fastRetry, Workers: 8})
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
-	list, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("shop").List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	require.Len(t, list.Items, 300)
-	for _, cm := range list.Items {
-		assert.Equal(t, map[string]any{"v": cm.GetName()}, cm.Object["data"], cm.GetName())
+	for _, res := range []string{"configmaps", "pods"} {
+		list, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: res}).Namespace("shop").List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		require.Len(t, list.Items, 200)
+		for _, o := range list.Items {
+			if res == "configmaps" {
+				assert.Equal(t, map[string]any{"v": o.GetName()}, o.Object["data"], o.GetName())
+				continue
+			}
+			assert.Equal(t, map[string]any{"containers": []any{map[string]any{"name": o.GetName(), "image": "i"}}}, o.Object["spec"], o.GetName())
+		}
 	}
 }

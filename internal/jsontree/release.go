@@ -55,11 +55,16 @@ func newMap(n int) (map[string]any, mapSize) {
 }
 
 // Maps lists the maps a decode made (ObjectMaps), and those made for its tree since
-// (Map, Copy), each with the size it was made at.
+// (Map, Copy), each with the size it was made at; and the byte slices made for it
+// (Bytes).
 type Maps struct {
 	made  []map[string]any
 	sizes []mapSize
+	bytes []*[]byte
 }
+
+// byteSlices holds the byte slices Release gave back.
+var byteSlices sync.Pool
 
 // list lists m, made at size.
 func (ms *Maps) list(m map[string]any, size mapSize) {
@@ -116,7 +121,28 @@ func (ms *Maps) Release() {
 			mediumMaps.Put(m)
 		}
 	}
+	for _, b := range ms.bytes {
+		byteSlices.Put(b)
+	}
 	ms.Drop()
+}
+
+// Bytes returns an empty byte slice with room for n bytes, listed in ms and given back
+// with its maps: where the tree's JSON is written anew (a value left as its JSON, with
+// members left out). With ms nil, it is a new slice, listed nowhere.
+func (ms *Maps) Bytes(n int) []byte {
+	if ms == nil {
+		return make([]byte, 0, n)
+	}
+	b, _ := byteSlices.Get().(*[]byte)
+	if b == nil {
+		b = new([]byte)
+	}
+	if cap(*b) < n {
+		*b = make([]byte, 0, n)
+	}
+	ms.bytes = append(ms.bytes, b)
+	return (*b)[:0]
 }
 
 // Map returns an empty map with room for n members, listed in ms: a map of the tree
@@ -162,6 +188,7 @@ func (ms *Maps) Copy(v any) any {
 // something may still hold.
 func (ms *Maps) Drop() {
 	clear(ms.made)
-	ms.made, ms.sizes = ms.made[:0], ms.sizes[:0]
+	clear(ms.bytes)
+	ms.made, ms.sizes, ms.bytes = ms.made[:0], ms.sizes[:0], ms.bytes[:0]
 	mapLists.Put(ms)
 }

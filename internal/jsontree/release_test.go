@@ -91,6 +91,39 @@ func TestDroppedMapsAreNotUsedAgain(t *testing.T) {
 	}
 }
 
+// The byte slices of a tree (Bytes) go back with its maps on Release, and are made
+// again for a tree after it; a dropped tree's are not.
+func TestBytesGoBackWithTheTree(t *testing.T) {
+	_, made, err := ObjectMaps([]byte(`{"a":1}`))
+	require.NoError(t, err)
+	b := made.Bytes(40)
+	assert.Empty(t, b)
+	assert.GreaterOrEqual(t, cap(b), 40)
+	b = append(b, "kept"...)
+	made.Drop()
+	reused := false
+	for range 20 {
+		_, again, err := ObjectMaps([]byte(`{"b":2}`))
+		require.NoError(t, err)
+		c := again.Bytes(16)
+		require.GreaterOrEqual(t, cap(c), 16)
+		c = append(c, "next"...)
+		if &c[0] == &b[0] {
+			t.Fatal("a dropped tree's bytes were made again")
+		}
+		again.Release()
+		_, third, err := ObjectMaps([]byte(`{"c":3}`))
+		require.NoError(t, err)
+		d := third.Bytes(8)
+		reused = reused || cap(d) > 0 && &d[:1][0] == &c[0]
+		third.Drop()
+	}
+	assert.Equal(t, "kept", string(b))
+	assert.True(t, reused, "no released tree's bytes were made again")
+	var none *Maps
+	assert.GreaterOrEqual(t, cap(none.Bytes(5)), 5, "a nil Maps makes them")
+}
+
 // A decode that fails lists nothing to give back.
 func TestObjectMapsOfBadJSON(t *testing.T) {
 	m, made, err := ObjectMaps([]byte(`{"a":{"b":`))

@@ -106,6 +106,12 @@ func members(data []byte, member func(name []byte, nameAt, valueAt, valueEnd int
 // returns data itself when no member has one of the names. When member is not nil, it
 // is called with each member, as Members calls it, in the same pass.
 func Omit(data []byte, names []string, member func(name, value []byte) error) ([]byte, error) {
+	return OmitInto(data, names, member, nil)
+}
+
+// OmitInto is Omit, with the new slice made by alloc, which returns an empty slice with
+// room for n bytes (Maps.Bytes); with alloc nil, by make.
+func OmitInto(data []byte, names []string, member func(name, value []byte) error, alloc func(n int) []byte) ([]byte, error) {
 	// The members kept, as the offsets of their name and of their value's end; most
 	// objects have fewer than the array holds.
 	var buf [32][2]int
@@ -133,7 +139,12 @@ func Omit(data []byte, names []string, member func(name, value []byte) error) ([
 	for _, m := range kept {
 		n += m[1] - m[0] + 1
 	}
-	out := make([]byte, 0, n)
+	var out []byte
+	if alloc != nil {
+		out = alloc(n)
+	} else {
+		out = make([]byte, 0, n)
+	}
 	out = append(out, '{')
 	for j, m := range kept {
 		if j > 0 {

@@ -196,6 +196,14 @@ func TestOmit(t *testing.T) {
 	got, err = Omit([]byte(`{"a":1}`), []string{"a"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, `{}`, string(got))
+	into := make([]byte, 0, 64)
+	got, err = OmitInto([]byte(`{"a":1,"b":[2]}`), []string{"a"}, nil, func(n int) []byte {
+		assert.GreaterOrEqual(t, n, len(`{"b":[2]}`), "room for what is kept")
+		return into
+	})
+	require.NoError(t, err)
+	assert.Equal(t, `{"b":[2]}`, string(got))
+	assert.Same(t, &into[:1][0], &got[0], "written where alloc said")
 	data := []byte(`{"a":1}`)
 	got, err = Omit(data, []string{"b"}, nil)
 	require.NoError(t, err)

@@ -189,7 +189,11 @@ func pod(in *ria.ExecuteInput, opts Options, mk plugin.MapMaker) (*ria.ExecuteOu
 	if raw, ok := obj.Object["spec"].(jsontree.Raw); ok {
 		// A spec the restore left as its JSON (plugin.RawTaker) is read from its bytes,
 		// and decoded only where a legacy token may have to be taken out of it.
-		spec, err := podSpecRaw(raw, ns, needs)
+		var alloc func(int) []byte // the spec without its node, in a slice taken back with the maps
+		if bm, ok := mk.(plugin.BytesMaker); ok {
+			alloc = bm.Bytes
+		}
+		spec, err := podSpecRaw(raw, ns, needs, alloc)
 		if err != nil {
 			return nil, fmt.Errorf("pod %s/%s: spec: %w", ns, obj.GetName(), err)
 		}
@@ -264,12 +268,14 @@ func pod(in *ria.ExecuteInput, opts Options, mk plugin.MapMaker) (*ria.ExecuteOu
 // has it. It returns nil, having asked for nothing, when the spec may hold a legacy
 // token's volume or mount: the token's prefix is in its bytes, or an escape that could
 // spell it is in its volumes (a mount names one of them, as the API server checks).
-// The caller decodes it then, and does what pod does to a decoded spec.
-func podSpecRaw(raw jsontree.Raw, ns string, needs func(gr schema.GroupResource, namespace, name string)) (jsontree.Raw, error) {
+// The caller decodes it then, and does what pod does to a decoded spec. The spec
+// returned, when it is not raw itself, is written into a slice made by alloc
+// (jsontree.OmitInto).
+func podSpecRaw(raw jsontree.Raw, ns string, needs func(gr schema.GroupResource, namespace, name string), alloc func(int) []byte) (jsontree.Raw, error) {
 	var sa, pc string
 	var vols []byte
 	// What is kept, and what is read, in one pass.
-	kept, err := jsontree.Omit(raw, []string{"nodeName", "priority"}, func(name, value []byte) error {
+	kept, err := jsontree.OmitInto(raw, []string{"nodeName", "priority"}, func(name, value []byte) error {
 		switch string(name) { // the last of a name given twice, as a decoded spec keeps it
 		case "serviceAccountName":
 			sa = rawString(value)
@@ -279,7 +285,7 @@ func podSpecRaw(raw jsontree.Raw, ns string, needs func(gr schema.GroupResource,
 			vols = value
 		}
 		return nil
-	})
+	}, alloc)
 	if err != nil {
 		return nil, err
 	}
