@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -126,25 +127,8 @@ func StartWith(ctx context.Context, dir string, bin Binaries, opts Options) (*Cl
 			c.Stop()
 		}
 	}()
-	ports, err := freePorts(3)
+	etcdURL, err := c.startEtcd(ctx, bin.Etcd, opts.EtcdQuotaBytes)
 	if err != nil {
-		return nil, err
-	}
-	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
-	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	etcdArgs := []string{
-		"--data-dir", filepath.Join(dir, "etcd"), "--name", "default",
-		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
-		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
-		"--initial-cluster", "default=" + peerURL, "--log-level", "warn",
-	}
-	if opts.EtcdQuotaBytes > 0 {
-		etcdArgs = append(etcdArgs, "--quota-backend-bytes", strconv.FormatInt(opts.EtcdQuotaBytes, 10))
-	}
-	if err := c.start("etcd", bin.Etcd, etcdArgs...); err != nil {
-		return nil, err
-	}
-	if err := c.waitHTTP(ctx, "etcd", &http.Client{}, etcdURL+"/health", "", 30*time.Second); err != nil {
 		return nil, err
 	}
 
@@ -164,26 +148,30 @@ func StartWith(ctx context.Context, dir string, bin Binaries, opts Options) (*Cl
 	if err := os.WriteFile(tokens, []byte(lines.String()), 0o600); err != nil {
 		return nil, err
 	}
-	apiPort := strconv.Itoa(ports[2])
-	if err := c.startEnv("kube-apiserver", memLimit(opts.APIServerMemoryLimit), bin.APIServer, append([]string{
-		"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
-		"--secure-port", apiPort, "--cert-dir", filepath.Join(dir, "certs"),
-		"--token-auth-file", tokens, "--authorization-mode", "RBAC",
-		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", saPub,
-		"--service-account-signing-key-file", saKey, "--service-cluster-ip-range", opts.ServiceCIDR,
-		"--allow-privileged=true", "--v", "1",
-		// Compacted often, so that an old continue token or watch version expires (410)
-		// within a test's time, as it does on a long-lived server.
-		"--etcd-compaction-interval", "5s",
-		// A loopback advertise address is refused by the endpoint reconciler, which a
-		// control plane without nodes or Services does not need.
-		"--endpoint-reconciler-type", "none",
-	}, admission...)...); err != nil {
-		return nil, err
-	}
-	host := "https://127.0.0.1:" + apiPort
-	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	if err := c.waitHTTP(ctx, "kube-apiserver", insecure, host+"/readyz", token, 120*time.Second); err != nil {
+	var host string
+	err = c.onFreePorts(1, func(ports []int) error {
+		apiPort := strconv.Itoa(ports[0])
+		if err := c.startEnv("kube-apiserver", memLimit(opts.APIServerMemoryLimit), bin.APIServer, append([]string{
+			"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+			"--secure-port", apiPort, "--cert-dir", filepath.Join(dir, "certs"),
+			"--token-auth-file", tokens, "--authorization-mode", "RBAC",
+			"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", saPub,
+			"--service-account-signing-key-file", saKey, "--service-cluster-ip-range", opts.ServiceCIDR,
+			"--allow-privileged=true", "--v", "1",
+			// Compacted often, so that an old continue token or watch version expires (410)
+			// within a test's time, as it does on a long-lived server.
+			"--etcd-compaction-interval", "5s",
+			// A loopback advertise address is refused by the endpoint reconciler, which a
+			// control plane without nodes or Services does not need.
+			"--endpoint-reconciler-type", "none",
+		}, admission...)...); err != nil {
+			return err
+		}
+		host = "https://127.0.0.1:" + apiPort
+		insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		return c.waitHTTP(ctx, "kube-apiserver", insecure, host+"/readyz", token, 120*time.Second)
+	})
+	if err != nil {
 		return nil, err
 	}
 	c.Config = &rest.Config{Host: host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 500, Burst: 1000}
@@ -281,6 +269,69 @@ func binary(env, name, makeTarget string) (string, error) {
 	}
 	return path, nil
 }
+
+// startEtcd starts etcd, its data in c's directory, with a backend quota when quota is
+// not 0, and returns its client URL once it answers.
+func (c *processes) startEtcd(ctx context.Context, path string, quota int64) (string, error) {
+	var etcdURL string
+	err := c.onFreePorts(2, func(ports []int) error {
+		etcdURL = "http://127.0.0.1:" + strconv.Itoa(ports[0])
+		peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+		dataDir := filepath.Join(c.dir, "etcd")
+		args := []string{
+			"--data-dir", dataDir, "--name", "default",
+			"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
+			"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+			"--initial-cluster", "default=" + peerURL, "--log-level", "warn",
+		}
+		if quota > 0 {
+			args = append(args, "--quota-backend-bytes", strconv.FormatInt(quota, 10))
+		}
+		// What an etcd that could not bind may have left, which names its ports.
+		if err := os.RemoveAll(dataDir); err != nil {
+			return err
+		}
+		if err := c.start("etcd", path, args...); err != nil {
+			return err
+		}
+		return c.waitHTTP(ctx, "etcd", &http.Client{}, etcdURL+"/health", "", 30*time.Second)
+	})
+	return etcdURL, err
+}
+
+// onFreePorts calls start, which starts a process that listens on the ports it is given
+// and waits until it answers, with n ports that were free a moment before. A port is
+// free between freePorts and the process's bind, where another (an outgoing
+// connection's own port, say) may take it: a process that exits for that is started
+// again on other ports, up to three times in all.
+func (ps *processes) onFreePorts(n int, start func(ports []int) error) error {
+	for attempt := 1; ; attempt++ {
+		ports, err := pickPorts(n)
+		if err != nil {
+			return err
+		}
+		err = start(ports)
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return err
+		}
+		ps.forgetExited()
+	}
+}
+
+// forgetExited drops the processes that have exited from those ps stops.
+func (ps *processes) forgetExited() {
+	ps.procs = slices.DeleteFunc(ps.procs, func(p process) bool {
+		select {
+		case <-p.exited:
+			return true
+		default:
+			return false
+		}
+	})
+}
+
+// pickPorts is freePorts, but where a test makes a port taken.
+var pickPorts = freePorts
 
 func freePorts(n int) ([]int, error) {
 	var ports []int

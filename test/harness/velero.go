@@ -43,27 +43,27 @@ func StartS3(ctx context.Context, dir string) (*S3, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(1)
-	if err != nil {
-		return nil, err
-	}
 	s := &S3{
-		Endpoint: "http://127.0.0.1:" + strconv.Itoa(ports[0]), Region: "us-east-1", Bucket: "velero",
+		Region: "us-east-1", Bucket: "velero",
 		AccessKey: "restoregraph", SecretKey: "restoregraph-secret", Root: filepath.Join(dir, "objects"),
 		processes: processes{dir: dir},
 	}
 	if err := errors.Join(os.MkdirAll(s.Root, 0o755), os.MkdirAll(filepath.Join(dir, "sidecar"), 0o755)); err != nil {
 		return nil, err
 	}
-	// Object metadata in sidecar files, not extended attributes, which not every
-	// filesystem a test's directory is on keeps.
-	if err := s.start("versitygw", bin, "--port", "127.0.0.1:"+strconv.Itoa(ports[0]),
-		"--access", s.AccessKey, "--secret", s.SecretKey, "--region", s.Region, "--health", "/health",
-		"posix", "--sidecar", filepath.Join(dir, "sidecar"), s.Root,
-	); err != nil {
-		return nil, err
-	}
-	if err := s.waitHTTP(ctx, "versitygw", &http.Client{}, s.Endpoint+"/health", "", 30*time.Second); err != nil {
+	err = s.onFreePorts(1, func(ports []int) error {
+		s.Endpoint = "http://127.0.0.1:" + strconv.Itoa(ports[0])
+		// Object metadata in sidecar files, not extended attributes, which not every
+		// filesystem a test's directory is on keeps.
+		if err := s.start("versitygw", bin, "--port", "127.0.0.1:"+strconv.Itoa(ports[0]),
+			"--access", s.AccessKey, "--secret", s.SecretKey, "--region", s.Region, "--health", "/health",
+			"posix", "--sidecar", filepath.Join(dir, "sidecar"), s.Root,
+		); err != nil {
+			return err
+		}
+		return s.waitHTTP(ctx, "versitygw", &http.Client{}, s.Endpoint+"/health", "", 30*time.Second)
+	})
+	if err != nil {
 		s.Stop()
 		return nil, err
 	}
