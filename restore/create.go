@@ -201,7 +201,7 @@ func decodeBackup(data []byte, unread bool) (*unstructured.Unstructured, *jsontr
 		// resource's status is not restored, nor does its item ask for it, and an
 		// object whose own annotation asks for it is decoded again whole. The values
 		// left as JSON are data's bytes: data is kept as it is while the tree is used.
-		m, made, err = jsontree.ObjectMapsUnreadShared(data, "status")
+		m, made, err = jsontree.ObjectMapsUnread(data, "status")
 	} else {
 		m, made, err = jsontree.ObjectMaps(data)
 	}

@@ -6,7 +6,6 @@
 package jsontree
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -32,10 +31,10 @@ type decoder struct {
 	members []member
 	made    *Maps // where the maps made are listed, or nil
 	// unread: the top level's members that are objects, but metadata, are kept as
-	// their JSON (Raw), not decoded; the one named without, when not empty, is checked
-	// and left out. shares: each Raw is the data's own bytes, not a copy.
-	unread, shares bool
-	without        string
+	// their JSON (Raw: the data's own bytes), not decoded; the one named without, when
+	// not empty, is checked and left out.
+	unread  bool
+	without string
 }
 
 // member is a member of an object: as decoded, before its map is made; as encoded, as
@@ -56,26 +55,16 @@ const (
 )
 
 // Object decodes data, which must hold one JSON object.
-func Object(data []byte) (map[string]any, error) { return decode(data, nil, unreadNone, "") }
-
-// unreadMode is what a decode leaves as its JSON: nothing; the top level's objects
-// but metadata, copied; or those, as the data's own bytes.
-type unreadMode uint8
-
-const (
-	unreadNone unreadMode = iota
-	unreadCopied
-	unreadShared
-)
+func Object(data []byte) (map[string]any, error) { return decode(data, nil, false, "") }
 
 // decode decodes data, which must hold one JSON object, and lists the maps it makes in
 // made, when not nil; unread and without as the decoder's fields say.
-func decode(data []byte, made *Maps, unread unreadMode, without string) (map[string]any, error) {
+func decode(data []byte, made *Maps, unread bool, without string) (map[string]any, error) {
 	d := decoders.Get().(*decoder)
-	d.made, d.unread, d.shares, d.without = made, unread != unreadNone, unread == unreadShared, without
+	d.made, d.unread, d.without = made, unread, without
 	defer func() {
 		clear(d.members) // what a decode that failed left
-		d.members, d.made, d.unread, d.shares, d.without = d.members[:0], nil, false, false, ""
+		d.members, d.made, d.unread, d.without = d.members[:0], nil, false, ""
 		decoders.Put(d)
 	}()
 	i := space(data, 0)
@@ -123,7 +112,7 @@ func (d *decoder) value(data []byte, i, depth int) (v any, end int, err error) {
 					}
 					continue
 				}
-				if v, i, err = raw(data, at, d.shares); err != nil {
+				if v, i, err = raw(data, at); err != nil {
 					return nil, 0, err
 				}
 			} else if v, i, err = d.value(data, at, depth+1); err != nil {
@@ -225,17 +214,14 @@ type Raw []byte
 // MarshalJSON returns r.
 func (r Raw) MarshalJSON() ([]byte, error) { return r, nil }
 
-// raw returns the object at data[i:], checked as skip checks it, as a Raw of its own,
-// or, when shared, as data's own bytes.
-func raw(data []byte, i int, shared bool) (Raw, int, error) {
+// raw returns the object at data[i:], checked as skip checks it, as a Raw of data's
+// own bytes, with no room past its end: an append to it cannot write over what follows.
+func raw(data []byte, i int) (Raw, int, error) {
 	end, err := skip(data, i)
 	if err != nil {
 		return nil, 0, err
 	}
-	if shared {
-		return Raw(data[i:end:end]), end, nil
-	}
-	return Raw(bytes.Clone(data[i:end])), end, nil
+	return Raw(data[i:end:end]), end, nil
 }
 
 // str returns the string that raw, a JSON string as the decoder read it (quoted,

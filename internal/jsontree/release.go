@@ -75,28 +75,22 @@ func (ms *Maps) list(m map[string]any, size mapSize) {
 var mapLists = sync.Pool{New: func() any { return new(Maps) }}
 
 // ObjectMaps is Object, and lists the maps it makes, for Maps.Release.
-func ObjectMaps(data []byte) (map[string]any, *Maps, error) { return objectMaps(data, unreadNone, "") }
+func ObjectMaps(data []byte) (map[string]any, *Maps, error) { return objectMaps(data, false, "") }
 
 // ObjectMapsUnread is ObjectMaps, but for the members of the object's top level that
 // are objects, metadata aside: each is kept as its JSON, a Raw, checked as ObjectMaps
 // checks it but not decoded, for a caller that reads none of them and has them encoded
 // by the package's encoder, encoding/json or json/v2. A Raw keeps what decoding would
-// have changed: its spaces, numbers as written, invalid UTF-8, duplicate names. The
-// object named without, when not empty (a status the caller drops), is checked and
-// left out.
+// have changed: its spaces, numbers as written, invalid UTF-8, duplicate names. It is
+// data's own bytes, not a copy (copying them was a sixth of what a restore of a million
+// objects allocated): the caller keeps data as it is for as long as the tree, or
+// anything taken from it, is used (until the maps' Release, say). The object named
+// without, when not empty (a status the caller drops), is checked and left out.
 func ObjectMapsUnread(data []byte, without string) (map[string]any, *Maps, error) {
-	return objectMaps(data, unreadCopied, without)
+	return objectMaps(data, true, without)
 }
 
-// ObjectMapsUnreadShared is ObjectMapsUnread, but each Raw is data's own bytes, not a
-// copy: the caller keeps data as it is for as long as the tree, or anything taken from
-// it, is used (until the maps' Release, say). Copying them was a sixth of what a restore
-// of a million objects allocated, out of bodies read into buffers used again.
-func ObjectMapsUnreadShared(data []byte, without string) (map[string]any, *Maps, error) {
-	return objectMaps(data, unreadShared, without)
-}
-
-func objectMaps(data []byte, unread unreadMode, without string) (map[string]any, *Maps, error) {
+func objectMaps(data []byte, unread bool, without string) (map[string]any, *Maps, error) {
 	ms := mapLists.Get().(*Maps)
 	m, err := decode(data, ms, unread, without)
 	if err != nil {
