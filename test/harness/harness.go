@@ -23,7 +23,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -303,31 +302,24 @@ func (c *processes) startEtcd(ctx context.Context, path string, quota int64) (st
 // and waits until it answers, with n ports that were free a moment before. A port is
 // free between freePorts and the process's bind, where another (an outgoing
 // connection's own port, say) may take it: a process that exits for that is started
-// again on other ports, up to three times in all.
+// again on other ports, up to three times in all; what a failed attempt started is
+// stopped and forgotten.
 func (ps *processes) onFreePorts(n int, start func(ports []int) error) error {
 	for attempt := 1; ; attempt++ {
 		ports, err := pickPorts(n)
 		if err != nil {
 			return err
 		}
+		before := len(ps.procs)
 		err = start(ports)
 		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
 			return err
 		}
-		ps.forgetExited()
-	}
-}
-
-// forgetExited drops the processes that have exited from those ps stops.
-func (ps *processes) forgetExited() {
-	ps.procs = slices.DeleteFunc(ps.procs, func(p process) bool {
-		select {
-		case <-p.exited:
-			return true
-		default:
-			return false
+		for _, p := range ps.procs[before:] {
+			p.stop()
 		}
-	})
+		ps.procs = ps.procs[:before]
+	}
 }
 
 // pickPorts is freePorts, but where a test makes a port taken.

@@ -14,8 +14,7 @@ import (
 
 // An etcd whose port another process took between freePorts and its bind (an outgoing
 // connection's own port, say, on a machine busy with other servers) is started again
-// on other ports: the control plane starts, and only the etcd that answers is left to
-// stop.
+// on other ports: it starts, and only the etcd that answers is left to stop.
 func TestEtcdStartsAgainOnAPortTaken(t *testing.T) {
 	etcd, err := exec.LookPath("etcd")
 	if err != nil {
