@@ -48,9 +48,6 @@ type builder struct {
 func New(m *manifest.Manifest, opts Options) (*Graph, error) {
 	items := m.Items()
 	g := &Graph{nodes: make([]Node, len(items)), m: m}
-	for i, it := range items {
-		g.nodes[i] = Node{id: int64(i), Item: it}
-	}
 	b := &builder{g: g, items: items}
 	b.index()
 	b.resolveOwners()
@@ -88,10 +85,10 @@ func (g *Graph) warn(n *Node, msg string) {
 	g.warnings = append(g.warnings, Warning{Node: n, Message: msg})
 }
 
-// index makes one pass over the items for what the edges need (builder's fields):
-// the later passes then read only what is theirs, where each pass over a million items
-// costs a cache miss an item. Items come sorted by group, version and namespace, so a
-// namespace is looked up once per run of items, not once per item.
+// index makes one pass over the items for their nodes and for what the edges need
+// (builder's fields): the later passes then read only what is theirs, where each pass
+// over a million items costs a cache miss an item. Items come sorted by group, version
+// and namespace, so a namespace is looked up once per run of items, not once per item.
 func (b *builder) index() {
 	n := len(b.items)
 	b.nsIndex = map[string]int32{"": 0}
@@ -101,6 +98,7 @@ func (b *builder) index() {
 	count := []int32{0}
 	last, lastIdx := "", int32(0)
 	for i, it := range b.items {
+		b.g.nodes[i] = Node{id: int64(i), Item: it}
 		if it.Namespace != last {
 			idx, ok := b.nsIndex[it.Namespace]
 			if !ok {
@@ -234,15 +232,15 @@ func (b *builder) namespaceObjects() []int32 {
 
 // predecessors lays out every item's list of predecessors, with each edge's kinds
 // (in g.pred and the kinds returned), item by item: its owners, its CRD, its
-// namespace, sorted and merged where one object is a predecessor twice. It returns
-// each node's number of successors.
-func (b *builder) predecessors() (outDeg []int32, kinds []EdgeKind) {
+// namespace, sorted and merged where one object is a predecessor twice. It counts
+// each node's successors in g.succ's spans, for successors to lay out.
+func (b *builder) predecessors() (kinds []EdgeKind) {
 	g, n := b.g, len(b.items)
 	crds, object := b.crds(), b.namespaceObjects()
 	spans := make([]span, n)
 	ids := make([]int32, 0, int(b.ownerOff[n])+n)
 	kinds = make([]EdgeKind, 0, cap(ids))
-	outDeg = make([]int32, n)
+	succ := make([]span, n)
 	b.indeg = make([]int32, n)
 	type pred struct {
 		from int32
@@ -288,23 +286,26 @@ func (b *builder) predecessors() (outDeg []int32, kinds []EdgeKind) {
 			}
 			ids = append(ids, p.from)
 			kinds = append(kinds, p.kind)
-			outDeg[p.from]++
+			succ[p.from].n++
 		}
 		d := int32(len(ids)) - first
 		spans[i] = span{off: first, n: d}
 		b.indeg[i] = d
 	}
 	g.pred = adjacency{span: spans, ids: ids}
-	return outDeg, kinds
+	g.succ.span = succ
+	return kinds
 }
 
-// successors turns the lists of predecessors around. Filled in ascending order of the
-// items, every list comes out sorted.
-func (g *Graph) successors(outDeg []int32, kinds []EdgeKind) {
-	n := len(outDeg)
-	succ := make([]span, n)
+// successors turns the lists of predecessors around, in g.succ's spans, which hold
+// each node's number of successors. Filled in ascending order of the items, every list
+// comes out sorted.
+func (g *Graph) successors(kinds []EdgeKind) {
+	succ := g.succ.span
+	n := len(succ)
 	var o int32
-	for u, d := range outDeg {
+	for u := range succ {
+		d := succ[u].n
 		succ[u] = span{off: o}
 		o += d
 	}
