@@ -232,15 +232,15 @@ func (b *builder) namespaceObjects() []int32 {
 
 // predecessors lays out every item's list of predecessors, with each edge's kinds
 // (in g.pred and the kinds returned), item by item: its owners, its CRD, its
-// namespace, sorted and merged where one object is a predecessor twice. It counts
-// each node's successors in g.succ's spans, for successors to lay out.
-func (b *builder) predecessors() (kinds []EdgeKind) {
+// namespace, sorted and merged where one object is a predecessor twice. It returns
+// each node's span of successors holding only their number, for successors to lay out.
+func (b *builder) predecessors() (succ []span, kinds []EdgeKind) {
 	g, n := b.g, len(b.items)
 	crds, object := b.crds(), b.namespaceObjects()
 	spans := make([]span, n)
 	ids := make([]int32, 0, int(b.ownerOff[n])+n)
 	kinds = make([]EdgeKind, 0, cap(ids))
-	succ := make([]span, n)
+	succ = make([]span, n)
 	b.indeg = make([]int32, n)
 	type pred struct {
 		from int32
@@ -293,15 +293,13 @@ func (b *builder) predecessors() (kinds []EdgeKind) {
 		b.indeg[i] = d
 	}
 	g.pred = adjacency{span: spans, ids: ids}
-	g.succ.span = succ
-	return kinds
+	return succ, kinds
 }
 
-// successors turns the lists of predecessors around, in g.succ's spans, which hold
-// each node's number of successors. Filled in ascending order of the items, every list
-// comes out sorted.
-func (g *Graph) successors(kinds []EdgeKind) {
-	succ := g.succ.span
+// successors turns the lists of predecessors around, into succ, whose spans hold each
+// node's number of successors. Filled in ascending order of the items, every list comes
+// out sorted.
+func (g *Graph) successors(succ []span, kinds []EdgeKind) {
 	n := len(succ)
 	var o int32
 	for u := range succ {
