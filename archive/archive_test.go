@@ -589,3 +589,31 @@ func TestReadKeepsNoNameOfTheWalk(t *testing.T) {
 		require.Equal(t, it.Namespace, obj.GetNamespace())
 	}
 }
+
+// An object Velero writes twice, at its version and as the preferred version, one
+// after the other, is kept once: also where the two copies fall into two of the
+// walk's batches (one object written once first puts every pair across a batch's
+// end once).
+func TestCopiesOfAnObjectAreKeptOnce(t *testing.T) {
+	pod := func(i int) string {
+		return fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p-%d","namespace":"n","uid":"u-%d"}}`, i, i)
+	}
+	entries := []entry{{name: "resources/pods/namespaces/n/p-0.json", body: pod(0)}}
+	total := len(pod(0))
+	for i := 1; i <= 3*batchEntries; i++ {
+		entries = append(entries,
+			entry{name: fmt.Sprintf("resources/pods/namespaces/n/p-%d.json", i), body: pod(i)},
+			entry{name: fmt.Sprintf("resources/pods/v1-preferredversion/namespaces/n/p-%d.json", i), body: pod(i)})
+		total += len(pod(i))
+	}
+	b, err := Read(context.Background(), bytes.NewReader(rawTar(t, true, entries...)), Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	assert.Equal(t, 3*batchEntries+1, b.Manifest().Len())
+	assert.Equal(t, total, b.store.memLen, "each object's bytes kept once")
+	for _, i := range []int{0, batchEntries / 2, 3 * batchEntries} {
+		body, err := b.Body(schema.GroupResource{Resource: "pods"}, "v1", "n", fmt.Sprintf("p-%d", i))
+		require.NoError(t, err)
+		assert.JSONEq(t, pod(i), string(body))
+	}
+}

@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"bytes"
 	"sync/atomic"
 
 	"github.com/restoregraph/restoregraph/internal/strslab"
@@ -46,6 +47,7 @@ const (
 // and from the index back to the walk for reuse.
 type decoding struct {
 	cur      *batch
+	last     []byte      // the last entry's bytes, when its batch has been sent
 	todo     chan *batch // to the decoder
 	free     chan *batch // indexed, for reuse
 	ended    chan error  // the index's first error, or nil once every batch is indexed
@@ -82,9 +84,23 @@ func (d *decoding) add(p pending, data []byte, index func(*batch) error) error {
 	return d.send(index)
 }
 
+// repeats reports whether data are the bytes of the entry added last: the walk reads
+// each entry in place and compares it with the copy in the batch, where it would
+// otherwise copy each entry twice.
+func (d *decoding) repeats(data []byte) bool {
+	if d.cur != nil && len(d.cur.entries) > 0 {
+		return bytes.Equal(d.cur.bytes(len(d.cur.entries)-1), data)
+	}
+	return bytes.Equal(d.last, data)
+}
+
 // send sends the current batch to the decoder, starting the decoder and the index
-// first.
+// first. It keeps a copy of the batch's last entry, which the decoder and the index
+// share from then on, for repeats.
 func (d *decoding) send(index func(*batch) error) error {
+	if n := len(d.cur.entries); n > 0 {
+		d.last = append(d.last[:0], d.cur.bytes(n-1)...)
+	}
 	if !d.started {
 		d.started = true
 		d.todo, d.free, d.ended = make(chan *batch, batchesAhead), make(chan *batch, 2*batchesAhead+2), make(chan error, 1)

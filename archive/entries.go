@@ -18,12 +18,20 @@ import (
 	"github.com/restoregraph/restoregraph/manifest"
 )
 
+// stream is what entries reads a tarball through: the read-ahead of an inflated one,
+// whose Peek returns its blocks' bytes in place, or a bufio.Reader of a plain one.
+type stream interface {
+	io.Reader
+	Peek(n int) ([]byte, error)
+	Discard(n int) (int, error)
+}
+
 // entries reads a tarball entry by entry, enforcing the limits.
 type entries struct {
 	opts   Options
 	ahead  *readahead.Reader // inflating on its own goroutine; nil for a plain tarball
-	r      *bufio.Reader     // the tar stream, at a header or at the padding after a body
-	pad    int               // the padding after the last body, not yet skipped
+	r      stream            // the tar stream, at a header or at the padding after a body
+	pad    int               // the last body, when peeked, and the padding after it, not yet skipped
 	closer io.Closer         // the file, when ReadFile opened it
 
 	// names holds the entries' names, 64 KiB at a time: two million names of a
@@ -31,24 +39,29 @@ type entries struct {
 	// A slab lives as long as a name in it: until the entries it read are indexed.
 	names        *strslab.Strings
 	total, count int64
-	buf, prev    []byte // this entry's bytes and the previous one's, swapped
+	buf          []byte // the last entry's bytes, when too long to peek
+	prev         []byte // the previous entry's bytes, for dup
 	prevItem     bool   // the previous entry was an object's: prev holds its bytes
 	last         lastBody
 }
 
+// peekMax is the longest entry next returns as the stream's bytes, not read into a
+// buffer: an object's body is a few KiB; a carried manifest, or a large Secret, is read.
+// A plain tarball's bufio.Reader holds as much.
+const peekMax = 64 << 10
+
 func newEntries(r io.Reader, opts Options) (*entries, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(r, peekMax)
 	e := &entries{opts: opts, r: br, names: strslab.New(0)}
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, &EntryError{Path: "(gzip header)", Err: err}
 		}
-		// Inflate on a second goroutine so that decompression and parsing overlap.
+		// Inflate on a second goroutine so that decompression and parsing overlap. The
+		// headers and bodies are read where the inflated blocks hold them.
 		e.ahead = readahead.New(zr, 256<<10, 8)
-		// Small: the read-ahead holds the stream's bytes; this is for headers, and a
-		// body as long as it is read past it.
-		e.r = bufio.NewReaderSize(e.ahead, 8<<10)
+		e.r = e.ahead
 	}
 	return e, nil
 }
@@ -63,7 +76,8 @@ func (e *entries) close() {
 }
 
 // next returns the next regular file's cleaned name, its name as the tarball has it,
-// and its bytes (valid until the call after the next), or io.EOF.
+// and its bytes (valid until the next call), or io.EOF. The bytes of an entry of up to
+// peekMax bytes are the stream's, not copied.
 func (e *entries) next() (name, raw string, data []byte, err error) {
 	for {
 		// A stream that ends within the padding after the last body ends there, as
@@ -98,19 +112,27 @@ func (e *entries) next() (name, raw string, data []byte, err error) {
 		if e.total += h.size; e.total > e.opts.MaxTotalBytes {
 			return "", "", nil, &LimitError{Path: raw, Limit: "total size", Max: e.opts.MaxTotalBytes}
 		}
-		e.buf, e.prev = e.prev, e.buf
-		if int64(cap(e.buf)) < h.size {
-			e.buf = make([]byte, h.size, max(h.size, 64<<10))
+		pad := int(-h.size & (blockSize - 1))
+		if h.size <= peekMax {
+			if data, err = e.r.Peek(int(h.size)); err == nil {
+				e.pad = int(h.size) + pad
+				return name, raw, data, nil
+			}
+		} else {
+			if int64(cap(e.buf)) < h.size {
+				e.buf = make([]byte, h.size)
+			}
+			data = e.buf[:h.size]
+			_, err = io.ReadFull(e.r, data)
 		}
-		e.buf = e.buf[:h.size]
-		if _, err := io.ReadFull(e.r, e.buf); err != nil {
+		if err != nil {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
 			return "", "", nil, &EntryError{Path: raw, Err: err}
 		}
-		e.pad = int(-h.size & (blockSize - 1))
-		return name, raw, e.buf, nil
+		e.pad = pad
+		return name, raw, data, nil
 	}
 }
 
@@ -241,10 +263,13 @@ func cString(f []byte) []byte {
 }
 
 // dup reports whether data, an entry's bytes, are the previous entry's, both being
-// objects' entries (isItem). Every regular entry passes through it, in the order read.
+// objects' entries (isItem). Every regular entry passes through it, in the order read;
+// it keeps a copy of an object's bytes for the next.
 func (e *entries) dup(isItem bool, data []byte) bool {
 	d := isItem && e.prevItem && bytes.Equal(e.prev, data)
-	e.prevItem = isItem
+	if e.prevItem = isItem; isItem {
+		e.prev = append(e.prev[:0], data...)
+	}
 	return d
 }
 

@@ -91,7 +91,8 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 		}
 		return nil
 	}
-	items := false // resource entries met
+	items := false    // resource entries met
+	prevItem := false // the entry before was a resource entry: the last one added to dec
 	for {
 		name, raw, data, err := e.next()
 		if err == io.EOF {
@@ -99,7 +100,8 @@ func (b *Backup) read(r io.Reader, opts Options, closer io.Closer) error {
 		}
 		if err == nil {
 			isItem := strings.HasPrefix(name, resourcesDir+"/")
-			dup := e.dup(isItem, data)
+			dup := isItem && prevItem && dec.repeats(data)
+			prevItem = isItem
 			switch {
 			case name == metadataVersion:
 				b.format = strings.TrimSpace(string(data))
