@@ -231,15 +231,17 @@ func (b *builder) namespaceObjects() []int32 {
 }
 
 // predecessors lays out every item's list of predecessors, with each edge's kinds
-// (in g.pred and the kinds returned), item by item: its owners, its CRD, its
+// (in g.pred and the kinds returned, a byte each: the build's kinds are all below
+// RuleKind), item by item: its owners, its CRD, its
 // namespace, sorted and merged where one object is a predecessor twice. It returns
 // each node's span of successors holding only their number, for successors to lay out.
-func (b *builder) predecessors() (succ []span, kinds []EdgeKind) {
+func (b *builder) predecessors() (succ []span, kinds []uint8) {
+	const _ uint8 = uint8(RuleKind - 1) // the kinds below RuleKind fit a byte
 	g, n := b.g, len(b.items)
 	crds, object := b.crds(), b.namespaceObjects()
 	spans := make([]span, n)
 	ids := make([]int32, 0, int(b.ownerOff[n])+n)
-	kinds = make([]EdgeKind, 0, cap(ids))
+	kinds = make([]uint8, 0, cap(ids))
 	succ = make([]span, n)
 	b.indeg = make([]int32, n)
 	type pred struct {
@@ -281,11 +283,11 @@ func (b *builder) predecessors() (succ []span, kinds []EdgeKind) {
 		first := int32(len(ids))
 		for k, p := range preds {
 			if k > 0 && preds[k-1].from == p.from {
-				kinds[len(kinds)-1] |= p.kind
+				kinds[len(kinds)-1] |= uint8(p.kind)
 				continue
 			}
 			ids = append(ids, p.from)
-			kinds = append(kinds, p.kind)
+			kinds = append(kinds, uint8(p.kind))
 			succ[p.from].n++
 		}
 		d := int32(len(ids)) - first
@@ -299,7 +301,7 @@ func (b *builder) predecessors() (succ []span, kinds []EdgeKind) {
 // successors turns the lists of predecessors around, into succ, whose spans hold each
 // node's number of successors. Filled in ascending order of the items, every list comes
 // out sorted.
-func (g *Graph) successors(succ []span, kinds []EdgeKind) {
+func (g *Graph) successors(succ []span, kinds []uint8) {
 	n := len(succ)
 	var o int32
 	for u := range succ {
@@ -313,7 +315,7 @@ func (g *Graph) successors(succ []span, kinds []EdgeKind) {
 		for k := s.off; k < s.off+s.len(); k++ {
 			u := g.pred.ids[k]
 			t := &succ[u]
-			ids[t.off+t.n], succKinds[t.off+t.n] = v, kinds[k]
+			ids[t.off+t.n], succKinds[t.off+t.n] = v, EdgeKind(kinds[k])
 			t.n++
 		}
 	}

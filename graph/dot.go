@@ -35,7 +35,7 @@ func (a attrs) Attributes() []encoding.Attribute { return a }
 // Attributes implements encoding.Attributer for DOT output.
 func (n *Node) Attributes() []encoding.Attribute {
 	if n.Item == nil {
-		return []encoding.Attribute{{Key: "label", Value: fmt.Sprintf("%q", n.Barrier)}, {Key: "shape", Value: "diamond"}}
+		return []encoding.Attribute{{Key: "label", Value: fmt.Sprintf("%q", n.Barrier())}, {Key: "shape", Value: "diamond"}}
 	}
 	it := n.Item
 	where := it.Name

@@ -13,9 +13,18 @@ import (
 type Node struct {
 	id   int64
 	Item *manifest.Item
-	// Barrier names a synthetic node that orders groups of objects, such as Velero's
-	// "after configmaps"; it restores nothing. Empty for objects.
-	Barrier string
+	// barrier names a barrier; nil for objects. A pointer, not a string: a million
+	// items' nodes are then 24 bytes each, not 32.
+	barrier *string
+}
+
+// Barrier names a synthetic node that orders groups of objects, such as Velero's
+// "after configmaps"; it restores nothing. Empty for objects.
+func (n *Node) Barrier() string {
+	if n.barrier == nil {
+		return ""
+	}
+	return *n.barrier
 }
 
 // ID returns the node's ID: its position in the manifest's canonical order, or after
@@ -25,7 +34,7 @@ func (n *Node) ID() int64 { return n.id }
 // String names the node as a person reads it.
 func (n *Node) String() string {
 	if n.Item == nil {
-		return "[" + n.Barrier + "]"
+		return "[" + n.Barrier() + "]"
 	}
 	return n.Item.String()
 }

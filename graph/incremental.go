@@ -136,7 +136,7 @@ func (g *Graph) link(from, to int32, kind EdgeKind) {
 // addNode appends a barrier node with no edges, last in the order.
 func (g *Graph) addNode(barrier string) int32 {
 	id := int32(g.Len())
-	g.barriers = append(g.barriers, &Node{id: int64(id), Barrier: barrier})
+	g.barriers = append(g.barriers, &Node{id: int64(id), barrier: &barrier})
 	g.succ.addNode()
 	g.pred.addNode()
 	g.pos = append(g.pos, int32(len(g.at)))
