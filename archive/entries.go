@@ -263,8 +263,10 @@ func cString(f []byte) []byte {
 }
 
 // dup reports whether data, an entry's bytes, are the previous entry's, both being
-// objects' entries (isItem). Every regular entry passes through it, in the order read;
-// it keeps a copy of an object's bytes for the next.
+// objects' entries (isItem). Every regular entry read after a carried manifest passes
+// through it, in the order read; it keeps a copy of an object's bytes for the next.
+// (The walk before a manifest compares each entry with its batch's copy instead:
+// decoding.repeats.)
 func (e *entries) dup(isItem bool, data []byte) bool {
 	d := isItem && e.prevItem && bytes.Equal(e.prev, data)
 	if e.prevItem = isItem; isItem {

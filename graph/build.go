@@ -232,9 +232,9 @@ func (b *builder) namespaceObjects() []int32 {
 
 // predecessors lays out every item's list of predecessors, with each edge's kinds
 // (in g.pred and the kinds returned, a byte each: the build's kinds are all below
-// RuleKind), item by item: its owners, its CRD, its
-// namespace, sorted and merged where one object is a predecessor twice. It returns
-// each node's span of successors holding only their number, for successors to lay out.
+// RuleKind), item by item: its owners, its CRD, its namespace, sorted and merged where
+// one object is a predecessor twice. It returns each node's span of successors holding
+// only their number, for successors to lay out.
 func (b *builder) predecessors() (succ []span, kinds []uint8) {
 	const _ uint8 = uint8(RuleKind - 1) // the kinds below RuleKind fit a byte
 	g, n := b.g, len(b.items)

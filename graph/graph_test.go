@@ -277,6 +277,16 @@ func TestRulesWithBarriersAndTheirOwnKinds(t *testing.T) {
 		}
 	}
 	assert.Equal(t, RuleKind<<1, barrierIn, "the second rule's edges carry the second rule bit")
+	var names, shown []string
+	for _, n := range g.Order() {
+		if n.Item == nil {
+			names, shown = append(names, n.Barrier()), append(shown, n.String())
+		} else {
+			assert.Empty(t, n.Barrier(), "%s is an object", n)
+		}
+	}
+	assert.Equal(t, []string{"after configmaps", "after replicasets", "after deployments"}, names, "each barrier keeps the name its rule gave it")
+	assert.Equal(t, []string{"[after configmaps]", "[after replicasets]", "[after deployments]"}, shown)
 	unit := g.LongestRemaining(func(n *Node) float64 {
 		if n.Item == nil {
 			return 0
