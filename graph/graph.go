@@ -45,8 +45,8 @@ type Graph struct {
 	// its own, for a pointer to a node stays good as barriers are added.
 	nodes    []Node
 	barriers []*Node
-	// succ lists each node's successors, with why each is an edge; pred each node's
-	// predecessors. Both are sorted by node ID.
+	// succ lists each node's successors; pred each node's predecessors, with why each
+	// is an edge. Both are sorted by node ID.
 	succ, pred adjacency
 
 	pos       []int32 // topological position of each node; -1 when blocked (on a cycle or behind one)
@@ -155,11 +155,11 @@ func (g *Graph) kinds(uid, vid int64) (EdgeKind, bool) {
 	if g.NodeAt(uid) == nil || g.NodeAt(vid) == nil {
 		return 0, false
 	}
-	i, ok := slices.BinarySearch(g.succ.list(int32(uid)), int32(vid))
+	i, ok := slices.BinarySearch(g.pred.list(int32(vid)), int32(uid))
 	if !ok {
 		return 0, false
 	}
-	return g.succ.kindsOf(int32(uid))[i], true
+	return g.pred.kindsOf(int32(vid))[i], true
 }
 
 // Edge is a dependency and why it exists.

@@ -514,10 +514,10 @@ func TestOwnersInEveryScope(t *testing.T) {
 			}
 		}
 		got := map[[2]int]bool{}
-		for u := range g.Len() {
-			for k, v := range g.Successors(int64(u)) {
-				if g.succ.kindsOf(int32(u))[k]&EdgeOwner != 0 {
-					got[[2]int{u, int(v)}] = true
+		for v := range g.Len() {
+			for k, u := range g.Predecessors(int64(v)) {
+				if g.pred.kindsOf(int32(v))[k]&EdgeOwner != 0 {
+					got[[2]int{int(u), v}] = true
 				}
 			}
 		}

@@ -118,18 +118,18 @@ func (g *Graph) reorder(back, fwd []int32) {
 
 // mergeKind gives the edge from → to kind too, and reports whether the edge exists.
 func (g *Graph) mergeKind(from, to int32, kind EdgeKind) bool {
-	i, ok := slices.BinarySearch(g.succ.list(from), to)
+	i, ok := slices.BinarySearch(g.pred.list(to), from)
 	if ok {
-		g.succ.kindsOf(from)[i] |= kind
+		g.pred.kindsOf(to)[i] |= kind
 	}
 	return ok
 }
 
 func (g *Graph) link(from, to int32, kind EdgeKind) {
 	i, _ := slices.BinarySearch(g.succ.list(from), to)
-	g.succ.insert(from, i, to, kind)
+	g.succ.insert(from, i, to, 0)
 	j, _ := slices.BinarySearch(g.pred.list(to), from)
-	g.pred.insert(to, j, from, 0)
+	g.pred.insert(to, j, from, kind)
 	g.edges++
 }
 

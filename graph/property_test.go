@@ -134,9 +134,9 @@ func TestPropertiesOnRandomGraphs(t *testing.T) {
 	}
 }
 
-// edgeSet returns g's edges with their kinds, read from the lists of successors, and
-// requires the lists of predecessors to hold the same edges and every list to be
-// strictly ascending.
+// edgeSet returns g's edges with their kinds (which the lists of predecessors keep),
+// and requires the lists of successors and of predecessors to hold the same edges and
+// every list to be strictly ascending.
 func edgeSet(t *testing.T, g *Graph) map[[2]int64]EdgeKind {
 	t.Helper()
 	ascending := func(l []int32) bool {
@@ -152,15 +152,17 @@ func edgeSet(t *testing.T, g *Graph) map[[2]int64]EdgeKind {
 		succ, pred := g.Successors(u), g.Predecessors(u)
 		require.True(t, ascending(succ), "successors of %d: %v", u, succ)
 		require.True(t, ascending(pred), "predecessors of %d: %v", u, pred)
+		kinds := func(u, v int64) EdgeKind {
+			if e := g.EdgeFromTo(u, v); e != nil {
+				return e.Kinds
+			}
+			return 0 // none, when the predecessors lack the edge
+		}
 		for _, v := range succ {
-			succs[[2]int64{u, int64(v)}] = g.EdgeFromTo(u, int64(v)).Kinds
+			succs[[2]int64{u, int64(v)}] = kinds(u, int64(v))
 		}
 		for _, p := range pred {
-			var k EdgeKind // none, when the successors lack the edge
-			if e := g.EdgeFromTo(int64(p), u); e != nil {
-				k = e.Kinds
-			}
-			preds[[2]int64{int64(p), u}] = k
+			preds[[2]int64{int64(p), u}] = kinds(int64(p), u)
 		}
 	}
 	require.Equal(t, succs, preds)

@@ -21,7 +21,7 @@ func Order(dag DAG) []int32 {
 	for v := range n {
 		indeg[v] = int32(len(dag.Predecessors(int64(v))))
 	}
-	return OrderFrom(dag, indeg)
+	return OrderFrom(dag, indeg, nil)
 }
 
 // OrderFrom is Order for a caller that has dag's in-degrees at hand, node v's at
@@ -29,8 +29,14 @@ func Order(dag DAG) []int32 {
 // on return indeg[v] is v's position in the order, or -1 for a node not in it. A node's
 // count and its position share a place, taken as it is released, so that the sort
 // writes no array of positions of its own in a pass of random writes after it.
-func OrderFrom(dag DAG, indeg []int32) []int32 {
-	order := make([]int32, 0, len(indeg))
+//
+// The order is written over buf when it has room for every node (a caller's array it
+// has done with), else into a new array.
+func OrderFrom(dag DAG, indeg, buf []int32) []int32 {
+	order := buf[:0]
+	if cap(buf) < len(indeg) {
+		order = make([]int32, 0, len(indeg))
+	}
 	for v, d := range indeg {
 		if d == 0 {
 			indeg[v] = int32(len(order))

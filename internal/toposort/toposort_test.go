@@ -53,13 +53,13 @@ func TestOrderFromLeavesEachNodesPosition(t *testing.T) {
 	// 3 → 1 → 0, 2 → 0: released 2, 3, then 1, then 0
 	g := adj{{}, {0}, {0}, {1}}
 	indeg := indegOf(g)
-	assert.Equal(t, []int32{2, 3, 1, 0}, OrderFrom(g, indeg))
+	assert.Equal(t, []int32{2, 3, 1, 0}, OrderFrom(g, indeg, nil))
 	assert.Equal(t, []int32{3, 2, 0, 1}, indeg, "node v's position in the order")
 
 	// 0 → 1 ⇄ 2 → 3, and 4 alone: the cycle's nodes and what is behind it have none
 	g = adj{{1}, {2}, {1, 3}, {}, {}}
 	indeg = indegOf(g)
-	assert.Equal(t, []int32{0, 4}, OrderFrom(g, indeg))
+	assert.Equal(t, []int32{0, 4}, OrderFrom(g, indeg, nil))
 	assert.Equal(t, []int32{0, -1, -1, -1, 1}, indeg)
 }
 
