@@ -4,6 +4,7 @@ package clirun
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,14 +14,18 @@ import (
 )
 
 // Build builds the command from its module at moduleDir (cmd/restoregraph) into
-// restoregraph/bin in the user's cache directory (replacing what an earlier run built),
-// with peakrss beside it, and returns the command's path.
+// restoregraph/bin/TREE in the user's cache directory, TREE named by moduleDir's
+// absolute path (replacing what an earlier run from there built), with peakrss beside
+// it, and returns the command's path. Benchmarks of two clones run side by side each
+// run their own build.
 func Build(moduleDir string) (string, error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return "", err
 	}
-	dir = filepath.Join(dir, "restoregraph", "bin")
+	if dir, err = binDir(dir, moduleDir); err != nil {
+		return "", err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -33,6 +38,15 @@ func Build(moduleDir string) (string, error) {
 		}
 	}
 	return bin, nil
+}
+
+// binDir is where Build puts what it builds from moduleDir, under the cache directory.
+func binDir(cache, moduleDir string) (string, error) {
+	abs, err := filepath.Abs(moduleDir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(cache, "restoregraph", "bin", fmt.Sprintf("%x", sha256.Sum256([]byte(abs)))[:16]), nil
 }
 
 // peakRSS is where Build puts peakrss, beside bin.
