@@ -112,3 +112,19 @@ func TestLongestRemainingAgreesWithTheWalkBack(t *testing.T) {
 	}
 	assert.Greater(t, cycles, 20, "the graphs include cycles")
 }
+
+// A buffer with room for every node takes the order in place; one without is left
+// alone.
+func TestOrderFromWritesOverABufferWithRoom(t *testing.T) {
+	g := adj{{}, {0}, {0}, {1}}
+	indeg := []int32{2, 1, 0, 0}
+	buf := []int32{9, 9, 9, 9}
+	order := OrderFrom(g, indeg, buf)
+	assert.Equal(t, []int32{2, 3, 1, 0}, order)
+	assert.Same(t, &buf[0], &order[0], "written over buf")
+
+	indeg = []int32{2, 1, 0, 0}
+	short := []int32{9, 9, 9}
+	assert.Equal(t, []int32{2, 3, 1, 0}, OrderFrom(g, indeg, short))
+	assert.Equal(t, []int32{9, 9, 9}, short, "too short: not written")
+}
