@@ -61,90 +61,108 @@ var errNotObject = errors.New("not a Kubernetes object in JSON")
 // read parses data, a whole JSON object, and returns its metadata. The whole body is
 // checked to be JSON that a restore decodes (jsontree.Object), but for numbers, which
 // are checked as JSON and not for float64's range; the metadata is what that decode
-// makes of it: of duplicate names, the last.
+// makes of it: of duplicate names, the last. Every byte is scanned once: the members
+// read are read where they are, not checked first and scanned again.
 func (r *metaReader) read(data []byte) (objectMeta, error) {
 	var m objectMeta
-	err := jsontree.Members(data, func(name, value []byte) error {
-		var err error
+	i, err := jsontree.ObjectAt(data, 0, func(name []byte, at int) (int, error) {
 		switch string(name) {
 		case "apiVersion":
-			m.apiVersion, err = r.common(value)
+			return r.commonAt(data, at, &m.apiVersion)
 		case "kind":
-			m.kind, err = r.common(value)
+			return r.commonAt(data, at, &m.kind)
 		case "metadata":
 			m.name, m.namespace, m.uid, m.labels, m.annotations, m.owners = "", "", "", nil, nil, nil
-			err = r.metadata(&m, value)
+			return r.metadata(&m, data, at)
 		}
-		return err
+		return jsontree.SkipAt(data, at)
 	})
+	if err == nil {
+		err = jsontree.End(data, i)
+	}
 	if err != nil {
 		return objectMeta{}, fmt.Errorf("%w: %v", errNotObject, err)
 	}
 	return m, nil
 }
 
-func (r *metaReader) metadata(m *objectMeta, value []byte) error {
-	if string(value) == "null" {
-		return nil
+// null reports whether data holds null at at. What follows it is the caller's scan's
+// to check.
+func null(data []byte, at int) bool {
+	return len(data)-at >= 4 && string(data[at:at+4]) == "null"
+}
+
+func (r *metaReader) metadata(m *objectMeta, data []byte, at int) (int, error) {
+	if null(data, at) {
+		return at + 4, nil
 	}
-	return jsontree.Members(value, func(name, value []byte) error {
-		var err error
+	return jsontree.ObjectAt(data, at, func(name []byte, at int) (int, error) {
 		switch string(name) {
 		case "name":
-			m.name, err = r.str(value)
+			return r.strAt(data, at, &m.name)
 		case "namespace":
-			m.namespace, err = r.common(value)
+			return r.commonAt(data, at, &m.namespace)
 		case "uid":
 			var s string
-			s, err = r.str(value)
+			end, err := r.strAt(data, at, &s)
 			m.uid = types.UID(s)
+			return end, err
 		case "labels":
-			m.labels, err = r.pairs(value)
+			return r.pairs(data, at, &m.labels)
 		case "annotations":
-			m.annotations, err = r.pairs(value)
+			return r.pairs(data, at, &m.annotations)
 		case "ownerReferences":
-			err = r.owners(m, value)
+			return r.owners(m, data, at)
 		}
-		return err
+		return jsontree.SkipAt(data, at)
 	})
 }
 
-func (r *metaReader) owners(m *objectMeta, value []byte) error {
+func (r *metaReader) owners(m *objectMeta, data []byte, at int) (int, error) {
 	m.owners = nil
-	if string(value) == "null" {
-		return nil
+	if null(data, at) {
+		return at + 4, nil
 	}
-	return jsontree.Elements(value, func(ref []byte) error {
-		return jsontree.Members(ref, func(name, value []byte) error {
+	return jsontree.ArrayAt(data, at, func(at int) (int, error) {
+		return jsontree.ObjectAt(data, at, func(name []byte, at int) (int, error) {
 			if string(name) != "uid" {
-				return nil
+				return jsontree.SkipAt(data, at)
 			}
-			s, err := r.str(value)
+			var s string
+			end, err := r.strAt(data, at, &s)
 			m.owners = append(m.owners, types.UID(s))
-			return err
+			return end, err
 		})
 	})
 }
 
-// pairs reads a map of strings (labels, annotations) as sorted pairs; of duplicate
-// keys, the last value. A set equal to one read before is that one: Pairs are never
-// changed once read.
-func (r *metaReader) pairs(value []byte) (manifest.Pairs, error) {
-	if string(value) == "null" {
-		return nil, nil
+// pairs reads the map of strings (labels, annotations) at data[at] into *dst as sorted
+// pairs; of duplicate keys, the last value. A set equal to one read before is that one:
+// Pairs are never changed once read.
+func (r *metaReader) pairs(data []byte, at int, dst *manifest.Pairs) (int, error) {
+	*dst = nil
+	if null(data, at) {
+		return at + 4, nil
 	}
 	p, vals := r.pairBuf[:0], r.vals[:0]
-	err := jsontree.Members(value, func(name, value []byte) error {
+	end, err := jsontree.ObjectAt(data, at, func(name []byte, at int) (int, error) {
 		key := r.strs.Intern(name)
-		v, err := r.unquote(value)
+		end, v, err := r.unquoteAt(data, at)
 		p = append(p, rawPair{key: key, at: len(vals), n: len(v)})
 		vals = append(vals, v...)
-		return err
+		return end, err
 	})
 	r.pairBuf, r.vals = p, vals
 	if err != nil || len(p) == 0 {
-		return nil, err
+		return end, err
 	}
+	*dst = r.set(p, vals)
+	return end, nil
+}
+
+// set returns the pairs p, whose values are in vals, as a set: the one read before
+// when it is equal.
+func (r *metaReader) set(p []rawPair, vals []byte) manifest.Pairs {
 	// Stable, and the last of each run of one key kept: the last value wins.
 	slices.SortStableFunc(p, func(a, b rawPair) int { return strings.Compare(a.key, b.key) })
 	out := p[:0]
@@ -164,7 +182,7 @@ func (r *metaReader) pairs(value []byte) (manifest.Pairs, error) {
 	}
 	sum := h.Sum64()
 	if seen, ok := r.sets[sum]; ok && sameSet(seen, out, vals) {
-		return seen, nil
+		return seen
 	}
 	// Exactly as long as it is: append's spare capacity, a million times over, is not.
 	set := make(manifest.Pairs, len(out))
@@ -174,7 +192,7 @@ func (r *metaReader) pairs(value []byte) (manifest.Pairs, error) {
 	if _, ok := r.sets[sum]; !ok { // of two sets with one hash, the first is shared
 		r.sets[sum] = set
 	}
-	return set, nil
+	return set
 }
 
 // sameSet reports whether set holds the pairs of out, whose values are in vals.
@@ -190,24 +208,34 @@ func sameSet(set manifest.Pairs, out []rawPair, vals []byte) bool {
 	return true
 }
 
-// unquote returns the string value holds, valid until the next call. A string with
-// escapes is decoded into scratch, which is never grown: a longer one is rare.
-func (r *metaReader) unquote(value []byte) ([]byte, error) {
-	s, ok := jsontree.Unquote(r.scratch[:0], value)
-	if !ok {
-		return nil, fmt.Errorf("expected a string, found %.20s", value)
+// unquoteAt reads the string at data[at]: it returns the offset just past it and the
+// string, valid until the next call. A string with escapes is decoded into scratch,
+// which is never grown: a longer one is rare.
+func (r *metaReader) unquoteAt(data []byte, at int) (int, []byte, error) {
+	end, err := jsontree.SkipAt(data, at)
+	if err != nil {
+		return 0, nil, err
 	}
-	return s, nil
+	s, ok := jsontree.Unquote(r.scratch[:0], data[at:end])
+	if !ok {
+		return 0, nil, fmt.Errorf("expected a string, found %.20s", data[at:end])
+	}
+	return end, s, nil
 }
 
-func (r *metaReader) str(value []byte) (string, error) {
-	b, err := r.unquote(value)
-	return r.strs.Copy(b), err
+// strAt reads the string at data[at] into *dst, a copy of its own.
+func (r *metaReader) strAt(data []byte, at int, dst *string) (int, error) {
+	end, b, err := r.unquoteAt(data, at)
+	*dst = r.strs.Copy(b)
+	return end, err
 }
 
-func (r *metaReader) common(value []byte) (string, error) {
-	b, err := r.unquote(value)
-	return r.strs.Intern(b), err
+// commonAt reads the string at data[at] into *dst, interned: one that repeats across
+// objects (an apiVersion, a kind, a namespace).
+func (r *metaReader) commonAt(data []byte, at int, dst *string) (int, error) {
+	end, b, err := r.unquoteAt(data, at)
+	*dst = r.strs.Intern(b)
+	return end, err
 }
 
 // own returns loc with its group-resource, directory and namespace interned, out of the

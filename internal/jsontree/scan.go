@@ -68,9 +68,59 @@ func Members(data []byte, member func(name, value []byte) error) error {
 // members is Members, with each member's offsets: of its name's opening quote, and of
 // its value's start and end.
 func members(data []byte, member func(name []byte, nameAt, valueAt, valueEnd int) error) error {
-	i, empty, err := first(data, '{', '}', "an object")
-	if empty || err != nil {
+	i, err := object(data, 0, func(name []byte, nameAt, valueAt int) (int, error) {
+		valueEnd, err := skip(data, valueAt)
+		if err != nil {
+			return 0, err
+		}
+		return valueEnd, member(name, nameAt, valueAt, valueEnd)
+	})
+	if err != nil {
 		return err
+	}
+	return end(data, i)
+}
+
+// ObjectAt scans the JSON object that starts at data[i], whitespace before it allowed,
+// and returns the offset just past it. It calls member with each member's name, decoded
+// and valid until member returns, and the offset of its value; member reads the value
+// and returns the offset just past it, having checked it: with SkipAt, with ObjectAt or
+// ArrayAt for the values it reads the parts of. A reader of a few members (an object's
+// metadata) so scans every byte once, where Members checks each value before handing it
+// out and a value read with Members again is scanned twice.
+func ObjectAt(data []byte, i int, member func(name []byte, valueAt int) (int, error)) (int, error) {
+	return object(data, i, func(name []byte, _, valueAt int) (int, error) { return member(name, valueAt) })
+}
+
+// ArrayAt is ObjectAt for an array: element reads the element at the offset it is
+// given, and returns the offset just past it.
+func ArrayAt(data []byte, i int, element func(valueAt int) (int, error)) (int, error) {
+	i, empty, err := opening(data, i, '[', ']', "an array")
+	if empty || err != nil {
+		return i, err
+	}
+	for {
+		if i, err = element(i); err != nil {
+			return 0, err
+		}
+		var done bool
+		if i, done, err = after(data, i, ']', "an array"); done || err != nil {
+			return i, err
+		}
+	}
+}
+
+// SkipAt returns the offset just past the JSON value at data[i], having checked it.
+func SkipAt(data []byte, i int) (int, error) { return skip(data, i) }
+
+// End checks that only whitespace follows a value that ends at i.
+func End(data []byte, i int) error { return end(data, i) }
+
+// object is ObjectAt, with the offset of each member's name's opening quote.
+func object(data []byte, i int, member func(name []byte, nameAt, valueAt int) (int, error)) (int, error) {
+	i, empty, err := opening(data, i, '{', '}', "an object")
+	if empty || err != nil {
+		return i, err
 	}
 	// A name with an escape or a byte beyond ASCII is decoded into scratch; most have
 	// neither and are handed out as data's own bytes. (An array here would move to the
@@ -78,24 +128,20 @@ func members(data []byte, member func(name []byte, nameAt, valueAt, valueEnd int
 	var scratch []byte
 	for {
 		nameAt := i
-		var nameEnd int
-		if nameEnd, i, err = nameColon(data, i); err != nil {
-			return err
+		nameEnd, valueAt, err := nameColon(data, i)
+		if err != nil {
+			return 0, err
 		}
 		name, _ := Unquote(scratch[:0], data[nameAt:nameEnd])
 		if len(name) > 0 && &name[0] != &data[nameAt+1] {
 			scratch = name
 		}
-		start := i
-		if i, err = skip(data, i); err != nil {
-			return err
-		}
-		if err := member(name, nameAt, start, i); err != nil {
-			return err
+		if i, err = member(name, nameAt, valueAt); err != nil {
+			return 0, err
 		}
 		var done bool
-		if i, done, err = next(data, i, '}', "an object"); done || err != nil {
-			return err
+		if i, done, err = after(data, i, '}', "an object"); done || err != nil {
+			return i, err
 		}
 	}
 }
@@ -160,49 +206,28 @@ func OmitInto(data []byte, names []string, member func(name, value []byte) error
 // Elements calls element with the raw bytes of each element of the JSON array that data
 // holds, whitespace around it allowed, in order, as Members does with an object.
 func Elements(data []byte, element func(value []byte) error) error {
-	i, empty, err := first(data, '[', ']', "an array")
-	if empty || err != nil {
+	i, err := ArrayAt(data, 0, func(valueAt int) (int, error) {
+		valueEnd, err := skip(data, valueAt)
+		if err != nil {
+			return 0, err
+		}
+		return valueEnd, element(data[valueAt:valueEnd])
+	})
+	if err != nil {
 		return err
 	}
-	for {
-		start := i
-		if i, err = skip(data, i); err != nil {
-			return err
-		}
-		if err := element(data[start:i]); err != nil {
-			return err
-		}
-		var done bool
-		if i, done, err = next(data, i, ']', "an array"); done || err != nil {
-			return err
-		}
-	}
+	return end(data, i)
 }
 
-// first reads the opening of the object or array (opener) that data holds: the offset
-// of its first member or element; or, when it is empty, empty and the rest checked to be
-// whitespace.
-func first(data []byte, opener, closer byte, what string) (int, bool, error) {
-	i := space(data, 0)
-	if i >= len(data) || data[i] != opener {
+// opening reads the opening of the object or array (opener) that starts at data[i],
+// whitespace before it allowed: the offset of its first member or element; or, when it
+// is empty, empty and the offset just past it.
+func opening(data []byte, i int, opener, closer byte, what string) (int, bool, error) {
+	if i = space(data, i); byteAt(data, i) != opener {
 		return 0, false, syntaxError(i, "expected %s, found %s", what, found(data, i))
 	}
-	if i = space(data, i+1); i < len(data) && data[i] == closer {
-		return 0, true, end(data, i+1)
-	}
-	return i, false, nil
-}
-
-// next reads what follows a member or an element that ends at i: a comma, and then the
-// offset of the next one; or closer, done, and the rest checked to be whitespace.
-func next(data []byte, i int, closer byte, in string) (int, bool, error) {
-	switch i = space(data, i); {
-	case i < len(data) && data[i] == ',':
-		return space(data, i+1), false, nil
-	case i < len(data) && data[i] == closer:
-		return 0, true, end(data, i+1)
-	}
-	return 0, false, syntaxError(i, "expected ',' or %q in %s, found %s", closer, in, found(data, i))
+	i, empty := opened(data, i, closer)
+	return i, empty, nil
 }
 
 // end checks that only whitespace follows a value that ends at i.

@@ -27,6 +27,60 @@ func scanned(data []byte) error {
 	return end(data, i)
 }
 
+// walked checks data as one JSON value the way a reader of a few members reads it:
+// every object and array with ObjectAt and ArrayAt, each value where it is, scalars
+// with SkipAt; no more deeply nested than the scan allows.
+func walked(data []byte) error {
+	var value func(at, depth int) (int, error)
+	value = func(at, depth int) (int, error) {
+		if c := byteAt(data, at); (c == '{' || c == '[') && depth == maxDepth {
+			return 0, errors.New("nested too deeply")
+		}
+		switch byteAt(data, at) {
+		case '{':
+			return ObjectAt(data, at, func(_ []byte, at int) (int, error) { return value(at, depth+1) })
+		case '[':
+			return ArrayAt(data, at, func(at int) (int, error) { return value(at, depth+1) })
+		}
+		return SkipAt(data, at)
+	}
+	i, err := value(space(data, 0), 0)
+	if err != nil {
+		return err
+	}
+	return End(data, i)
+}
+
+// ObjectAt hands out each member's name and its value's offset, and goes on where the
+// caller says the value ends; ArrayAt likewise.
+func TestObjectAtReadsWhereTheCallerEnds(t *testing.T) {
+	data := []byte(` {"a" : [1, {"b":"c"}], "d":{} ,"\u0065":null} x`)
+	var names []string
+	end, err := ObjectAt(data, 0, func(name []byte, at int) (int, error) {
+		names = append(names, string(name))
+		if string(name) != "a" {
+			return SkipAt(data, at)
+		}
+		return ArrayAt(data, at, func(at int) (int, error) {
+			names = append(names, fmt.Sprintf("a@%c", data[at]))
+			return SkipAt(data, at)
+		})
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "a@1", "a@{", "d", "e"}, names)
+	assert.Equal(t, " x", string(data[end:]), "ends just past the object")
+	assert.Error(t, End(data, end), "what follows is the caller's to check")
+
+	stop := errors.New("stop")
+	_, err = ObjectAt([]byte(`{"a":1}`), 0, func([]byte, int) (int, error) { return 0, stop })
+	assert.Same(t, stop, err, "the callback's error, as it is")
+	_, err = ObjectAt([]byte(`{"a":1 "b":2}`), 0, func(_ []byte, at int) (int, error) { return at + 1, nil })
+	assert.Error(t, err, "what follows a value is checked where the callback ends it")
+	end, err = ArrayAt([]byte(`[ ]`), 0, func(int) (int, error) { t.Fatal("an empty array has no element"); return 0, nil })
+	require.NoError(t, err)
+	assert.Equal(t, 3, end)
+}
+
 // Members hands out each member's name and value as Object decodes them, the last of
 // duplicate names winning in the map, and checks what it passes over.
 func TestMembersAgreeWithObject(t *testing.T) {
@@ -81,6 +135,7 @@ func TestScanRefuses(t *testing.T) {
 	} {
 		assert.False(t, valid([]byte(doc)), "the oracle accepts %q", doc)
 		assert.Error(t, scanned([]byte(doc)), doc)
+		assert.Error(t, walked([]byte(doc)), doc)
 	}
 }
 
@@ -112,6 +167,8 @@ func TestScanNestsAsDeepAsJSONText(t *testing.T) {
 	deeper := "[" + deep + "]"
 	assert.False(t, valid([]byte(deeper)))
 	assert.Error(t, scanned([]byte(deeper)))
+	assert.NoError(t, walked([]byte(deep)))
+	assert.Error(t, walked([]byte(deeper)))
 }
 
 func TestUnquote(t *testing.T) {
@@ -142,6 +199,9 @@ func FuzzScan(f *testing.F) {
 		ok := scanned(data) == nil
 		if ok != valid(data) {
 			t.Fatalf("scan accepts %q: %v; jsontext: %v", data, ok, !ok)
+		}
+		if werr := walked(data); (werr == nil) != ok {
+			t.Fatalf("%q: the scan: %v; ObjectAt and ArrayAt: %v", data, ok, werr)
 		}
 		want, err := Object(data)
 		got := map[string]any{}
