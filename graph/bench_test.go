@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -123,24 +124,58 @@ func BenchmarkUIDMap(b *testing.B) {
 // other in every iteration, so that both sizes meet the same state of the machine, and
 // reports the ratio of their total times: 10 when the build is linear in the items.
 // ns/op is one iteration, both builds.
+//
+// The pages a build writes are the other half of that state, and each sub-benchmark
+// gives both sizes the same:
+//   - memory=fresh returns every free page to the system before each build
+//     (debug.FreeOSMemory), so that each size maps in every page it writes, as a
+//     restore's build does when its heap grows to hold the graph;
+//   - memory=reused only collects (runtime.GC), and each build takes the free pages the
+//     runtime has kept. The runtime's scavenger gives back some of the pages a
+//     million-item graph leaves free, and none of what a 100k graph's leaves: the
+//     million's build maps thousands of pages in again and the 100k's none, and the
+//     ratio counts that as the graph's cost.
+//
+// faults/100k and faults/1M are the pages a build mapped in (minor page faults).
 func BenchmarkBuildScaling(b *testing.B) {
 	small, large := appManifest(100_000), appManifest(1_000_000)
-	build := func(m *manifest.Manifest) time.Duration {
-		runtime.GC() // a collection over the manifests' heap is not the graph's cost
-		start := time.Now()
-		g, err := New(m, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = g.LongestRemaining(nil)
-		return time.Since(start)
+	for _, c := range []struct {
+		memory  string
+		prepare func()
+	}{
+		{"fresh", debug.FreeOSMemory},
+		{"reused", runtime.GC},
+	} {
+		b.Run("memory="+c.memory, func(b *testing.B) {
+			counted := true
+			build := func(m *manifest.Manifest, faults *int64) time.Duration {
+				c.prepare() // a collection over the manifests' heap is not the graph's cost
+				before, ok := pageFaults()
+				start := time.Now()
+				g, err := New(m, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = g.LongestRemaining(nil)
+				took := time.Since(start)
+				after, _ := pageFaults()
+				*faults += after - before
+				counted = counted && ok
+				return took
+			}
+			var tSmall, tLarge time.Duration
+			var fSmall, fLarge int64
+			for b.Loop() {
+				tSmall += build(small, &fSmall)
+				tLarge += build(large, &fLarge)
+			}
+			b.ReportMetric(float64(tSmall.Nanoseconds())/float64(b.N), "ns/100k")
+			b.ReportMetric(float64(tLarge.Nanoseconds())/float64(b.N), "ns/1M")
+			b.ReportMetric(tLarge.Seconds()/tSmall.Seconds(), "1M/100k")
+			if counted {
+				b.ReportMetric(float64(fSmall)/float64(b.N), "faults/100k")
+				b.ReportMetric(float64(fLarge)/float64(b.N), "faults/1M")
+			}
+		})
 	}
-	var tSmall, tLarge time.Duration
-	for b.Loop() {
-		tSmall += build(small)
-		tLarge += build(large)
-	}
-	b.ReportMetric(float64(tSmall.Nanoseconds())/float64(b.N), "ns/100k")
-	b.ReportMetric(float64(tLarge.Nanoseconds())/float64(b.N), "ns/1M")
-	b.ReportMetric(tLarge.Seconds()/tSmall.Seconds(), "1M/100k")
 }
