@@ -132,9 +132,9 @@ func BenchmarkUIDMap(b *testing.B) {
 //     restore's build does when its heap grows to hold the graph;
 //   - memory=reused only collects (runtime.GC), and each build takes the free pages the
 //     runtime has kept. The runtime's scavenger gives back some of the pages a
-//     million-item graph leaves free, and none of what a 100k graph's leaves: the
-//     million's build maps thousands of pages in again and the 100k's none, and the
-//     ratio counts that as the graph's cost.
+//     million-item graph leaves free, and next to none of a 100k graph's: the
+//     million's build maps thousands of pages in again and the 100k's one or two, and
+//     the ratio counts that as the graph's cost.
 //
 // faults/100k and faults/1M are the pages a build mapped in (minor page faults).
 func BenchmarkBuildScaling(b *testing.B) {
