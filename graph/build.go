@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 
@@ -24,16 +25,13 @@ type builder struct {
 	// What index finds in its pass over the items: each item's namespace as a dense
 	// index (0 for cluster-scoped items); the items' positions grouped by namespace,
 	// ascending within each, namespace k's at byNS[start[k]:start[k+1]]; the items
-	// that declare dependencies; and where each item's owners begin in one numbering
-	// of every owner reference, item i's j-th being ownerOff[i]+j.
+	// that declare dependencies; and how many owner references there are in all.
 	nsIndex   map[string]int32
 	ns        []int32
 	byNS      []int32
 	start     []int32
 	dependsOn []int32
-	ownerOff  []int32
-	// ownerPos[j] is the position of the item owner reference j names, or -1.
-	ownerPos []int32
+	owners    int
 	// indeg[v] is node v's number of predecessors, for the sort: taken as the lists
 	// are laid out, so that the sort need not read every list again. It is written
 	// over ns, and the sort writes its order over byNS: at a million items, 8 MB not
@@ -44,15 +42,14 @@ type builder struct {
 // New builds the restore DAG of m. The graph is always returned; the error, when not
 // nil, joins a *CycleError and any *DependsOnError, and says what the graph leaves out.
 //
-// The edges are found an item at a time, as lists of predecessors laid end to end in
-// the items' order, and the lists of successors are those turned around: no list of
-// every edge is made, bucketed and sorted.
+// The edges are found an item at a time, as lists of predecessors laid end to end
+// namespace by namespace, and the lists of successors are those turned around: no list
+// of every edge is made, bucketed and sorted.
 func New(m *manifest.Manifest, opts Options) (*Graph, error) {
 	items := m.Items()
 	g := &Graph{nodes: make([]Node, len(items)), m: m}
 	b := &builder{g: g, items: items}
 	b.index()
-	b.resolveOwners()
 	g.successors(b.predecessors())
 	b.dependsOnEdges()
 	if err := g.sort(b.indeg, b.byNS); err != nil {
@@ -95,8 +92,6 @@ func (b *builder) index() {
 	n := len(b.items)
 	b.nsIndex = map[string]int32{"": 0}
 	b.ns = make([]int32, n)
-	b.ownerOff = make([]int32, n+1)
-	owners := int32(0)
 	count := []int32{0}
 	last, lastIdx := "", int32(0)
 	for i, it := range b.items {
@@ -112,8 +107,7 @@ func (b *builder) index() {
 		}
 		b.ns[i] = lastIdx
 		count[lastIdx]++
-		owners += int32(len(it.OwnerUIDs))
-		b.ownerOff[i+1] = owners
+		b.owners += len(it.OwnerUIDs)
 		if len(it.Annotations) > 0 {
 			if _, ok := it.Annotations.Lookup(DependsOnAnnotation); ok {
 				b.dependsOn = append(b.dependsOn, int32(i))
@@ -135,63 +129,6 @@ func (b *builder) index() {
 
 // clusterScoped returns the positions of the cluster-scoped items.
 func (b *builder) clusterScoped() []int32 { return b.byNS[b.start[0]:b.start[1]] }
-
-// resolveOwners finds the item every owner reference names (ownerPos). Kubernetes lets
-// an owner be in its dependent's namespace or cluster-scoped, so each namespace's
-// items are resolved together, against a map of that namespace's UIDs and one of the
-// cluster-scoped items': maps small enough to stay in the cache, where one map of a
-// million UIDs misses it on nearly every probe. An owner in neither (in another
-// namespace, which the garbage collector does not honour, or not in the backup) is
-// looked up in a map of every UID, built the first time one is.
-func (b *builder) resolveOwners() {
-	items, byNS, start, off := b.items, b.byNS, b.start, b.ownerOff
-	b.ownerPos = make([]int32, off[len(items)])
-	uidMap := func(positions []int32, m map[types.UID]int32) map[types.UID]int32 {
-		for _, i := range positions {
-			m[items[i].UID] = i
-		}
-		return m
-	}
-	cluster := uidMap(b.clusterScoped(), make(map[types.UID]int32, start[1]))
-	var all map[types.UID]int32
-	resolve := func(positions []int32, local map[types.UID]int32) {
-		for _, i := range positions {
-			for k, uid := range items[i].OwnerUIDs {
-				j := off[i] + int32(k)
-				o, ok := local[uid]
-				if !ok {
-					o, ok = cluster[uid]
-				}
-				if !ok {
-					if all == nil {
-						all = uidMap(byNS, make(map[types.UID]int32, len(items)))
-					}
-					o, ok = all[uid]
-				}
-				if !ok {
-					o = -1
-				}
-				b.ownerPos[j] = o
-			}
-		}
-	}
-	resolve(b.clusterScoped(), nil)
-	// One map for every namespace in turn, cleared between them; made again when it
-	// has held many more UIDs than the next namespace has, for clear's cost follows
-	// the most it has held.
-	var local map[types.UID]int32
-	held := 0
-	for k := 1; k < len(start)-1; k++ {
-		positions := byNS[start[k]:start[k+1]]
-		if local == nil || held > 4*len(positions)+64 {
-			local, held = make(map[types.UID]int32, len(positions)), 0
-		} else {
-			clear(local)
-		}
-		held = max(held, len(positions))
-		resolve(positions, uidMap(positions, local))
-	}
-}
 
 // crds returns the position of each CustomResourceDefinition in the backup, by the
 // group-resource its name <plural>.<group> splits into (so that looking up an item's
@@ -233,23 +170,40 @@ func (b *builder) namespaceObjects() []int32 {
 }
 
 // predecessors lays out every item's list of predecessors in g.pred, with each edge's
-// kinds, item by item: its owners, its CRD, its namespace, sorted and merged where one
-// object is a predecessor twice. It returns each node's span of successors holding only
-// their number, for successors to lay out.
+// kinds: its owners, its CRD, its namespace, sorted and merged where one object is a
+// predecessor twice. It returns each node's span of successors holding only their
+// number, for successors to lay out.
 //
-// An edge's kinds are kept on its target's side only, in the order the lists are
-// written: turning the lists around then writes one array of ids in scattered places,
-// not two.
+// The lists are laid out namespace by namespace, each item's while its owners are
+// found: the pass that reads an item's owner references is the one that writes its
+// list. Kubernetes lets an owner be in its dependent's namespace or cluster-scoped, so
+// each namespace's owners are found in a map of that namespace's UIDs and one of the
+// cluster-scoped items': maps small enough to stay in the cache, where one map of a
+// million UIDs misses it on nearly every probe. An owner in neither (in another
+// namespace, which the garbage collector does not honour, or not in the backup) is
+// looked up in a map of every UID, built the first time one is.
+//
+// An edge's kinds are kept on its target's side only: turning the lists around then
+// writes one array of ids in scattered places, not two.
 func (b *builder) predecessors() (succ []span) {
-	g, n := b.g, len(b.items)
+	g, items, n := b.g, b.items, len(b.items)
+	byNS, start := b.byNS, b.start
 	crds, object := b.crds(), b.namespaceObjects()
 	spans := make([]span, n)
-	ids := make([]int32, 0, int(b.ownerOff[n])+n)
+	ids := make([]int32, 0, b.owners+n)
 	kinds := make([]EdgeKind, 0, cap(ids))
 	succ = make([]span, n)
 	// Each item's count of predecessors takes the place of its namespace's index, read
-	// for the last time just before.
+	// for the last time by index.
 	b.indeg = b.ns
+	uidMap := func(positions []int32, m map[types.UID]int32) map[types.UID]int32 {
+		for _, i := range positions {
+			m[items[i].UID] = i
+		}
+		return m
+	}
+	cluster := uidMap(b.clusterScoped(), make(map[types.UID]int32, start[1]))
+	var all map[types.UID]int32
 	type pred struct {
 		from int32
 		kind EdgeKind
@@ -264,42 +218,70 @@ func (b *builder) predecessors() (succ []span) {
 			}
 		}
 	}
-	for i := range int32(n) {
-		preds = preds[:0]
-		for j := b.ownerOff[i]; j < b.ownerOff[i+1]; j++ {
-			if o := b.ownerPos[j]; o >= 0 {
-				add(o, i, EdgeOwner)
+	// The cluster-scoped items (k = 0) have no namespace's map. For the rest, one map
+	// for every namespace in turn, cleared between them; made again when it has held
+	// many more UIDs than the next namespace has, for clear's cost follows the most it
+	// has held.
+	var local map[types.UID]int32
+	held := 0
+	for k := range int32(len(start) - 1) {
+		positions := byNS[start[k]:start[k+1]]
+		if k > 0 {
+			if local == nil || held > 4*len(positions)+64 {
+				local, held = make(map[types.UID]int32, len(positions)), 0
 			} else {
-				uid := b.items[i].OwnerUIDs[j-b.ownerOff[i]]
-				g.warn(g.node(i), "owner "+string(uid)+" is not in the backup; restored without it")
+				clear(local)
 			}
+			held = max(held, len(positions))
+			uidMap(positions, local)
 		}
-		if crds != nil {
-			if it := b.items[i]; it.Group != "" {
+		for _, i := range positions {
+			preds = preds[:0]
+			it := items[i]
+			for _, uid := range it.OwnerUIDs {
+				o, ok := local[uid]
+				if !ok {
+					o, ok = cluster[uid]
+				}
+				if !ok {
+					if all == nil {
+						all = uidMap(byNS, make(map[types.UID]int32, n))
+					}
+					o, ok = all[uid]
+				}
+				if ok {
+					add(o, i, EdgeOwner)
+				} else {
+					g.warn(g.node(i), "owner "+string(uid)+" is not in the backup; restored without it")
+				}
+			}
+			if crds != nil && it.Group != "" {
 				if c, ok := crds[it.GroupResource()]; ok {
 					add(c, i, EdgeCRD)
 				}
 			}
-		}
-		if object != nil {
-			if o := object[b.ns[i]]; o >= 0 {
-				add(o, i, EdgeNamespace)
+			if object != nil {
+				if o := object[k]; o >= 0 {
+					add(o, i, EdgeNamespace)
+				}
 			}
-		}
-		first := int32(len(ids))
-		for k, p := range preds {
-			if k > 0 && preds[k-1].from == p.from {
-				kinds[len(kinds)-1] |= p.kind
-				continue
+			first := int32(len(ids))
+			for j, p := range preds {
+				if j > 0 && preds[j-1].from == p.from {
+					kinds[len(kinds)-1] |= p.kind
+					continue
+				}
+				ids = append(ids, p.from)
+				kinds = append(kinds, p.kind)
+				succ[p.from].n++
 			}
-			ids = append(ids, p.from)
-			kinds = append(kinds, p.kind)
-			succ[p.from].n++
+			d := int32(len(ids)) - first
+			spans[i] = span{off: first, n: d}
+			b.indeg[i] = d
 		}
-		d := int32(len(ids)) - first
-		spans[i] = span{off: first, n: d}
-		b.indeg[i] = d
 	}
+	// The warnings came namespace by namespace; they are told in the items' order.
+	slices.SortStableFunc(g.warnings, func(a, b Warning) int { return cmp.Compare(a.Node.id, b.Node.id) })
 	g.pred = adjacency{span: spans, ids: ids, kinds: kinds}
 	return succ
 }
