@@ -281,7 +281,7 @@ func (b *builder) predecessors() (succ []span) {
 		}
 	}
 	// The warnings came namespace by namespace; they are told in the items' order.
-	slices.SortStableFunc(g.warnings, func(a, b Warning) int { return cmp.Compare(a.Node.id, b.Node.id) })
+	slices.SortStableFunc(g.warnings, func(x, y Warning) int { return cmp.Compare(x.Node.id, y.Node.id) })
 	g.pred = adjacency{span: spans, ids: ids, kinds: kinds}
 	return succ
 }
