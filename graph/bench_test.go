@@ -88,6 +88,28 @@ func BenchmarkBuildSortLongestPath(b *testing.B) {
 	}
 }
 
+// BenchmarkLongestRemaining is the last stage of BenchmarkBuildSortLongestPath alone:
+// every node's longest remaining path over the built graph, as a restore weighs its
+// nodes before it starts.
+func BenchmarkLongestRemaining(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		g, err := New(appManifest(n), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
+			var lr []float64
+			for b.Loop() {
+				lr = g.LongestRemaining(nil)
+			}
+			if len(lr) != n || lr[0] < 1 {
+				b.Fatalf("%d paths, the first %v", len(lr), lr[0])
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/node")
+		})
+	}
+}
+
 // BenchmarkUIDMap is the part of BenchmarkBuildSortLongestPath that does not scale
 // linearly, alone: a Go map from every item's UID to its position, and a lookup of
 // every owner UID, over the same manifests. Compare its cost at 1M and 100k items with
