@@ -3,6 +3,8 @@
 // (to run any DAG it is given) both rely on.
 package toposort
 
+import "slices"
+
 // DAG is a directed graph with nodes 0 to Len()-1. *graph.Graph and every
 // scheduler.DAG satisfy it.
 type DAG interface {
@@ -80,12 +82,16 @@ func Unordered(n int, order []int32) []bool {
 // from it to a leaf: the critical path still ahead of it. order is what Order returned;
 // a node not in it weighs 0. weight nil weighs every node 1.
 //
-// The nodes are weighed in a Kahn's order of the graph turned around, leaves first in ID
-// order, not by walking order backwards: that order meets the nodes in runs of
-// ascending IDs, and at a million nodes it took half the time of the walk backwards,
-// whose descending, interleaved runs the hardware does not fetch ahead (docs/profiles.md,
-// "Building the graph"). A node's weight is taken once, and the maxima are the same
-// whatever the order they are taken in.
+// The nodes are weighed in a topological order of the graph turned around, not by
+// walking order backwards. Each node's successors are counted, and a node is weighed
+// once the last of them has been; the leaves are taken in ascending ID order, and a
+// node so released is taken next, last in first out. That meets the nodes where their
+// neighbours are: on a backup, a namespace's objects are weighed together, while their
+// lists and paths are in the cache, and the leaves between them in one ascending run,
+// which the hardware fetches ahead. Order's first in first out would take each depth
+// across the whole graph in turn, and the walk back two interleaved descending runs
+// (docs/profiles.md, "Building the graph"). A node's weight is taken once, and the maxima
+// are the same whatever the order they are taken in.
 func LongestRemaining(dag DAG, order []int32, weight func(node int32) float64) []float64 {
 	n := dag.Len()
 	lr := make([]float64, n)
@@ -100,7 +106,8 @@ func LongestRemaining(dag DAG, order []int32, weight func(node int32) float64) [
 		}
 	}
 	outDeg := make([]int32, n)
-	queue := make([]int32, 0, len(order))
+	// Every ordered node is pushed once: the leaves first, then each as it is released.
+	stack := make([]int32, 0, len(order))
 	for u := range n {
 		if ordered != nil && !ordered[u] {
 			continue
@@ -117,11 +124,13 @@ func LongestRemaining(dag DAG, order []int32, weight func(node int32) float64) [
 		}
 		outDeg[u] = d
 		if d == 0 {
-			queue = append(queue, int32(u))
+			stack = append(stack, int32(u))
 		}
 	}
-	for head := 0; head < len(queue); head++ {
-		v := queue[head]
+	slices.Reverse(stack) // the lowest leaf on top
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
 		w := 1.0
 		if weight != nil {
 			w = weight(v)
@@ -131,7 +140,7 @@ func LongestRemaining(dag DAG, order []int32, weight func(node int32) float64) [
 		for _, p := range dag.Predecessors(int64(v)) {
 			lr[p] = max(lr[p], l)
 			if outDeg[p]--; outDeg[p] == 0 {
-				queue = append(queue, p)
+				stack = append(stack, p)
 			}
 		}
 	}

@@ -108,7 +108,14 @@ func TestLongestRemainingAgreesWithTheWalkBack(t *testing.T) {
 		if len(order) < n {
 			cycles++
 		}
-		assert.Equal(t, walkedBack(g, order, w), LongestRemaining(g, order, w), "graph %v, weights %v", g, weights)
+		weighed := make([]int, n)
+		counted := func(u int32) float64 { weighed[u]++; return w(u) }
+		assert.Equal(t, walkedBack(g, order, w), LongestRemaining(g, order, counted), "graph %v, weights %v", g, weights)
+		want := make([]int, n)
+		for _, u := range order {
+			want[u] = 1
+		}
+		assert.Equal(t, want, weighed, "each ordered node weighed once, the rest never: graph %v", g)
 	}
 	assert.Greater(t, cycles, 20, "the graphs include cycles")
 }
