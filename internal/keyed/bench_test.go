@@ -50,3 +50,42 @@ func BenchmarkMap(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFill fills an empty Map, sized for them, with a million values keyed by UID:
+// one Insert a value, in the values' order, against InsertAll. ns/value is the time a
+// value takes.
+func BenchmarkFill(b *testing.B) {
+	const n = 1_000_000
+	objs := make([]*obj, n)
+	for i := range objs {
+		objs[i] = &obj{key: uuid.NewString(), n: i}
+	}
+	fills := []struct {
+		name string
+		fill func(m *Map[string, *obj]) bool
+	}{
+		{"insert", func(m *Map[string, *obj]) bool {
+			for _, o := range objs {
+				if _, ok := m.Insert(o); !ok {
+					return false
+				}
+			}
+			return true
+		}},
+		{"all", func(m *Map[string, *obj]) bool { return m.InsertAll(objs) }},
+	}
+	for _, f := range fills {
+		b.Run(f.name, func(b *testing.B) {
+			var took time.Duration
+			for b.Loop() {
+				m := New(n, keyOf)
+				start := time.Now()
+				if !f.fill(m) || m.Len() != n {
+					b.Fatal("not filled")
+				}
+				took += time.Since(start)
+			}
+			b.ReportMetric(float64(took.Nanoseconds())/float64(b.N)/n, "ns/value")
+		})
+	}
+}

@@ -12,6 +12,7 @@ package keyed
 import (
 	"hash/maphash"
 	"iter"
+	"math/bits"
 )
 
 // Map maps a key to a value. The zero value is not ready; use New. Like a Go map, it is
@@ -130,6 +131,68 @@ func (m *Map[K, V]) Insert(v V) (V, bool) {
 	m.tags[i], m.vals[i] = t, v
 	m.n++
 	return v, true
+}
+
+// InsertAll keeps each of vals under its own key in an empty map and reports true; or,
+// when two of them share a key or the map is not empty, keeps none of them and reports
+// false, so that the caller can Insert them one at a time and meet the first repeat in
+// its own order.
+//
+// The values go in by where their slots are, not in their order: a table larger than
+// the cache then fills one region at a time, where a value's Insert would miss the
+// cache once for its slot. A value's key is read only when its tag is met again
+// (a tag is 32 bits: seldom).
+func (m *Map[K, V]) InsertAll(vals []V) bool {
+	if m.Len() != 0 {
+		return false
+	}
+	n := len(vals)
+	if need := n + n*3/7 + 1; len(m.tags) < need {
+		m.alloc(need)
+	}
+	tags := make([]uint32, n)
+	for i, v := range vals {
+		tags[i] = m.hash(m.keyOf(v))
+	}
+	// A counting sort by the tags' top bits. home is monotonic in the tag, so each
+	// bucket's values have their homes in one run of at most 64 slots.
+	shift := 32 - bits.Len(uint(len(m.tags)/64))
+	bucket := func(t uint32) uint64 { return uint64(t) >> shift }
+	start := make([]int32, bucket(^uint32(0))+2)
+	for _, t := range tags {
+		start[bucket(t)+1]++
+	}
+	for b := 1; b < len(start); b++ {
+		start[b] += start[b-1]
+	}
+	// Each value is moved beside its tag, so that the pass that places them reads
+	// them in order.
+	type tagged struct {
+		t uint32
+		v V
+	}
+	order := make([]tagged, n)
+	for i, t := range tags {
+		b := bucket(t)
+		order[start[b]] = tagged{t, vals[i]}
+		start[b]++
+	}
+	for _, o := range order {
+		t, v := o.t, o.v
+		j := m.home(t)
+		for m.tags[j] != 0 {
+			if m.tags[j] == t && m.keyOf(m.vals[j]) == m.keyOf(v) {
+				m.alloc(len(m.tags))
+				return false
+			}
+			if j++; j == len(m.tags) {
+				j = 0
+			}
+		}
+		m.tags[j], m.vals[j] = t, v
+		m.n++
+	}
+	return true
 }
 
 // insert puts v, whose key's tag is t and is not in the table, in the first empty slot

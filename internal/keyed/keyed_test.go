@@ -136,3 +136,58 @@ func FuzzMap(f *testing.F) {
 		}
 	})
 }
+
+// InsertAll keeps what Insert one value at a time keeps, with hashes spread, colliding
+// and wrapping around the table's end, at sizes from none to more than the buckets of
+// its sort; with a key given twice, or a map not empty, it keeps nothing and leaves the
+// map as it was, usable.
+func TestInsertAll(t *testing.T) {
+	for name, hash := range map[string]func(string) uint64{
+		"maphash":   nil,
+		"colliding": func(k string) uint64 { return uint64(len(k) % 3) },
+		"wrapping":  func(k string) uint64 { return 0xffffffff - uint64(len(k)%3) },
+	} {
+		for _, n := range []int{0, 1, 7, 100, 5000} {
+			t.Run(fmt.Sprintf("%s/%d", name, n), func(t *testing.T) {
+				vals := make([]*obj, n)
+				for i := range vals {
+					vals[i] = &obj{key: fmt.Sprintf("k-%d", i), n: i}
+				}
+				for _, hint := range []int{0, n} {
+					m := New(hint, keyOf)
+					m.testHash = hash
+					require.True(t, m.InsertAll(vals))
+					require.Equal(t, n, m.Len())
+					for _, o := range vals {
+						got, ok := m.Get(o.key)
+						require.True(t, ok, o.key)
+						require.Same(t, o, got, o.key)
+					}
+					_, ok := m.Get("never-set")
+					assert.False(t, ok)
+					if n > 0 {
+						assert.False(t, m.InsertAll(vals[:1]), "a map not empty")
+						assert.Equal(t, n, m.Len())
+					}
+				}
+				if n == 0 {
+					return
+				}
+				// A repeat anywhere: nothing kept, and the map still takes values.
+				for _, at := range []int{0, n / 2, n - 1} {
+					twice := append(append([]*obj{}, vals...), &obj{key: vals[at].key, n: -1})
+					m := New(n, keyOf)
+					m.testHash = hash
+					require.False(t, m.InsertAll(twice), "repeat of %d", at)
+					require.Equal(t, 0, m.Len())
+					for _, o := range twice {
+						_, ok := m.Get(o.key)
+						require.False(t, ok, o.key)
+					}
+					require.True(t, m.InsertAll(vals))
+					require.Equal(t, n, m.Len())
+				}
+			})
+		}
+	}
+}
