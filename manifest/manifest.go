@@ -72,6 +72,59 @@ func (m *Manifest) Add(item *Item) (bool, error) {
 	return true, nil
 }
 
+// AddAll records items as Add would, one after another, and stops at the first error:
+// it returns the position of the item that gave it, or -1. The manifest keeps the
+// pointers, not the slice.
+//
+// Into a manifest that holds nothing yet, the items go in at once: the two tables are
+// filled side by side, each in the order of its keys' slots (keyed's InsertAll), where
+// Add misses the cache at each table for each item once the tables outgrow it. When two
+// of the items share a UID or an identity, or one is invalid, they are added one at a
+// time instead, so that the errors and the folds are Add's, in the items' order.
+func (m *Manifest) AddAll(items []*Item) (int, error) {
+	if m.Len() == 0 && len(m.aliases) == 0 && m.addAtOnce(items) {
+		return -1, nil
+	}
+	for i, it := range items {
+		if _, err := m.Add(it); err != nil {
+			return i, err
+		}
+	}
+	return -1, nil
+}
+
+// addAtOnce fills the tables of a manifest with no items with items, and reports
+// whether each went in; when one did not, the manifest is left with none.
+func (m *Manifest) addAtOnce(items []*Item) bool {
+	if m.byUID == nil {
+		m.byUID, m.byID = keyed.New(len(items), itemUID), keyed.New(len(items), (*Item).ID)
+	}
+	byID := false
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		// An item's identity is read through its Type: each is checked first.
+		for _, it := range items {
+			if it.validate() != nil {
+				return
+			}
+		}
+		byID = m.byID.InsertAll(items)
+	})
+	byUID := m.byUID.InsertAll(items)
+	wg.Wait()
+	if !byUID || !byID {
+		m.byUID, m.byID = keyed.New(len(items), itemUID), keyed.New(len(items), (*Item).ID)
+		return false
+	}
+	m.items = append(m.items, items...)
+	m.sorted = true
+	for i := 1; i < len(items) && m.sorted; i++ {
+		m.sorted = compareItems(items[i-1], items[i]) < 0
+	}
+	m.children, m.set = nil, nil
+	return true
+}
+
 // Len returns the number of items: objects, each counted once however many
 // group-resources it was recorded under.
 func (m *Manifest) Len() int { return len(m.items) }

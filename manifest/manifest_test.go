@@ -302,3 +302,72 @@ func TestItemJSONInlinesItsType(t *testing.T) {
 	require.NoError(t, json.Unmarshal(got, &back))
 	assert.Equal(t, it, &back)
 }
+
+// AddAll leaves a manifest as Add, one item after another, leaves it, and stops at the
+// same item with the same error: over items drawn from few names and UIDs (so that
+// identities and UIDs repeat), objects served under two groups (folded), invalid items,
+// into empty manifests (the zero value, with room and without) and into ones that hold
+// items already.
+func TestAddAllAgreesWithAdd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	draw := func(n, names int) []*Item {
+		items := make([]*Item, n)
+		for i := range items {
+			k := rng.IntN(names)
+			switch rng.IntN(20) {
+			case 0: // the same object in the other events group: folded
+				items[i] = event([]string{"", "events.k8s.io"}[rng.IntN(2)])
+			case 1:
+				items[i] = item("", "v1", "ConfigMap", "configmaps", "shop", "cm", "") // no UID
+			case 2:
+				items[i] = &Item{Namespace: "shop", Name: "typeless", UID: "u-typeless"}
+			default:
+				items[i] = item("apps", "v1", "Deployment", "deployments", fmt.Sprintf("ns-%d", k%3),
+					fmt.Sprintf("d-%d", k), fmt.Sprintf("u-%d", rng.IntN(names)))
+			}
+		}
+		return items
+	}
+	for trial := range 600 {
+		n, names := rng.IntN(40), 2+rng.IntN(200)
+		if trial%3 == 0 {
+			names = 1 << 20 // most sets repeat nothing: the tables are filled at once
+		}
+		items, before := draw(n, names), draw(rng.IntN(3)*(trial%2), names)
+		byAdd, byAddAll := &Manifest{}, &Manifest{} // the zero value, or made with room or none
+		if room := rng.IntN(3); room > 0 {
+			byAdd, byAddAll = New((room-1)*n), New((room-1)*n)
+		}
+		for _, it := range before {
+			_, errAdd := byAdd.Add(it)
+			_, errAll := byAddAll.Add(it)
+			require.Equal(t, errAdd, errAll)
+		}
+		want, wantErr := -1, error(nil)
+		for i, it := range items {
+			if _, err := byAdd.Add(it); err != nil {
+				want, wantErr = i, err
+				break
+			}
+		}
+		got, err := byAddAll.AddAll(items)
+		require.Equal(t, want, got, "trial %d", trial)
+		if wantErr == nil {
+			require.NoError(t, err, "trial %d", trial)
+		} else {
+			require.EqualError(t, err, wantErr.Error(), "trial %d", trial)
+		}
+		require.Equal(t, byAdd.Items(), byAddAll.Items(), "trial %d", trial)
+		for _, it := range append(before, items...) {
+			a, okA := byAdd.ByUID(it.UID)
+			b, okB := byAddAll.ByUID(it.UID)
+			require.True(t, okA == okB && a == b, "trial %d: uid %s", trial, it.UID)
+			if it.Type != nil {
+				a, okA = byAdd.Get(it.ID())
+				b, okB = byAddAll.Get(it.ID())
+				require.True(t, okA == okB && a == b, "trial %d: %s", trial, it.ID())
+			}
+			require.Equal(t, byAdd.Aliases(it.UID), byAddAll.Aliases(it.UID), "trial %d: uid %s", trial, it.UID)
+		}
+	}
+}
