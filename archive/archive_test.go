@@ -617,3 +617,26 @@ func TestCopiesOfAnObjectAreKeptOnce(t *testing.T) {
 		assert.JSONEq(t, pod(i), string(body))
 	}
 }
+
+// Two objects that claim one UID are refused, the second named by its path, in a
+// backup large enough that the copies describing its objects fill more than one chunk.
+func TestReadRefusesTwoObjectsWithOneUID(t *testing.T) {
+	var es []entry
+	for i := range 3 * describedChunk / 2 {
+		name := fmt.Sprintf("p-%d", i)
+		uid := fmt.Sprintf("u-%d", i)
+		if i == describedChunk+10 {
+			uid = "u-10"
+		}
+		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":"n","uid":%q}}`, name, uid)
+		es = append(es,
+			entry{name: "resources/pods/namespaces/n/" + name + ".json", body: body},
+			entry{name: "resources/pods/v1-preferredversion/namespaces/n/" + name + ".json", body: body})
+	}
+	_, err := Read(context.Background(), bytes.NewReader(rawTar(t, true, es...)), Options{})
+	var ee *EntryError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, fmt.Sprintf("resources/pods/v1-preferredversion/namespaces/n/p-%d.json", describedChunk+10), ee.Path)
+	assert.ErrorIs(t, err, manifest.ErrItemAlreadyExists)
+	assert.Contains(t, err.Error(), "u-10")
+}

@@ -439,12 +439,17 @@ func (b *Backup) index(rd *reading) error {
 		// With no preferred directory (format 1.0), the highest version is preferred.
 		b.manifest.SetVersions(gr, slices.Collect(maps.Keys(vs)), rd.preferred[gr])
 	}
+	// The described copies go in at once (the manifest's two tables filled side by
+	// side), the chosen ones after them.
+	described := make([]*manifest.Item, 0, rd.nDescribed)
 	for _, chunk := range rd.described {
 		for _, c := range chunk {
-			if _, err := b.manifest.Add(c.item); err != nil {
-				return &EntryError{Path: c.path(), Err: err}
-			}
+			described = append(described, c.item)
 		}
+	}
+	if i, err := b.manifest.AddAll(described); err != nil {
+		c := rd.described[i/describedChunk][i%describedChunk]
+		return &EntryError{Path: c.path(), Err: err}
 	}
 	for _, c := range rd.chosen.All() {
 		if _, ok := b.manifest.Get(c.item.ID()); ok {
