@@ -146,6 +146,11 @@ func TestDecodeErrorsSayWhere(t *testing.T) {
 		{"bad field type", wrap(good + `,{"kind":"ConfigMap","resource":"configmaps","name":7,"uid":"u2"}`), "/groupVersions/0/namespaces/0/items/1/name", "expected a string", nil},
 		{"duplicate uid", wrap(good + `,{"kind":"ConfigMap","resource":"configmaps","name":"b","uid":"u1"}`), "/groupVersions/0/namespaces/0/items/1", "", ErrItemAlreadyExists},
 		{"missing uid", wrap(`{"kind":"ConfigMap","resource":"configmaps","name":"b"}`), "/groupVersions/0/namespaces/0/items/0", "uid", nil},
+		{"duplicate identity in a later namespace and group-version", `{"formatVersion":"1","groupVersions":[` +
+			`{"group":"","version":"v1","namespaces":[{"namespace":"n","items":[` + good + `]}]},` +
+			`{"group":"apps","version":"v1","namespaces":[{"namespace":"n","items":[{"kind":"Deployment","resource":"deployments","name":"a","uid":"u2"}]},` +
+			`{"namespace":"m","items":[{"kind":"Deployment","resource":"deployments","name":"a","uid":"u3"},{"kind":"Deployment","resource":"deployments","name":"b","uid":"u1"}]}]}]}`,
+			"/groupVersions/1/namespaces/1/items/1", "uid u1", ErrItemAlreadyExists},
 		{"truncated in an item", wrap(good)[:120], "/groupVersions/0/namespaces/0/items/0/kind", "unexpected EOF", nil},
 		{"truncated between items", wrap(good + ",")[:171], "/groupVersions/0/namespaces/0/items", "unexpected EOF", nil},
 		{"label value not a string", wrap(`{"kind":"ConfigMap","resource":"configmaps","name":"b","uid":"u","labels":{"a":1}}`), "/groupVersions/0/namespaces/0/items/0/labels/a", "expected a string", nil},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -60,7 +61,16 @@ type decoder struct {
 	pairSlab []Pair
 	uidSlab  []types.UID
 	types    Types
+
+	// The group-versions' items, added at once when the document ends (AddAll), and
+	// where each run of them in one namespace's list was read, for errors.
+	read []*Item
+	runs []itemRun
 }
+
+// itemRun is a run of read items from one namespace's list of items: the read items
+// from start on are groupVersions[gv].namespaces[ns].items[0...].
+type itemRun struct{ gv, ns, start int }
 
 // step is one level of the current position: an object member or an array index.
 type step struct {
@@ -210,6 +220,7 @@ func (d *decoder) document() error {
 				recorded := d.m.versions // "resources" may come first
 				d.m = New(int(min(n, maxCountHint)))
 				d.m.versions = recorded
+				d.read = slices.Grow(d.read, int(min(n, maxCountHint)))
 			}
 			return nil
 		case "groupVersions":
@@ -235,6 +246,10 @@ func (d *decoder) document() error {
 	if format == "" {
 		d.path = []step{{member: "formatVersion"}}
 		return d.fail(errors.New("missing"))
+	}
+	if i, err := d.m.AddAll(d.read); err != nil {
+		d.path = d.readPath(i)
+		return d.fail(err)
 	}
 	for i, it := range pending {
 		if _, err := d.m.Add(it); err != nil {
@@ -287,8 +302,15 @@ type pendingItem struct {
 	ns, index int  // positions in the namespaces and items arrays, for errors
 }
 
-// groupVersion reads one group/version. Its items are added once the object is
-// complete, because a writer may put the group and version after the namespaces.
+// readPath is the path of the read item i.
+func (d *decoder) readPath(i int) []step {
+	r := d.runs[sort.Search(len(d.runs), func(k int) bool { return d.runs[k].start > i })-1]
+	return []step{{member: "groupVersions"}, {index: r.gv}, {member: "namespaces"}, {index: r.ns}, {member: "items"}, {index: i - r.start}}
+}
+
+// groupVersion reads one group/version. Its items take the group and version once the
+// object is complete, because a writer may put them after the namespaces; they are
+// added to the manifest, all at once, when the document ends.
 func (d *decoder) groupVersion() error {
 	var group, version string
 	var items []pendingItem
@@ -308,13 +330,14 @@ func (d *decoder) groupVersion() error {
 	if err != nil {
 		return err
 	}
+	gv := d.path[len(d.path)-1].index
 	for _, p := range items {
 		p.typ.Group, p.typ.Version = group, version
 		p.item.Type = d.types.Of(p.typ)
-		if _, err := d.m.Add(p.item); err != nil {
-			d.path = append(d.path, step{member: "namespaces"}, step{index: p.ns}, step{member: "items"}, step{index: p.index})
-			return d.fail(err)
+		if p.index == 0 {
+			d.runs = append(d.runs, itemRun{gv: gv, ns: p.ns, start: len(d.read)})
 		}
+		d.read = append(d.read, p.item)
 	}
 	return nil
 }
