@@ -147,7 +147,11 @@ func TestInsertAll(t *testing.T) {
 		"colliding": func(k string) uint64 { return uint64(len(k) % 3) },
 		"wrapping":  func(k string) uint64 { return 0xffffffff - uint64(len(k)%3) },
 	} {
-		for _, n := range []int{0, 1, 7, 100, 5000} {
+		sizes := []int{0, 1, 7, 100, 300}
+		if hash == nil { // colliding hashes make the probes quadratic
+			sizes = append(sizes, 5000)
+		}
+		for _, n := range sizes {
 			t.Run(fmt.Sprintf("%s/%d", name, n), func(t *testing.T) {
 				vals := make([]*obj, n)
 				for i := range vals {
