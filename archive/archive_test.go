@@ -640,3 +640,27 @@ func TestReadRefusesTwoObjectsWithOneUID(t *testing.T) {
 	assert.ErrorIs(t, err, manifest.ErrItemAlreadyExists)
 	assert.Contains(t, err.Error(), "u-10")
 }
+
+// Each group-resource's versions are gathered from its entries one after another: a
+// version after another of one group-resource, and a group-resource after another at
+// one version.
+func TestVersionsGatheredEntryAfterEntry(t *testing.T) {
+	obj := func(kind, version, name string) string {
+		return `{"apiVersion":"apps/` + version + `","kind":"` + kind + `","metadata":{"name":"` + name + `","namespace":"shop","uid":"` + name + `"}}`
+	}
+	b, err := Read(context.Background(), bytes.NewReader(rawTar(t, true,
+		entry{name: "metadata/version", body: "1.1.0"},
+		entry{name: "resources/deployments.apps/v1-preferredversion/namespaces/shop/d.json", body: obj("Deployment", "v1", "d")},
+		entry{name: "resources/deployments.apps/v1beta2/namespaces/shop/d.json", body: obj("Deployment", "v1beta2", "d")},
+		entry{name: "resources/statefulsets.apps/v1beta2/namespaces/shop/s.json", body: obj("StatefulSet", "v1beta2", "s")},
+		entry{name: "resources/statefulsets.apps/v1-preferredversion/namespaces/shop/s.json", body: obj("StatefulSet", "v1", "s")},
+	)), Options{})
+	require.NoError(t, err)
+	for _, gr := range []schema.GroupResource{deployments, {Group: "apps", Resource: "statefulsets"}} {
+		res, ok := b.Resource(gr)
+		require.True(t, ok, gr)
+		assert.Equal(t, []string{"v1", "v1beta2"}, res.Versions, gr)
+		assert.Equal(t, "v1", res.Preferred, gr)
+	}
+	assert.Equal(t, 2, b.Manifest().Len())
+}

@@ -66,6 +66,37 @@ type reading struct {
 	types      manifest.Types                   // the Types they share
 	versions   map[schema.GroupResource]map[string]bool
 	preferred  map[schema.GroupResource]string
+	// held and preferredAt are what versions and preferred recorded last: a
+	// group-resource's entries come one after another, so the maps are written when
+	// these change, not at each entry.
+	held, preferredAt grVersion
+}
+
+// grVersion is a group-resource at a version.
+type grVersion struct {
+	gr      schema.GroupResource
+	version string
+}
+
+// hold records that the backup holds gr at version.
+func (rd *reading) hold(gr schema.GroupResource, version string) {
+	if k := (grVersion{gr, version}); k != rd.held {
+		vs := rd.versions[gr]
+		if vs == nil {
+			vs = map[string]bool{}
+			rd.versions[gr] = vs
+		}
+		vs[version] = true
+		rd.held = k
+	}
+}
+
+// prefer records that the source cluster preferred gr at version.
+func (rd *reading) prefer(gr schema.GroupResource, version string) {
+	if k := (grVersion{gr, version}); k != rd.preferredAt {
+		rd.preferred[gr] = version
+		rd.preferredAt = k
+	}
 }
 
 // read walks the tarball to the manifest, when the backup carries one before its
@@ -304,10 +335,7 @@ func (b *Backup) readItem(last *lastBody, rd *reading, p *pending, data []byte) 
 				return err
 			}
 			*last = lastBody{obj: k, ref: ref, item: it, kept: true}
-			if rd.versions[loc.gr] == nil {
-				rd.versions[loc.gr] = map[string]bool{}
-			}
-			rd.versions[loc.gr][version] = true
+			rd.hold(loc.gr, version)
 		}
 		ref.unversioned, ref.preferred = unversioned, loc.preferred()
 		if shared {
@@ -320,7 +348,7 @@ func (b *Backup) readItem(last *lastBody, rd *reading, p *pending, data []byte) 
 		last.placedUnversioned = unversioned
 	}
 	if loc.preferred() {
-		rd.preferred[loc.gr] = version
+		rd.prefer(loc.gr, version)
 	}
 	if c := (candidate{item: it, dir: loc.dir}); !shared {
 		rd.endRun()
