@@ -82,7 +82,7 @@ func (m *Manifest) Add(item *Item) (bool, error) {
 // of the items share a UID or an identity, or one is invalid, they are added one at a
 // time instead, so that the errors and the folds are Add's, in the items' order.
 func (m *Manifest) AddAll(items []*Item) (int, error) {
-	if m.Len() == 0 && len(m.aliases) == 0 && m.addAtOnce(items) {
+	if m.Len() == 0 && m.addAtOnce(items) {
 		return -1, nil
 	}
 	for i, it := range items {
