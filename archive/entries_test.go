@@ -262,3 +262,44 @@ func checkPlainName(t *testing.T, name string) {
 		t.Fatalf("plainName(%q) = %v, localClean %v", name, plainName(name), want)
 	}
 }
+
+// plainOctalCases are numeric fields plainOctal must judge as octal does.
+var plainOctalCases = []string{
+	"0000644\x00", "0000000\x00", "\x00\x00\x00\x00\x00\x00\x00\x00", "15137331200\x00", "00000001234\x00",
+	"07777777", "777777777777", "0", "", "0000644 ", " 000644\x00", "000 644\x00", "0000648\x00",
+	"00\x0000644", "0000644\x00\x00\x00\x00\x007", "0000\x00\x00\x00\x00\x00\x00\x00\x00", "00/0000\x00",
+	"\x80000000\x00", "0000:00\x00", "\xff\xff\xff\xff\xff\xff\xff\xff",
+}
+
+// TestPlainOctalIsOctal: the walk's fast check of a numeric field passes no field that
+// octal refuses, and passes every field of digits and NULs, as archive/tar's Writer
+// writes them.
+func TestPlainOctalIsOctal(t *testing.T) {
+	for _, f := range plainOctalCases {
+		checkPlainOctal(t, []byte(f))
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	require.NoError(t, tw.WriteHeader(&tar.Header{Name: "metadata/version", Typeflag: tar.TypeReg, Size: 5, Mode: 0o644, ModTime: time.Unix(1764000000, 0)}))
+	blk := buf.Bytes()
+	for _, f := range [...][2]int{{100, 108}, {108, 116}, {116, 124}, {136, 148}, {329, 337}, {337, 345}} {
+		assert.True(t, plainOctal(blk[f[0]:f[1]]), "%q", blk[f[0]:f[1]])
+	}
+}
+
+func FuzzPlainOctal(f *testing.F) {
+	for _, fld := range plainOctalCases {
+		f.Add([]byte(fld))
+	}
+	f.Fuzz(checkPlainOctal)
+}
+
+func checkPlainOctal(t *testing.T, f []byte) {
+	_, ok := octal(f)
+	if plainOctal(f) && !ok {
+		t.Fatalf("plainOctal(%q) passes a field octal refuses", f)
+	}
+	if len(bytes.Trim(f, "01234567\x00")) == 0 && !plainOctal(f) {
+		t.Fatalf("plainOctal(%q) refuses a field of digits and NULs", f)
+	}
+}
