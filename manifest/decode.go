@@ -34,7 +34,11 @@ func Decode(r io.Reader) (*Manifest, error) {
 		defer ra.Close()
 		src = ra
 	}
-	d := &decoder{dec: jsontext.NewDecoder(src), m: New(0), strs: strslab.New(1 << 20)}
+	// The decoder's own check for repeated member names keeps a set of every object's
+	// names; object and pairObject check the names they read instead (a sixth of the
+	// time a million items took), and skip the values they leave.
+	dec := jsontext.NewDecoder(src, jsontext.AllowDuplicateNames(true))
+	d := &decoder{dec: dec, m: New(0), strs: strslab.New(1 << 20)}
 	if err := d.document(); err != nil {
 		return nil, err
 	}
@@ -61,6 +65,12 @@ type decoder struct {
 	pairSlab []Pair
 	uidSlab  []types.UID
 	types    Types
+
+	// The last kind and resource read, and the keys of the last labels and
+	// annotations read by position: items come in runs of one type, with the same
+	// keys, and a string met again is then taken without a lookup.
+	lastKind, lastResource string
+	keys                   [2][8]string
 
 	// The group-versions' items, added at once when the document ends (AddAll), and
 	// where each run of them in one namespace's list was read, for errors.
@@ -140,6 +150,19 @@ func (d *decoder) common() (string, error) {
 	return d.intern(b), nil
 }
 
+// again reads a string that repeats across items, likely the one read into *last
+// before, and returns one shared copy.
+func (d *decoder) again(last *string) (string, error) {
+	b, err := d.rawString()
+	if err != nil {
+		return "", err
+	}
+	if string(b) != *last {
+		*last = d.intern(b)
+	}
+	return *last, nil
+}
+
 func (d *decoder) slabString(b []byte) string { return d.strs.Copy(b) }
 
 func (d *decoder) expect(want jsontext.Kind) error {
@@ -154,22 +177,72 @@ func (d *decoder) expect(want jsontext.Kind) error {
 }
 
 // object reads an object, calling member with each name; member consumes the value.
+// A name that comes twice is an error.
 func (d *decoder) object(member func(name []byte) error) error {
 	if err := d.expect('{'); err != nil {
 		return err
 	}
-	for d.dec.PeekKind() == '"' {
-		name, err := d.rawString()
+	var names [16]string // an object of the format has fewer members than this
+	var more map[string]bool
+	for n := 0; d.dec.PeekKind() == '"'; n++ {
+		b, err := d.rawString()
 		if err != nil {
 			return err
 		}
-		d.path = append(d.path, step{member: d.intern(name)})
-		if err := member(name); err != nil {
+		name := d.memberName(b)
+		if n < len(names) {
+			if slices.Contains(names[:n], name) {
+				return d.fail(fmt.Errorf("duplicate member %q", name))
+			}
+			names[n] = name
+		} else {
+			if more == nil {
+				more = map[string]bool{}
+			}
+			if more[name] || slices.Contains(names[:], name) {
+				return d.fail(fmt.Errorf("duplicate member %q", name))
+			}
+			more[name] = true
+		}
+		d.path = append(d.path, step{member: name})
+		if err := member(b); err != nil {
 			return err
 		}
 		d.pop()
 	}
 	return d.expect('}')
+}
+
+// memberName returns b, a member's name, as a string: one of the format's own names
+// without a lookup, any other interned.
+func (d *decoder) memberName(b []byte) string {
+	switch string(b) {
+	case "group":
+		return "group"
+	case "version":
+		return "version"
+	case "namespace":
+		return "namespace"
+	case "kind":
+		return "kind"
+	case "resource":
+		return "resource"
+	case "name":
+		return "name"
+	case "uid":
+		return "uid"
+	case "labels":
+		return "labels"
+	case "annotations":
+		return "annotations"
+	case "ownerUIDs":
+		return "ownerUIDs"
+	case "items":
+		return "items"
+	case "namespaces":
+		return "namespaces"
+	}
+	return d.intern(b)
 }
 
 // array reads an array, calling elem for each element.
@@ -187,9 +260,18 @@ func (d *decoder) array(elem func(i int) error) error {
 	return d.expect(']')
 }
 
+// skip reads a value the format does not know (a later version's member) and leaves
+// it. Its objects must name each member once, as those the decoder reads do: the
+// decoder does not check names itself (Decode), so they are checked here.
 func (d *decoder) skip() error {
-	if err := d.dec.SkipValue(); err != nil {
+	v, err := d.dec.ReadValue()
+	if err != nil {
 		return d.fail(err)
+	}
+	if k := v.Kind(); k == '{' || k == '[' {
+		if err := jsontext.NewDecoder(bytes.NewReader(v)).SkipValue(); err != nil {
+			return d.fail(err)
+		}
 	}
 	return nil
 }
@@ -386,9 +468,9 @@ func (d *decoder) item() (*Item, Type, error) {
 		case "namespace":
 			it.Namespace, err = d.common()
 		case "kind":
-			t.Kind, err = d.common()
+			t.Kind, err = d.again(&d.lastKind)
 		case "resource":
-			t.Resource, err = d.common()
+			t.Resource, err = d.again(&d.lastResource)
 		case "name":
 			it.Name, err = d.str()
 		case "uid":
@@ -418,27 +500,58 @@ func (d *decoder) item() (*Item, Type, error) {
 }
 
 // pairObject reads an object of strings into sorted Pairs. Label values repeat across
-// items and are interned; annotation values mostly do not.
+// items and are interned; annotation values mostly do not. A key that comes twice is an
+// error.
 func (d *decoder) pairObject(commonValues bool) (Pairs, error) {
+	if err := d.expect('{'); err != nil {
+		return nil, err
+	}
 	d.pairs = d.pairs[:0]
-	err := d.object(func([]byte) error {
-		key := d.path[len(d.path)-1].member // interned by object
+	keys := &d.keys[0]
+	if !commonValues {
+		keys = &d.keys[1]
+	}
+	for d.dec.PeekKind() == '"' {
+		b, err := d.rawString()
+		if err != nil {
+			return nil, err
+		}
+		var key string
+		if i := len(d.pairs); i < len(keys) {
+			if string(b) != keys[i] {
+				keys[i] = d.intern(b)
+			}
+			key = keys[i]
+		} else {
+			key = d.intern(b)
+		}
+		d.path = append(d.path, step{member: key})
 		var v string
-		var err error
 		if commonValues {
 			v, err = d.common()
 		} else {
 			v, err = d.str()
 		}
+		if err != nil {
+			return nil, err
+		}
 		d.pairs = append(d.pairs, Pair{key, v})
-		return err
-	})
-	if err != nil || len(d.pairs) == 0 {
+		d.pop()
+	}
+	if err := d.expect('}'); err != nil {
 		return nil, err
+	}
+	if len(d.pairs) == 0 {
+		return nil, nil
 	}
 	p := Pairs(d.pairs)
 	if !slices.IsSortedFunc(p, comparePairs) {
 		slices.SortFunc(p, comparePairs)
+	}
+	for i := 1; i < len(p); i++ {
+		if p[i].Key == p[i-1].Key {
+			return nil, d.fail(fmt.Errorf("duplicate key %q", p[i].Key))
+		}
 	}
 	if len(d.pairSlab)+len(p) > cap(d.pairSlab) {
 		d.pairSlab = make([]Pair, 0, max(4096, len(p)))
