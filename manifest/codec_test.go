@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -187,6 +188,21 @@ func TestDecodeErrorsSayWhere(t *testing.T) {
 		var de *DecodeError
 		require.ErrorAs(t, err, &de)
 	})
+}
+
+// TestDecodeReservesNothingForTheItemCount: itemCount is a writer's word, not a size to
+// reserve memory for; a document that claims millions of items and holds none
+// allocates next to nothing.
+func TestDecodeReservesNothingForTheItemCount(t *testing.T) {
+	for _, n := range []string{"1000000", "16777216", "999999999999"} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		m, err := Decode(strings.NewReader(`{"formatVersion":"1","itemCount":` + n + `,"groupVersions":[]}`))
+		runtime.ReadMemStats(&after)
+		require.NoError(t, err)
+		assert.Zero(t, m.Len())
+		assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(4<<20), "bytes allocated for itemCount %s", n)
+	}
 }
 
 // manyMembers returns n members ,"f0":0 to ,"f<n-1>":0 for an object.
