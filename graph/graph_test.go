@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -528,4 +529,42 @@ func TestOwnersInEveryScope(t *testing.T) {
 		}
 		require.Equal(t, warned, gotWarned, "seed %d", seed)
 	}
+}
+
+// TestAnObjectWithThousandsOfOwners: the manifest format sets no bound on an object's
+// owner references. An object listing thousands, in the reverse of the items' order and
+// some twice, gets each owner once as a predecessor, in order, with the kinds of an
+// owner that is also its namespace's object merged.
+func TestAnObjectWithThousandsOfOwners(t *testing.T) {
+	const owners = 3000
+	f := newFixture()
+	ns := f.add("", "Namespace", "namespaces", "", "a")
+	var list []*manifest.Item
+	for i := range owners {
+		list = append(list, f.add("", "ConfigMap", "configmaps", "a", fmt.Sprintf("owner-%04d", i)))
+	}
+	dependent := f.add("example.io", "Thing", "things", "a", "dependent", func(it *manifest.Item) {
+		for i := owners - 1; i >= 0; i-- {
+			it.OwnerUIDs = append(it.OwnerUIDs, list[i].UID)
+			if i%10 == 0 {
+				it.OwnerUIDs = append(it.OwnerUIDs, list[i].UID)
+			}
+		}
+		it.OwnerUIDs = append(it.OwnerUIDs, ns.UID)
+	})
+	g, err := New(f.m, Options{})
+	require.NoError(t, err)
+
+	want := []int32{int32(node(t, g, ns).ID())}
+	for _, o := range list {
+		want = append(want, int32(node(t, g, o).ID()))
+	}
+	slices.Sort(want)
+	d := node(t, g, dependent).ID()
+	assert.Equal(t, want, g.Predecessors(d), "each owner once, in order")
+	assert.Equal(t, EdgeOwner|EdgeNamespace, kindsOf(t, g, ns, dependent))
+	assert.Equal(t, EdgeOwner, kindsOf(t, g, list[owners/2], dependent))
+	assert.Equal(t, owners+1+owners, g.EdgeCount(), "the namespace's edges and the owners'")
+	assertTopological(t, g)
+	assert.Empty(t, g.Warnings())
 }
