@@ -215,19 +215,26 @@ func (r *run) newUID(source types.UID) (types.UID, bool) {
 }
 
 // ownerUID is newUID of one of o's owners, source. The graph resolved o's owners when
-// it was built, into edges from them: the owner is found among o's predecessors, where
-// newUID looks it up in the manifest, then its node in the graph.
+// it was built, into edges from them: the owner is found among o's few predecessors,
+// where newUID looks it up in the manifest, then its node in the graph. An object with
+// many (an object may list thousands of owners) has each looked up as newUID does:
+// scanning its predecessors for every owner would take their number squared.
 func (r *run) ownerUID(o *Object, source types.UID) (types.UID, bool) {
 	if o.node != nil {
 		g := r.plan.graph
-		for _, p := range g.Predecessors(o.node.ID()) {
-			if n := g.NodeAt(int64(p)); n.Item != nil && n.Item.UID == source {
-				return r.uidOf(int64(p), source)
+		if preds := g.Predecessors(o.node.ID()); len(preds) <= fewPredecessors {
+			for _, p := range preds {
+				if n := g.NodeAt(int64(p)); n.Item != nil && n.Item.UID == source {
+					return r.uidOf(int64(p), source)
+				}
 			}
 		}
 	}
 	return r.newUID(source)
 }
+
+// fewPredecessors is the most predecessors ownerUID scans for an owner.
+const fewPredecessors = 8
 
 // uidOf is newUID of node i, whose UID in the backup is source.
 func (r *run) uidOf(i int64, source types.UID) (types.UID, bool) {
