@@ -124,8 +124,9 @@ func TestFiles(t *testing.T) {
 }
 
 func TestDecodeKeyOrderAndUnknownFields(t *testing.T) {
-	// Keys sorted alphabetically put namespaces before version, and a future field appears.
-	doc := `{"groupVersions":[{"group":"apps","namespaces":[{"items":[{"kind":"Deployment","name":"web","resource":"deployments","uid":"u1","future":[1,2]}],"namespace":"shop"}],"version":"v1"}],"formatVersion":"1","extra":{"a":1}}`
+	// Keys sorted alphabetically put namespaces before version, and future fields appear,
+	// one whose values and nested objects repeat names without repeating one in an object.
+	doc := `{"groupVersions":[{"group":"apps","namespaces":[{"items":[{"kind":"Deployment","name":"web","resource":"deployments","uid":"u1","future":[1,2]}],"namespace":"shop"}],"version":"v1"}],"formatVersion":"1","extra":{"a":"a","b":["a","a"],"c":{"a":{"a":"a"}},"d":[{"a":1},{"a":2}]}}`
 	m, err := Decode(strings.NewReader(doc))
 	require.NoError(t, err)
 	it, ok := m.ByUID("u1")

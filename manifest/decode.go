@@ -257,19 +257,44 @@ func (d *decoder) array(elem func(i int) error) error {
 }
 
 // skip reads a value the format does not know (a later version's member) and leaves
-// it. Its objects must name each member once, as those the decoder reads do: the
-// decoder does not check names itself (Decode), so they are checked here.
+// it, a token at a time as jsontext's SkipValue does. Its objects must name each member
+// once, as those the decoder reads do; the decoder does not check names itself
+// (Decode), so each object's names are kept here until it closes.
 func (d *decoder) skip() error {
-	v, err := d.dec.ReadValue()
-	if err != nil {
-		return d.fail(err)
-	}
-	if k := v.Kind(); k == '{' || k == '[' {
-		if err := jsontext.NewDecoder(bytes.NewReader(v)).SkipValue(); err != nil {
+	if k := d.dec.PeekKind(); k != '{' && k != '[' {
+		if err := d.dec.SkipValue(); err != nil {
 			return d.fail(err)
 		}
+		return nil
 	}
-	return nil
+	depth := d.dec.StackDepth()
+	var open []map[string]bool // each open object's names; nil for an array
+	for {
+		tok, err := d.dec.ReadToken()
+		if err != nil {
+			return d.fail(err)
+		}
+		switch tok.Kind() {
+		case '{':
+			open = append(open, map[string]bool{})
+		case '[':
+			open = append(open, nil)
+		case '}', ']':
+			open = open[:len(open)-1]
+		case '"':
+			// A name makes its object's count of names and values odd.
+			if kind, n := d.dec.StackIndex(d.dec.StackDepth()); kind == '{' && n%2 == 1 {
+				names, name := open[len(open)-1], tok.String()
+				if names[name] {
+					return d.fail(fmt.Errorf("duplicate member %q", name))
+				}
+				names[name] = true
+			}
+		}
+		if d.dec.StackDepth() == depth {
+			return nil
+		}
+	}
 }
 
 func (d *decoder) document() error {
