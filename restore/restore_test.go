@@ -42,7 +42,7 @@ func capiBackup(t testing.TB, clusters int) *archive.Backup {
 
 // backupOf writes objs into a backup in memory, each under its kind's plural (a
 // Namespace, Pod or ConfigMap), and reads it back.
-func backupOf(t *testing.T, objs ...map[string]any) *archive.Backup {
+func backupOf(t testing.TB, objs ...map[string]any) *archive.Backup {
 	t.Helper()
 	var buf bytes.Buffer
 	w, err := archive.NewWriter(&buf, archive.Format11)
