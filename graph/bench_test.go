@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 
@@ -227,6 +228,36 @@ func BenchmarkOwnersOfOneObject(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/owner")
+		})
+	}
+}
+
+// BenchmarkDependsOnOfOneObject builds the graph of one object whose depends-on
+// annotation names n objects, the last first, beside those objects.
+func BenchmarkDependsOnOfOneObject(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		m := manifest.New(n + 1)
+		cm := &manifest.Type{Version: "v1", Kind: "ConfigMap", Resource: "configmaps"}
+		refs := make([]string, n)
+		for i := range n {
+			name := fmt.Sprintf("c-%07d", i)
+			m.Add(&manifest.Item{Type: cm, Namespace: "a", Name: name, UID: types.UID("uid-" + name)})
+			refs[n-1-i] = "/namespaces/a/ConfigMap/" + name
+		}
+		thing := &manifest.Type{Group: "example.io", Version: "v1", Kind: "Thing", Resource: "things"}
+		if _, err := m.Add(&manifest.Item{Type: thing, Namespace: "a", Name: "dependent", UID: "dependent",
+			Annotations: manifest.Pairs{{Key: DependsOnAnnotation, Value: strings.Join(refs, ",")}}}); err != nil {
+			b.Fatal(err)
+		}
+		m.Items()
+		b.Run(fmt.Sprintf("depends-on=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				g, err := New(m, Options{})
+				if err != nil || g.EdgeCount() != n {
+					b.Fatal(err, g.EdgeCount())
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/reference")
 		})
 	}
 }

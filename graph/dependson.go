@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -81,12 +82,20 @@ func (b *builder) dependsOnEdges() {
 				index[ObjectRef{o.Group, o.Kind, o.Namespace, o.Name}] = int32(j)
 			}
 		}
+		// The edges go in by their sources' order: each then lands at the end of i's
+		// list of predecessors, where one at a time in the annotation's order would
+		// move those after it, and an annotation may name thousands.
+		deps := make([]int32, 0, len(refs))
 		for _, r := range refs {
 			if dep, ok := index[r]; ok {
-				b.edge(dep, i, EdgeDependsOn)
+				deps = append(deps, dep)
 			} else {
 				b.g.warn(b.g.node(i), "depends-on names "+r.String()+", which is not in the backup")
 			}
+		}
+		slices.Sort(deps)
+		for _, dep := range deps {
+			b.edge(dep, i, EdgeDependsOn)
 		}
 	}
 }

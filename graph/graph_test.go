@@ -568,3 +568,40 @@ func TestAnObjectWithThousandsOfOwners(t *testing.T) {
 	assertTopological(t, g)
 	assert.Empty(t, g.Warnings())
 }
+
+// TestAnObjectThatDependsOnThousands: a depends-on annotation that names thousands of
+// objects, the last first and some twice, gives each one edge, in order, and a warning
+// for the one not in the backup, in the annotation's order.
+func TestAnObjectThatDependsOnThousands(t *testing.T) {
+	const deps = 2000
+	f := newFixture()
+	var list []*manifest.Item
+	var refs []string
+	for i := range deps {
+		list = append(list, f.add("", "ConfigMap", "configmaps", "a", fmt.Sprintf("c-%04d", i)))
+	}
+	for i := deps - 1; i >= 0; i-- {
+		refs = append(refs, "/namespaces/a/ConfigMap/"+list[i].Name)
+		if i%10 == 0 {
+			refs = append(refs, "/namespaces/a/ConfigMap/"+list[i].Name)
+		}
+		if i == deps/2 {
+			refs = append(refs, "/namespaces/a/ConfigMap/gone")
+		}
+	}
+	dependent := f.add("example.io", "Thing", "things", "a", "dependent", annotated(DependsOnAnnotation, strings.Join(refs, ",")))
+	g, err := New(f.m, Options{})
+	require.NoError(t, err)
+
+	var want []int32
+	for _, o := range list {
+		want = append(want, int32(node(t, g, o).ID()))
+	}
+	slices.Sort(want)
+	assert.Equal(t, want, g.Predecessors(node(t, g, dependent).ID()), "each once, in order")
+	assert.Equal(t, EdgeDependsOn, kindsOf(t, g, list[deps/3], dependent))
+	assert.Equal(t, deps, g.EdgeCount())
+	require.Len(t, g.Warnings(), 1)
+	assert.Contains(t, g.Warnings()[0].Message, "/namespaces/a/ConfigMap/gone")
+	assertTopological(t, g)
+}
