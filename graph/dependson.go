@@ -82,9 +82,10 @@ func (b *builder) dependsOnEdges() {
 				index[ObjectRef{o.Group, o.Kind, o.Namespace, o.Name}] = int32(j)
 			}
 		}
-		// The edges go in by their sources' order: each then lands at the end of i's
-		// list of predecessors, where one at a time in the annotation's order would
-		// move those after it, and an annotation may name thousands.
+		// The edges go in by their sources' order: each then goes in after the one
+		// before it in i's list of predecessors, moving at most the few the build put
+		// there. In the annotation's order each would move every one after it, and an
+		// annotation may name thousands.
 		deps := make([]int32, 0, len(refs))
 		for _, r := range refs {
 			if dep, ok := index[r]; ok {
