@@ -203,7 +203,7 @@ func TestHostileInput(t *testing.T) {
 		opts    Options
 		path    string // the entry the error must name
 		is      error
-		limit   string
+		limit   Limit
 	}{
 		{"absolute path", []entry{{name: "/etc/passwd", body: "x"}}, Options{}, "/etc/passwd", ErrUnsafeEntry, ""},
 		{"parent directory", []entry{{name: "resources/../../evil.json", body: "x"}}, Options{}, "resources/../../evil.json", ErrUnsafeEntry, ""},
@@ -212,10 +212,10 @@ func TestHostileInput(t *testing.T) {
 		{"hard link", []entry{{name: "resources/x", typeflag: tar.TypeLink}}, Options{}, "resources/x", ErrUnsafeEntry, ""},
 		{"character device", []entry{{name: "dev", typeflag: tar.TypeChar}}, Options{}, "dev", ErrUnsafeEntry, ""},
 		{"fifo", []entry{{name: "fifo", typeflag: tar.TypeFifo}}, Options{}, "fifo", ErrUnsafeEntry, ""},
-		{"entry too large", []entry{ok}, Options{MaxEntryBytes: 10}, ok.name, ErrLimitExceeded, "entry size"},
-		{"manifest too large", []entry{{name: ManifestPath, body: strings.Repeat("x", 100)}}, Options{MaxManifestBytes: 50}, ManifestPath, ErrLimitExceeded, "manifest size"},
-		{"total too large", []entry{ok, {name: "resources/pods/namespaces/n/q.json", body: podJSON}}, Options{MaxTotalBytes: int64(len(podJSON)) + 5}, "resources/pods/namespaces/n/q.json", ErrLimitExceeded, "total size"},
-		{"too many entries", []entry{{name: "a/", typeflag: tar.TypeDir}, {name: "b/", typeflag: tar.TypeDir}, {name: "c/", typeflag: tar.TypeDir}}, Options{MaxEntries: 2}, "c/", ErrLimitExceeded, "entries"},
+		{"entry too large", []entry{ok}, Options{MaxEntryBytes: 10}, ok.name, ErrLimitExceeded, LimitEntrySize},
+		{"manifest too large", []entry{{name: ManifestPath, body: strings.Repeat("x", 100)}}, Options{MaxManifestBytes: 50}, ManifestPath, ErrLimitExceeded, LimitManifestSize},
+		{"total too large", []entry{ok, {name: "resources/pods/namespaces/n/q.json", body: podJSON}}, Options{MaxTotalBytes: int64(len(podJSON)) + 5}, "resources/pods/namespaces/n/q.json", ErrLimitExceeded, LimitTotalSize},
+		{"too many entries", []entry{{name: "a/", typeflag: tar.TypeDir}, {name: "b/", typeflag: tar.TypeDir}, {name: "c/", typeflag: tar.TypeDir}}, Options{MaxEntries: 2}, "c/", ErrLimitExceeded, LimitEntries},
 		{"malformed JSON", []entry{{name: ok.name, body: `{"apiVersion":`}}, Options{}, ok.name, nil, ""},
 		{"name mismatch", []entry{{name: "resources/pods/namespaces/n/other.json", body: podJSON}}, Options{}, "resources/pods/namespaces/n/other.json", nil, ""},
 		{"namespace mismatch", []entry{{name: "resources/pods/namespaces/m/p.json", body: podJSON}}, Options{}, "resources/pods/namespaces/m/p.json", nil, ""},
@@ -348,7 +348,7 @@ func TestCarriedManifestHasItsOwnLimit(t *testing.T) {
 	_, err = ReadFile(context.Background(), path, Options{MaxEntryBytes: size - 1, MaxManifestBytes: size - 1})
 	var le *LimitError
 	require.ErrorAs(t, err, &le)
-	assert.Equal(t, LimitError{Path: ManifestPath, Limit: "manifest size", Max: size - 1}, *le)
+	assert.Equal(t, LimitError{Path: ManifestPath, Limit: LimitManifestSize, Max: size - 1}, *le)
 }
 
 // A backup that carries its manifest is planned from it: ReadFile returns before the

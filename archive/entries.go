@@ -101,7 +101,7 @@ func (e *entries) next() (name, raw string, data []byte, err error) {
 			return "", "", nil, &EntryError{Path: raw, Err: err}
 		}
 		if e.count++; e.count > e.opts.MaxEntries {
-			return "", "", nil, &LimitError{Path: raw, Limit: "entries", Max: e.opts.MaxEntries}
+			return "", "", nil, &LimitError{Path: raw, Limit: LimitEntries, Max: e.opts.MaxEntries}
 		}
 		if h.typeflag == tar.TypeDir {
 			continue // a directory has no data, whatever its header's size says
@@ -110,7 +110,7 @@ func (e *entries) next() (name, raw string, data []byte, err error) {
 			return "", "", nil, &LimitError{Path: raw, Limit: what, Max: limit}
 		}
 		if e.total += h.size; e.total > e.opts.MaxTotalBytes {
-			return "", "", nil, &LimitError{Path: raw, Limit: "total size", Max: e.opts.MaxTotalBytes}
+			return "", "", nil, &LimitError{Path: raw, Limit: LimitTotalSize, Max: e.opts.MaxTotalBytes}
 		}
 		pad := int(-h.size & (blockSize - 1))
 		if h.size <= peekMax {

@@ -73,7 +73,7 @@ func walkTar(data []byte, opts Options) walked {
 			return w
 		}
 		if count++; count > opts.MaxEntries {
-			w.end = (&LimitError{Path: hdr.Name, Limit: "entries", Max: opts.MaxEntries}).Error()
+			w.end = (&LimitError{Path: hdr.Name, Limit: LimitEntries, Max: opts.MaxEntries}).Error()
 			return w
 		}
 		if hdr.Typeflag == tar.TypeDir {
@@ -84,7 +84,7 @@ func walkTar(data []byte, opts Options) walked {
 			return w
 		}
 		if total += hdr.Size; total > opts.MaxTotalBytes {
-			w.end = (&LimitError{Path: hdr.Name, Limit: "total size", Max: opts.MaxTotalBytes}).Error()
+			w.end = (&LimitError{Path: hdr.Name, Limit: LimitTotalSize, Max: opts.MaxTotalBytes}).Error()
 			return w
 		}
 		body := make([]byte, hdr.Size)

@@ -26,10 +26,21 @@ type EntryError struct {
 func (e *EntryError) Error() string { return fmt.Sprintf("backup entry %q: %v", e.Path, e.Err) }
 func (e *EntryError) Unwrap() error { return e.Err }
 
+// Limit names one of the limits of Options a backup may exceed.
+type Limit string
+
+// The limits of Options, by what each bounds.
+const (
+	LimitEntrySize    Limit = "entry size"    // Options.MaxEntryBytes
+	LimitManifestSize Limit = "manifest size" // Options.MaxManifestBytes
+	LimitTotalSize    Limit = "total size"    // Options.MaxTotalBytes
+	LimitEntries      Limit = "entries"       // Options.MaxEntries
+)
+
 // LimitError says which limit the backup exceeded, and where.
 type LimitError struct {
 	Path  string // the entry being read when the limit was crossed
-	Limit string // "entry size", "manifest size", "total size" or "entries"
+	Limit Limit
 	Max   int64
 }
 

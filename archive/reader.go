@@ -60,11 +60,11 @@ func (o Options) withDefaults() Options {
 }
 
 // entryLimit returns the most bytes the entry name may hold, and what the limit is.
-func (o Options) entryLimit(name string) (int64, string) {
+func (o Options) entryLimit(name string) (int64, Limit) {
 	if name == ManifestPath {
-		return o.MaxManifestBytes, "manifest size"
+		return o.MaxManifestBytes, LimitManifestSize
 	}
-	return o.MaxEntryBytes, "entry size"
+	return o.MaxEntryBytes, LimitEntrySize
 }
 
 // Resource says which versions of one group-resource the backup holds, highest
