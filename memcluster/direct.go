@@ -14,7 +14,7 @@ import (
 // resource), as a POST of obj's JSON to that resource's collection would: the same
 // checks, the same defaults, the same errors (an *apierrors.StatusError, as client-go
 // makes of the server's Status), and the same object stored. It is for a client in this
-// process that holds its objects decoded, as a restore does (restore.Target.Creator):
+// process that holds its objects decoded, as a restore does (restore.NewTarget finds it behind InProcessConfig):
 // nothing is encoded for the request, and no answer is decoded.
 //
 // obj must hold what JSON decodes to (map[string]any, []any, string, bool, int64,
@@ -27,7 +27,7 @@ import (
 // that tries again sends a copy of what it sent first.
 //
 // A value of obj's top level may also be the JSON of what the caller did not decode (a
-// restore's jsontree.Raw; TakesRawJSON): the server stores it as it is, and decodes it
+// restore's jsontree.Raw): the server stores it as it is, and decodes it
 // first for the kinds whose objects it reads below their metadata (Services, Jobs,
 // CustomResourceDefinitions).
 //
@@ -66,10 +66,6 @@ func (s *Server) Create(ctx context.Context, gvr schema.GroupVersionResource, na
 	_, err = s.createObject(&req, obj)
 	return err
 }
-
-// TakesRawJSON says that Create takes values of an object's top level kept as their
-// JSON (jsontree.Raw).
-func (*Server) TakesRawJSON() bool { return true }
 
 // decodeRaw replaces each value of obj's top level kept as its JSON with its tree.
 func decodeRaw(obj object) error {

@@ -263,7 +263,6 @@ func TestCreateAfterClose(t *testing.T) {
 // a Job's template, a CRD's names) included.
 func TestCreateTakesRawJSON(t *testing.T) {
 	direct, directClient, posted, postClient := directAndPosted(t)
-	assert.True(t, direct.TakesRawJSON())
 	ctx := context.Background()
 	for _, c := range directCases() {
 		sent := (&unstructured.Unstructured{Object: c.obj}).DeepCopy()

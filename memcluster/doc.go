@@ -36,7 +36,7 @@
 //   - Injected latency and faults (Options.Latency, Options.Faults) for benchmarks and
 //     resilience tests.
 //   - Creates from a client in the same process that holds its objects decoded
-//     (Server.Create, which a restore's Target.Creator takes): what a POST of the
+//     (Server.Create, which restore.NewTarget finds behind InProcessConfig): what a POST of the
 //     object's JSON would do, without the JSON.
 //
 // Known differences from a real API server: no strategic merge patch or server-side

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/restoregraph/restoregraph/internal/direct"
 )
 
 // InProcessConfig returns a client configuration whose requests s serves in this
@@ -22,8 +24,14 @@ func (s *Server) InProcessConfig() *rest.Config {
 	return cfg
 }
 
-// inProcess is the http.RoundTripper of InProcessConfig.
+// inProcess is the http.RoundTripper of InProcessConfig, and the server's direct
+// creates (Create) for a restore in this process.
 type inProcess struct{ s *Server }
+
+var _ direct.Transport = inProcess{}
+
+// DirectCreator is the server, which creates objects handed to it decoded.
+func (t inProcess) DirectCreator() direct.Creator { return t.s }
 
 func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A server's request: a body that is never nil, the target as the request line has it.

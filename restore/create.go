@@ -9,12 +9,14 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
-	"github.com/restoregraph/restoregraph/hook"
-	"github.com/restoregraph/restoregraph/internal/jsontree"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/restoregraph/restoregraph/hook"
+	"github.com/restoregraph/restoregraph/internal/direct"
+	"github.com/restoregraph/restoregraph/internal/jsontree"
 )
 
 // createBody creates o.Body in the target: through the REST client under a Dynamic
@@ -27,7 +29,7 @@ import (
 // Deployments, ...) are ready once they exist, and decoding whole answers was a third
 // of the client's allocations.
 func (r *run) createBody(ctx context.Context, o *Object) (*unstructured.Unstructured, error) {
-	if c := r.target.Creator; c != nil && o.Client == o.made {
+	if c := r.target.creator; c != nil && o.Client == o.made {
 		return r.createInProcess(ctx, o, c)
 	}
 	rd, ok := r.target.Dynamic.(*restDynamic)
@@ -75,7 +77,7 @@ func (r *run) createBody(ctx context.Context, o *Object) (*unstructured.Unstruct
 // attempt hands it a copy of those two, so that o.Body stays what was sent, for another
 // attempt or the Existing policy's update. What lies deeper is shared with o.Body (and
 // perhaps o.Backup), which the server replaces where it changes it (Creator).
-func (r *run) createInProcess(ctx context.Context, o *Object, c Creator) (*unstructured.Unstructured, error) {
+func (r *run) createInProcess(ctx context.Context, o *Object, c direct.Creator) (*unstructured.Unstructured, error) {
 	var obj map[string]any
 	err := r.retry(ctx, o, func() error {
 		obj = o.decoded.Map(len(o.Body.Object))

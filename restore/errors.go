@@ -33,7 +33,7 @@ var (
 // StepError is an object's failure in one step of its pipeline. Its message is the
 // failure's own.
 type StepError struct {
-	Step string // StepCreate, StepReady, ... or a caller's step's name
+	Step StepName // StepCreate, StepReady, ... or a caller's step's name
 	Err  error
 }
 

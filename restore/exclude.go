@@ -2,7 +2,6 @@ package restore
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/restoregraph/restoregraph/filter"
@@ -24,8 +23,8 @@ var DefaultNonRestorable = []schema.GroupResource{
 	{Group: "velero.io", Resource: "datauploads"}, {Group: "velero.io", Resource: "datadownloads"},
 }
 
-// The names under which a plan leaves objects out; ControllerManaged may be disabled
-// like a plugin (Selection.Disable).
+// The names under which a plan leaves objects out (ObjectResult.SkippedBy);
+// ControllerManaged is also a Rule that Disabled.Rules switches off.
 const (
 	NonRestorable     = "restoregraph.dev/non-restorable"
 	ControllerManaged = "restoregraph.dev/controller-managed"
@@ -57,7 +56,7 @@ func exclude(backup Backup, opts Selection, f *filter.Filter) map[*manifest.Item
 	for _, gr := range opts.NonRestorable {
 		nonRestorable[gr] = true
 	}
-	managed := !disabled(opts, ControllerManaged)
+	managed := !opts.Disabled.Rule(ControllerManaged)
 	m := backup.Manifest()
 	for _, it := range m.Items() {
 		if _, done := out[it]; done {
@@ -116,20 +115,12 @@ func controllerManaged(backup Backup, it *manifest.Item) string {
 	return ""
 }
 
-// disabled reports whether the plugin or rule named name is switched off.
-func disabled(opts Selection, name string) bool { return slices.Contains(opts.Disable, name) }
-
 // StatefulSetClaims names the plan rule that restores a StatefulSet's claims before it
 // (graph.StatefulSetClaims), so that its controller does not make them first.
 const StatefulSetClaims = "restoregraph.dev/statefulset-claims"
 
 // NamespaceDefaults names the rule that adopts what every namespace already has.
 const NamespaceDefaults = "restoregraph.dev/namespace-defaults"
-
-// ManagedFields names StepManagedFields' patch of the backup's managed fields: disabled,
-// the target records the restore as the manager of every field, and the restore sends
-// one request less an object that has managed fields.
-const ManagedFields = "restoregraph.dev/managed-fields"
 
 // namespaceDefault reports whether the target's controllers make the object in every
 // namespace (its default ServiceAccount, kube-root-ca.crt): one that exists is adopted

@@ -20,10 +20,10 @@ import (
 // own manager (Helm, a GitOps controller, kubectl) fails with a conflict with the
 // restore. An owner reference's entry follows the owner to its new UID, or is dropped
 // with the reference. A patch that fails is a warning: the object is restored, its
-// fields managed by the restore. Selection.Disable's ManagedFields switches it off.
+// fields managed by the restore. Selection.Disabled.ManagedFields switches it off.
 func (r *run) stepManagedFields(ctx context.Context, o *Object) error {
 	// An object adopted or updated holds what the target had, not the backup's.
-	if o.Result.Status != Restored || o.Target == nil || disabled(r.sel, ManagedFields) {
+	if o.Result.Status != Restored || o.Target == nil || r.sel.Disabled.ManagedFields {
 		return nil
 	}
 	recorded := o.recordedManagedFields()
@@ -70,9 +70,9 @@ func (o *Object) recordedManagedFields() []any {
 // with a warning. The steps from StepManagedFields on are those the journal's object
 // runs anyway: its operations, its exec hooks, its readiness.
 func (r *run) managedFieldsDue(ctx context.Context, o *Object) bool {
-	named := func(name string) func(Step) bool { return func(s Step) bool { return s.Name == name } }
+	named := func(name StepName) func(Step) bool { return func(s Step) bool { return s.Name == name } }
 	// SkipTo reaches only a step after this one.
-	if o.Result.Status != Restored || disabled(r.sel, ManagedFields) ||
+	if o.Result.Status != Restored || r.sel.Disabled.ManagedFields ||
 		slices.IndexFunc(r.steps, named(StepManagedFields)) <= slices.IndexFunc(r.steps, named(StepJournal)) {
 		return false
 	}

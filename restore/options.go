@@ -93,12 +93,9 @@ type Selection struct {
 	// containers added to Pods, commands run in them once restored (run through
 	// Target.Exec). A Pod's own hook annotations apply without them.
 	Hooks *hook.Spec
-	// Disable switches off actions and plan rules by name: the built-in actions
-	// (builtin.Service, builtin.Pod, ...: builtin.Names), the plan's rules
-	// ControllerManaged, NamespaceDefaults and StatefulSetClaims, the patch of the
-	// backup's managed fields (ManagedFields), and plugins registered in
-	// Extensions.Plugins.
-	Disable []string
+	// Disabled switches off, by name, what a restore does by default: actions, plugins,
+	// plan rules, the managed fields' patch.
+	Disabled Disabled
 }
 
 // Extensions are what a caller adds to the restore: code, so not part of a saved plan;

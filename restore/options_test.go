@@ -55,7 +55,7 @@ type testOptions struct {
 func (o testOptions) split() (PlanOptions, RunOptions) {
 	return PlanOptions{BackupName: o.BackupName,
 			Selection: Selection{Filter: o.Filter, NamespaceMappings: o.NamespaceMappings, Priorities: o.Priorities, StrictVersions: o.StrictVersions,
-				RestoreStatus: o.RestoreStatus, NonRestorable: o.NonRestorable, PreserveNodePorts: o.PreserveNodePorts, Existing: o.Existing, Disable: o.Disable},
+				RestoreStatus: o.RestoreStatus, NonRestorable: o.NonRestorable, PreserveNodePorts: o.PreserveNodePorts, Existing: o.Existing, Disabled: DisabledByName(o.Disable...)},
 			Extensions: Extensions{Plugins: o.Plugins, Readiness: o.Readiness, Rules: o.Rules, Steps: o.Steps}},
 		RunOptions{Name: o.Name, Workers: o.Workers, ItemTimeout: o.ItemTimeout, HealthTimeout: o.HealthTimeout, Retry: o.Retry,
 			AdditionalItems: o.AdditionalItems, ItemOperationTimeout: o.OperationTimeout, OperationPoll: o.OperationPoll, Journal: o.Journal, Admitter: o.Admitter, OnAdmissionWait: o.OnAdmissionWait,

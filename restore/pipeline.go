@@ -152,7 +152,8 @@ func (r *run) leavesUnread(o *Object) bool {
 
 // takesRaw reports whether nothing the run asks for reads below an object's top level
 // and metadata, and whether its creates take the JSON left undecoded: the package's own
-// encoders (createBody's path through restDynamic), or a Creator that says it takes it.
+// encoders (createBody's path through restDynamic), or a server in this process
+// (direct.Creator).
 // A caller's client may read or copy what it is given. Only a caller's step changes an
 // object's client.
 func (r *run) takesRaw() bool {
@@ -162,9 +163,8 @@ func (r *run) takesRaw() bool {
 	case r.sel.Modifiers != nil, r.sel.Hooks != nil, len(r.sel.NamespaceMappings) > 0, r.sel.Existing == Update:
 		return false // each may read or change what lies deeper
 	}
-	if c := r.target.Creator; c != nil {
-		t, ok := c.(interface{ TakesRawJSON() bool })
-		return ok && t.TakesRawJSON()
+	if r.target.creator != nil {
+		return true
 	}
 	_, ok := r.target.Dynamic.(*restDynamic)
 	return ok
@@ -399,7 +399,7 @@ func (r *run) create(ctx context.Context, o *Object) (*unstructured.Unstructured
 		return existing, nil
 	}
 	policy := r.sel.Existing
-	if namespaceDefault(it) && !disabled(r.sel, NamespaceDefaults) {
+	if namespaceDefault(it) && !r.sel.Disabled.Rule(NamespaceDefaults) {
 		policy = Adopt
 	}
 	switch policy {

@@ -321,7 +321,7 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 		p.Plugins = append(p.Plugins, PlannedPlugin{Name: a.Name, Version: a.Version, AppliesTo: a.Selector})
 	}
 	rules := ext.Rules
-	if !disabled(sel, StatefulSetClaims) {
+	if !sel.Disabled.Rule(StatefulSetClaims) {
 		rules = append([]graph.Rule{graph.StatefulSetClaims}, rules...)
 	}
 	g, gerr := graph.New(m, graph.Options{Rules: rules})

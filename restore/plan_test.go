@@ -375,7 +375,7 @@ func TestJournaledObjectsSkipToTheReadyStep(t *testing.T) {
 	journal = openJournal(t, path) // as a run started again reads it
 	defer journal.Close()
 
-	ran := map[string]int{}
+	ran := map[StepName]int{}
 	count := func(steps []Step) []Step {
 		for i, s := range steps {
 			run := s.Run
@@ -393,7 +393,7 @@ func TestJournaledObjectsSkipToTheReadyStep(t *testing.T) {
 		assert.True(t, o.FromJournal, "%s", o.Name)
 		assert.False(t, o.Ready.IsZero(), "%s was waited for", o.Name)
 	}
-	assert.Equal(t, map[string]int{StepJournal: 3, StepReady: 3}, ran)
+	assert.Equal(t, map[StepName]int{StepJournal: 3, StepReady: 3}, ran)
 }
 
 // The StatefulSet of the real backup waits for its claim, so that its controller does
@@ -416,5 +416,5 @@ func TestStatefulSetWaitsForItsClaims(t *testing.T) {
 		return out
 	}
 	assert.Contains(t, dependsOn(Selection{}), "persistentvolumeclaims/data-db-0 (statefulset-claims)")
-	assert.NotContains(t, dependsOn(Selection{Disable: []string{StatefulSetClaims}}), "persistentvolumeclaims/data-db-0 (statefulset-claims)")
+	assert.NotContains(t, dependsOn(Selection{Disabled: Disabled{Rules: []Rule{StatefulSetClaims}}}), "persistentvolumeclaims/data-db-0 (statefulset-claims)")
 }

@@ -287,7 +287,7 @@ func actions(backup Backup, sel Selection, ext Extensions) ([]*plugin.Action, er
 	var reg plugin.Registry
 	m := backup.Manifest()
 	inBackup := func(id manifest.ID) bool { _, ok := m.Get(id); return ok }
-	if err := builtin.Register(&reg, builtin.Options{PreserveNodePorts: sel.PreserveNodePorts, InBackup: inBackup}, sel.Disable...); err != nil {
+	if err := builtin.Register(&reg, builtin.Options{PreserveNodePorts: sel.PreserveNodePorts, InBackup: inBackup}, sel.Disabled.Actions...); err != nil {
 		return nil, err
 	}
 	out, err := reg.Actions()
@@ -299,7 +299,7 @@ func actions(backup Backup, sel Selection, ext Extensions) ([]*plugin.Action, er
 		return nil, err
 	}
 	for _, a := range theirs {
-		if !slices.Contains(sel.Disable, a.Name) {
+		if !sel.Disabled.Action(a.Name) {
 			out = append(out, a)
 		}
 	}
@@ -324,8 +324,8 @@ func Run(ctx context.Context, backup Backup, target Target, po PlanOptions, ro R
 // namespace by namespace (ties). What holds others back for real time starts
 // first; a chain of plain creates weighs nothing, for its creates take milliseconds
 // against a restore's minutes, and putting every Deployment and ReplicaSet ahead of the
-// rest (the chain's length as priority) made kube-apiserver spend more on each core
-// object created after them (docs/measured.md, 2026-11-27, fourteenth session).
+// rest (the chain's length as priority) makes kube-apiserver spend more on each core
+// object created after them (docs/measured.md).
 func (p *Plan) waitWeight() func(*graph.Node) float64 {
 	// Nodes are weighed in runs of one kind: one lookup a run.
 	var last schema.GroupKind
@@ -351,9 +351,8 @@ func (p *Plan) waitWeight() func(*graph.Node) float64 {
 // for their ReplicaSets) as soon as their ReplicaSets are, ahead of the next
 // namespace's objects: a namespace is whole as soon as its own objects are made, where
 // in the backup's order alone every namespace's core objects came first and the Pods of
-// all of them last. Into the real server, at 100k objects, the restore's pace is the
-// same either way, within what moves from run to run (docs/profiles.md, "Namespace by
-// namespace").
+// all of them last. Into the real server, the restore's pace is the same either way
+// (docs/measured.md).
 func (p *Plan) ties() []int32 {
 	n := p.graph.Len()
 	// Each node's namespace as an index into names; the items come sorted by group,

@@ -68,7 +68,7 @@ func cluster(t testing.TB, opts memcluster.Options) (*memcluster.Server, Target)
 }
 
 // without removes the named step from the pipeline.
-func without(name string) func([]Step) []Step {
+func without(name StepName) func([]Step) []Step {
 	return func(steps []Step) []Step {
 		return slices.DeleteFunc(steps, func(s Step) bool { return s.Name == name })
 	}
@@ -153,9 +153,9 @@ func TestReportListsEveryObjectOnce(t *testing.T) {
 	}
 }
 
-// inProcess is tgt with its creates handed to s in this process (Target.Creator).
+// inProcess is tgt with its creates handed to s in this process (Target.creator).
 func inProcess(s *memcluster.Server, tgt Target) Target {
-	tgt.Creator = s
+	tgt.creator = s
 	return tgt
 }
 

@@ -280,7 +280,7 @@ func (s Selection) MarshalJSON() ([]byte, error) {
 	j := selectionJSON{IncludeNamespaces: f.IncludeNamespaces, ExcludeNamespaces: f.ExcludeNamespaces, IncludeResources: f.IncludeResources,
 		ExcludeResources: f.ExcludeResources, IncludeClusterResources: f.IncludeClusterResources,
 		NamespaceMappings: s.NamespaceMappings, StrictVersions: s.StrictVersions, PreserveNodePorts: s.PreserveNodePorts,
-		Existing: s.Existing, Disable: s.Disable, NonRestorable: []string{}, Modifiers: s.Modifiers, RestoreStatus: s.RestoreStatus, Hooks: s.Hooks}
+		Existing: s.Existing, Disable: s.Disabled.Names(), NonRestorable: []string{}, Modifiers: s.Modifiers, RestoreStatus: s.RestoreStatus, Hooks: s.Hooks}
 	if f.Selector != nil && !f.Selector.Empty() {
 		j.LabelSelector = f.Selector.String()
 	}
@@ -308,7 +308,7 @@ func (s *Selection) UnmarshalJSON(data []byte) error {
 	*s = Selection{Filter: filter.Spec{IncludeNamespaces: j.IncludeNamespaces, ExcludeNamespaces: j.ExcludeNamespaces,
 		IncludeResources: j.IncludeResources, ExcludeResources: j.ExcludeResources, IncludeClusterResources: j.IncludeClusterResources},
 		NamespaceMappings: j.NamespaceMappings, StrictVersions: j.StrictVersions, PreserveNodePorts: j.PreserveNodePorts,
-		Existing: j.Existing, Disable: j.Disable, NonRestorable: []schema.GroupResource{}, Modifiers: j.Modifiers, RestoreStatus: j.RestoreStatus, Hooks: j.Hooks}
+		Existing: j.Existing, Disabled: DisabledByName(j.Disable...), NonRestorable: []schema.GroupResource{}, Modifiers: j.Modifiers, RestoreStatus: j.RestoreStatus, Hooks: j.Hooks}
 	if j.LabelSelector != "" {
 		sel, err := labels.Parse(j.LabelSelector)
 		if err != nil {

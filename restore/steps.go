@@ -17,7 +17,7 @@ import (
 // steps in order; a step that returns an error fails the object (and so skips its
 // dependents), and a step that calls Object.Finish ends its pipeline early.
 type Step struct {
-	Name string
+	Name StepName
 	Run  func(ctx context.Context, o *Object) error
 	// Unbounded steps bound their own waits and are not charged to the object's item
 	// timeout (StepActions: a plugin's wait for its additional items has the plugin's
@@ -25,59 +25,63 @@ type Step struct {
 	Unbounded bool
 }
 
+// StepName names a step of the pipeline: one of the default steps' below, or a caller's
+// own.
+type StepName string
+
 // The default steps, in the order they run.
 const (
 	// StepJournal finds an object that an earlier run of this restore recorded in the
 	// journal, and finishes it once it is ready instead of making it again (giving it
 	// the managed fields its backup recorded, if that run stopped before it had).
-	StepJournal = "journal"
+	StepJournal StepName = "journal"
 	// StepRead decodes the object's body at the version chosen for its group-resource.
-	StepRead = "read"
+	StepRead StepName = "read"
 	// StepSanitize removes what the server sets, and status unless it is kept.
-	StepSanitize = "sanitize"
+	StepSanitize StepName = "sanitize"
 	// StepMapNamespaces moves the object into the namespace Selection.NamespaceMappings
 	// names: its own namespace, a Namespace's name, role binding subjects, a volume's
 	// claim.
-	StepMapNamespaces = "map-namespaces"
+	StepMapNamespaces StepName = "map-namespaces"
 	// StepActions runs the RestoreItemActions that apply: their changes, additional
 	// items (restored first, then waited for when asked) and requests to skip.
-	StepActions = "actions"
+	StepActions StepName = "actions"
 	// StepModify applies the resource modifiers of Selection.Modifiers that match the
 	// object, after the actions, as Velero applies them.
-	StepModify = "modify"
+	StepModify StepName = "modify"
 	// StepRemapOwners points ownerReferences at owners that exist in the target.
-	StepRemapOwners = "remap-owners"
+	StepRemapOwners StepName = "remap-owners"
 	// StepLabel labels the object with the backup's and the restore's names
 	// (velero.io/backup-name, velero.io/restore-name), as Velero does, so that one
 	// label selector finds what a restore made.
-	StepLabel = "labels"
+	StepLabel StepName = "labels"
 	// StepCreate creates the object, handling one that exists by the Existing policy,
 	// and records it in the journal.
-	StepCreate = "create"
+	StepCreate StepName = "create"
 	// StepStatus restores status as Selection.RestoreStatus and the object's
 	// velero.io/restore-status annotation say.
-	StepStatus = "status"
+	StepStatus StepName = "status"
 	// StepManagedFields gives an object the restore created the managed fields its
 	// backup recorded (a patch after the create, as Velero does), owner references'
 	// entries at their owners' new UIDs, so that the fields stay their managers'.
-	StepManagedFields = "managed-fields"
+	StepManagedFields StepName = "managed-fields"
 	// StepOperations waits until the asynchronous operations plugins started on the
 	// object (riav2.AsyncAction) have completed, cancelling one that outlasts
 	// RunOptions.ItemOperationTimeout.
-	StepOperations = "operations"
+	StepOperations StepName = "operations"
 	// StepInitHooks puts the init containers of a Pod's restore hooks (Selection.Hooks,
 	// or its init.hook.restore.velero.io annotations) before its own.
-	StepInitHooks = "init-hooks"
+	StepInitHooks StepName = "init-hooks"
 	// StepExecHooks runs a restored Pod's exec hooks (Selection.Hooks, or its
 	// post.hook.restore.velero.io annotations) once their containers are up, through
 	// Target.Exec; its dependents wait for them.
-	StepExecHooks = "exec-hooks"
+	StepExecHooks StepName = "exec-hooks"
 	// StepReady waits until the object is ready, so that its dependents may start.
-	StepReady = "ready"
+	StepReady StepName = "ready"
 )
 
 // DefaultStepNames lists the default pipeline's steps in order.
-var DefaultStepNames = []string{StepJournal, StepRead, StepSanitize, StepMapNamespaces, StepActions, StepModify, StepInitHooks,
+var DefaultStepNames = []StepName{StepJournal, StepRead, StepSanitize, StepMapNamespaces, StepActions, StepModify, StepInitHooks,
 	StepRemapOwners, StepLabel, StepCreate, StepStatus, StepManagedFields, StepOperations, StepExecHooks, StepReady}
 
 // Object is one object on its way through the pipeline: what the steps read and change.
@@ -103,7 +107,8 @@ type Object struct {
 	// created through the Dynamic that NewTarget makes, it holds only the answer's
 	// apiVersion, kind and metadata (without managedFields) unless the restore reads
 	// more of it: its readiness is judged from its content, its status is restored, or
-	// it is a Pod that may have exec hooks. As created through Target.Creator, it is
+	// it is a Pod that may have exec hooks. As created through a server in this process (NewTarget of an embedded
+	// server's configuration), it is
 	// the whole object as the server stored it, which nobody may change.
 	Target *unstructured.Unstructured
 	// Result is the object's line of the report.
@@ -131,7 +136,7 @@ type Object struct {
 	// when Body is Backup), for StepManagedFields.
 	managedFields []any
 	finished      bool
-	skipTo        string
+	skipTo        StepName
 }
 
 // Finish ends the object's pipeline after the current step: the steps after it do not
@@ -141,7 +146,7 @@ func (o *Object) Finish() { o.finished = true }
 // SkipTo passes over the steps after the current one up to the step named name, which
 // runs next (StepJournal skips to StepReady: what an earlier run made is only waited
 // for). Without such a step after the current one, the pipeline ends as with Finish.
-func (o *Object) SkipTo(name string) { o.skipTo = name }
+func (o *Object) SkipTo(name StepName) { o.skipTo = name }
 
 // defaultSteps returns the pipeline of r, in DefaultStepNames order.
 func (r *run) defaultSteps() []Step {
@@ -226,8 +231,8 @@ func (r *run) nodeState() *objectState {
 // it are made of them, as is the next body read into the buffer its values left as
 // JSON lie in (Object.body): when it was restored and no action that may keep them was
 // given them. An object that failed may still be held by what stopped it (a plugin's call
-// that outlived its budget), and a dry run's trees are Verify's. In 1M objects' restore
-// that was 38% fewer collections (docs/profiles.md).
+// that outlived its budget), and a dry run's trees are Verify's. Using the maps again
+// spares the collector most of what decoding would allocate.
 func (r *run) release(st *objectState, restored bool) {
 	if r.plan.ext.Steps != nil || r.opts.inspect != nil {
 		return

@@ -1,17 +1,16 @@
 package restore
 
 import (
-	"context"
-
-	"github.com/restoregraph/restoregraph/hook"
-	"github.com/restoregraph/restoregraph/versionselect"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/restoregraph/restoregraph/hook"
+	"github.com/restoregraph/restoregraph/internal/direct"
+	"github.com/restoregraph/restoregraph/versionselect"
 )
 
 // Target is the cluster a restore writes to, as the clients it is reached through. Tests
@@ -29,32 +28,20 @@ type Target struct {
 	Mapper meta.RESTMapper
 	// Exec runs Pods' exec hooks; nil fails each Pod that has one, saying so.
 	Exec hook.Executor
-	// Creator, when set, creates the objects instead of Dynamic: a server in this process
-	// (memcluster's Server) is handed each object as the steps left it, with nothing
-	// encoded or decoded on either side. Everything else still goes through Dynamic.
-	Creator Creator
+
+	// creator, when set, creates the objects instead of Dynamic: NewTarget sets it for
+	// a configuration whose transport is a server in this process that creates objects
+	// directly (memcluster's InProcessConfig), which is then handed each object as the
+	// steps left it, with nothing encoded or decoded on either side. Everything else
+	// still goes through Dynamic.
+	creator direct.Creator
 }
 
-// Creator creates an object in a server in this process from its decoded form, as a
-// POST of its JSON would: the same checks and defaults, the server's Status as an
-// apierrors error. It may change obj's top level and metadata, and on success obj is
-// the object as created; what lies deeper it must replace where it changes it, not
-// change, for the restore shares those values with the object as the backup holds it.
-// It keeps nothing of obj once Create returns: the restore gives obj's maps to the
-// objects decoded after it, once the object is restored.
-//
-// A Creator with a method TakesRawJSON() bool that returns true is also given, as
-// values of the top level of objects no step reads below their metadata, the JSON the
-// restore did not decode: values whose MarshalJSON returns it (memcluster's Server
-// stores it as it is). Those bytes are the body the restore read, in a buffer it uses
-// again for another object's once this one is restored: they are not to be changed,
-// nor kept.
-type Creator interface {
-	Create(ctx context.Context, gvr schema.GroupVersionResource, namespace string, obj map[string]any) error
-}
-
-// NewTarget returns the target reached through cfg: a dynamic client, discovery, and a RESTMapper over cached discovery that refreshes
-// itself when a kind is not found (CRDs restored by this very restore).
+// NewTarget returns the target reached through cfg: a dynamic client, discovery, and a
+// RESTMapper over cached discovery that refreshes itself when a kind is not found (CRDs
+// restored by this very restore). For the configuration of an embedded server in this
+// process (memcluster.Server.InProcessConfig), objects are created by handing them to
+// the server as they are, with nothing encoded or decoded.
 func NewTarget(cfg *rest.Config) (Target, error) {
 	// As dynamic.NewForConfig makes its client, keeping the REST client: one client, one
 	// rate limiter.
@@ -69,12 +56,16 @@ func NewTarget(cfg *rest.Config) (Target, error) {
 	if err != nil {
 		return Target{}, err
 	}
-	return Target{
+	t := Target{
 		Dynamic:   &restDynamic{DynamicClient: dynamic.New(rc), rest: rc},
 		Discovery: disc,
 		Mapper:    restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
 		Exec:      hook.Remote{Config: rest.CopyConfig(cfg)},
-	}, nil
+	}
+	if d, ok := cfg.Transport.(direct.Transport); ok {
+		t.creator = d.DirectCreator()
+	}
+	return t, nil
 }
 
 // restDynamic is the dynamic client NewTarget makes, with the REST client under it,

@@ -192,7 +192,7 @@ func TestPodWaitsForItsServiceAccount(t *testing.T) {
 		t.Run(fmt.Sprintf("mapped=%t", mapped), func(t *testing.T) {
 			srv, tgt := cluster(t, memcluster.Options{})
 			creator := &slowAccounts{Server: srv}
-			tgt.Creator = creator
+			tgt.creator = creator
 			po, ns := PlanOptions{}, "shop"
 			if mapped {
 				po.Selection.NamespaceMappings, ns = map[string]string{"shop": "shop-2"}, "shop-2"
@@ -258,7 +258,7 @@ func TestUnreadBodiesAreTheirOwn(t *testing.T) {
 	}
 	b := backupOf(t, objs...)
 	srv, tgt := cluster(t, memcluster.Options{})
-	tgt.Creator = &pausingCreator{Server: srv, paused: map[string]bool{}, created: make(chan struct{}, len(objs))}
+	tgt.creator = &pausingCreator{Server: srv, paused: map[string]bool{}, created: make(chan struct{}, len(objs))}
 	ctx := context.Background()
 	p, err := NewPlan(ctx, b, tgt, PlanOptions{})
 	require.NoError(t, err)

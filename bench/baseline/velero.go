@@ -57,7 +57,7 @@ func removeOwners(_ context.Context, o *restore.Object) error {
 
 // replaceStep wraps steps (nil: the default pipeline) so that the step named name is
 // replaced by with.
-func replaceStep(steps func([]restore.Step) []restore.Step, name string, with restore.Step) func([]restore.Step) []restore.Step {
+func replaceStep(steps func([]restore.Step) []restore.Step, name restore.StepName, with restore.Step) func([]restore.Step) []restore.Step {
 	return func(in []restore.Step) []restore.Step {
 		if steps != nil {
 			in = steps(in)
