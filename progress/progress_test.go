@@ -1,4 +1,4 @@
-package main
+package progress
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 
 func TestProgressLine(t *testing.T) {
 	var buf bytes.Buffer
-	p := &progress{w: &buf, total: 300, done: 100, running: 4, failed: 1, start: time.Now().Add(-10 * time.Second)}
+	p := &Line{w: &buf, total: 300, done: 100, running: 4, failed: 1, start: time.Now().Add(-10 * time.Second)}
 	p.draw(false)
 	line := strings.TrimSpace(buf.String())
 	// 100 done in 10 s is 10/s; 200 to go takes 20 s.
@@ -25,8 +25,8 @@ func TestProgressLine(t *testing.T) {
 func TestProgressLineSaysWhenTheClientThrottles(t *testing.T) {
 	var buf bytes.Buffer
 	waited := 1500 * time.Millisecond
-	p := &progress{w: &buf, total: 300, done: 100, start: time.Now().Add(-10 * time.Second),
-		throttle: func() time.Duration { return waited }}
+	p := &Line{w: &buf, total: 300, done: 100, start: time.Now().Add(-10 * time.Second),
+		Throttle: func() time.Duration { return waited }}
 	p.draw(false)
 	assert.Contains(t, buf.String(), "client-side throttling: requests waited 1.5s in the last 10s (raise --client-qps)")
 	buf.Reset()
@@ -35,7 +35,7 @@ func TestProgressLineSaysWhenTheClientThrottles(t *testing.T) {
 }
 
 func TestMeteredLimiterCountsWaiting(t *testing.T) {
-	l := newMeteredLimiter(20, 1) // one request at once, then one every 50ms
+	l := NewLimiter(20, 1) // one request at once, then one every 50ms
 	for range 3 {
 		l.Accept()
 	}
@@ -45,14 +45,14 @@ func TestMeteredLimiterCountsWaiting(t *testing.T) {
 // Requests that find a token at once are not throttled: however many there are, the
 // progress line does not ask to raise --client-qps.
 func TestNoThrottlingWithoutWaiting(t *testing.T) {
-	l := newMeteredLimiter(1e6, 1e6)
+	l := NewLimiter(1e6, 1e6)
 	for range 10000 {
 		l.Accept()
 	}
 	assert.Zero(t, l.Waited(), "no request waited for a token")
 	var buf bytes.Buffer
-	p := &progress{w: &buf, total: 300, done: 100, start: time.Now().Add(-10 * time.Second),
-		throttle: func() time.Duration { return 400 * time.Microsecond }}
+	p := &Line{w: &buf, total: 300, done: 100, start: time.Now().Add(-10 * time.Second),
+		Throttle: func() time.Duration { return 400 * time.Microsecond }}
 	p.draw(false)
 	assert.NotContains(t, buf.String(), "throttling", "less than a millisecond is no wait")
 }
@@ -64,8 +64,8 @@ func TestProgressLineSaysTheServerIsAway(t *testing.T) {
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
-	var reach reachability
-	client := &http.Client{Transport: reach.wrap(http.DefaultTransport)}
+	var reach Reachability
+	client := &http.Client{Transport: reach.Wrap(http.DefaultTransport)}
 	_, err = client.Get("http://" + addr + "/api")
 	require.Error(t, err)
 	reach.mu.Lock()
@@ -73,7 +73,7 @@ func TestProgressLineSaysTheServerIsAway(t *testing.T) {
 	reach.mu.Unlock()
 
 	var buf bytes.Buffer
-	p := &progress{w: &buf, total: 300, done: 100, start: time.Now().Add(-10 * time.Second), reach: &reach}
+	p := &Line{w: &buf, total: 300, done: 100, start: time.Now().Add(-10 * time.Second), Reach: &reach}
 	p.draw(false)
 	assert.Contains(t, buf.String(), "the API server has not answered for 7s (connection refused): retrying within --item-timeout")
 

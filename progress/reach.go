@@ -1,4 +1,4 @@
-package main
+package progress
 
 import (
 	"errors"
@@ -8,18 +8,18 @@ import (
 	"time"
 )
 
-// reachability watches the requests a client sends, for the progress line: since when
+// Reachability watches the requests a client sends, for the progress line: since when
 // the server has not answered, and why. A restore retries what does not reach the
 // server for as long as each object's time allows; the line says that is what it is
 // doing, so that a person sees a server away, not a restore stuck.
-type reachability struct {
+type Reachability struct {
 	mu    sync.Mutex
 	since time.Time // the first failure since the last answer; zero while it answers
 	last  error
 }
 
-// wrap is a rest.Config's WrapTransport.
-func (r *reachability) wrap(rt http.RoundTripper) http.RoundTripper {
+// Wrap is a rest.Config's WrapTransport: it watches what goes through rt.
+func (r *Reachability) Wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		resp, err := rt.RoundTrip(req)
 		r.record(err)
@@ -29,7 +29,7 @@ func (r *reachability) wrap(rt http.RoundTripper) http.RoundTripper {
 
 // record takes one request's outcome: any response is an answer; a failure to connect,
 // send or read is not (a cancelled request tells nothing of the server).
-func (r *reachability) record(err error) {
+func (r *Reachability) record(err error) {
 	var oe *net.OpError
 	answered := err == nil
 	if !answered && !errors.As(err, &oe) {
@@ -47,9 +47,9 @@ func (r *reachability) record(err error) {
 	}
 }
 
-// down says since when the server has not answered, and the last failure; ok is false
+// Down says since when the server has not answered, and the last failure; ok is false
 // while it answers.
-func (r *reachability) down() (since time.Time, last error, ok bool) {
+func (r *Reachability) Down() (since time.Time, last error, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.since, r.last, !r.since.IsZero()

@@ -1,4 +1,4 @@
-package main
+package progress
 
 import (
 	"context"
@@ -13,21 +13,22 @@ import (
 // wait (the progress line then asked to raise --client-qps when nothing had waited).
 const throttled = time.Millisecond
 
-// meteredLimiter is the client's rate limiter, counting the time requests spent waiting
-// for it: how much client-side throttling holds a restore back.
-type meteredLimiter struct {
+// Limiter is a client's rate limiter (rest.Config.RateLimiter), counting the time
+// requests spent waiting for it: how much client-side throttling holds a restore back.
+type Limiter struct {
 	flowcontrol.RateLimiter
 	waited atomic.Int64 // nanoseconds, summed over every request
 }
 
-func newMeteredLimiter(qps float32, burst int) *meteredLimiter {
-	return &meteredLimiter{RateLimiter: flowcontrol.NewTokenBucketRateLimiter(qps, burst)}
+// NewLimiter returns a token bucket of qps and burst that counts the waits.
+func NewLimiter(qps float32, burst int) *Limiter {
+	return &Limiter{RateLimiter: flowcontrol.NewTokenBucketRateLimiter(qps, burst)}
 }
 
 // Wait and Accept take a token that is there without timing anything: a request
 // that did not wait is not counted, however long the goroutine was kept off a core
 // meanwhile (under load, ten thousand free passes added up to 15 ms).
-func (m *meteredLimiter) Wait(ctx context.Context) error {
+func (m *Limiter) Wait(ctx context.Context) error {
 	if m.RateLimiter.TryAccept() {
 		return nil
 	}
@@ -37,7 +38,7 @@ func (m *meteredLimiter) Wait(ctx context.Context) error {
 	return err
 }
 
-func (m *meteredLimiter) Accept() {
+func (m *Limiter) Accept() {
 	if m.RateLimiter.TryAccept() {
 		return
 	}
@@ -46,11 +47,11 @@ func (m *meteredLimiter) Accept() {
 	m.count(time.Since(start))
 }
 
-func (m *meteredLimiter) count(d time.Duration) {
+func (m *Limiter) count(d time.Duration) {
 	if d >= throttled {
 		m.waited.Add(int64(d))
 	}
 }
 
 // Waited returns the time requests have waited for the limiter so far.
-func (m *meteredLimiter) Waited() time.Duration { return time.Duration(m.waited.Load()) }
+func (m *Limiter) Waited() time.Duration { return time.Duration(m.waited.Load()) }

@@ -1,4 +1,4 @@
-package main
+package progress
 
 import (
 	"errors"
@@ -13,9 +13,12 @@ import (
 	"github.com/restoregraph/restoregraph/restore"
 )
 
-// progress shows a restore's progress: a live bar on a terminal, a plain line every
-// few seconds otherwise. Events arrive from one goroutine.
-type progress struct {
+// Line shows a restore's progress: a live bar on a terminal, a plain line every few
+// seconds otherwise, with how many objects are done, running and failed, the rate and
+// what is left, how long the client's rate limiter held requests back, and since when
+// the API server has not answered. Events arrive from one goroutine (the restore's
+// RunOptions.OnEvent).
+type Line struct {
 	w        io.Writer
 	tty      bool
 	total    int
@@ -25,20 +28,23 @@ type progress struct {
 	running  int
 	failed   int
 	lastDraw time.Time
-	// throttle, when set, says how long requests have waited for the client's rate
-	// limiter; the line shows the share of the last interval they spent waiting.
-	throttle   func() time.Duration
+	// Throttle, when set, says how long requests have waited for the client's rate
+	// limiter (Limiter.Waited); the line shows the share of the last interval they spent
+	// waiting. Set it before the first event.
+	Throttle   func() time.Duration
 	lastWaited time.Duration
-	// reach, when set, says whether the API server answers.
-	reach *reachability
+	// Reach, when set, says whether the API server answers. Set it before the first
+	// event.
+	Reach *Reachability
 	// stop ends the ticker that draws the line when no event comes (all waiting or
 	// retrying); stopped is closed when it has.
 	stop, stopped chan struct{}
 }
 
-// newProgress starts drawing a restore's progress on w; finish ends it.
-func newProgress(w io.Writer, total int) *progress {
-	p := &progress{w: w, total: total, start: time.Now(), stop: make(chan struct{}), stopped: make(chan struct{})}
+// NewLine starts drawing the progress of a restore of total objects on w; Finish ends
+// it.
+func NewLine(w io.Writer, total int) *Line {
+	p := &Line{w: w, total: total, start: time.Now(), stop: make(chan struct{}), stopped: make(chan struct{})}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.tty = true
 	}
@@ -47,7 +53,7 @@ func newProgress(w io.Writer, total int) *progress {
 }
 
 // interval is how often the line is drawn.
-func (p *progress) interval() time.Duration {
+func (p *Line) interval() time.Duration {
 	if p.tty {
 		return 100 * time.Millisecond
 	}
@@ -56,7 +62,7 @@ func (p *progress) interval() time.Duration {
 
 // tick draws the line when events have not for an interval: while the server is away,
 // no object ends, and the line must still say what the restore is doing.
-func (p *progress) tick() {
+func (p *Line) tick() {
 	defer close(p.stopped)
 	t := time.NewTicker(p.interval())
 	defer t.Stop()
@@ -74,7 +80,9 @@ func (p *progress) tick() {
 	}
 }
 
-func (p *progress) event(ev restore.Event) {
+// Event counts ev, and draws the line when an interval has passed since it was last
+// drawn.
+func (p *Line) Event(ev restore.Event) {
 	if ev.Item == nil {
 		return // barriers
 	}
@@ -100,7 +108,7 @@ func (p *progress) event(ev restore.Event) {
 	}
 }
 
-func (p *progress) draw(final bool) {
+func (p *Line) draw(final bool) {
 	window := time.Since(p.lastDraw)
 	if p.lastDraw.IsZero() {
 		window = time.Since(p.start)
@@ -113,16 +121,16 @@ func (p *progress) draw(final bool) {
 		eta = time.Duration(float64(p.total-p.done) / rate * float64(time.Second)).Round(time.Second).String()
 	}
 	line := fmt.Sprintf("%d/%d done, %d running, %d failed, %.0f/s, ETA %s", p.done, p.total, p.running, p.failed, rate, eta)
-	if p.throttle != nil {
-		waited := p.throttle()
+	if p.Throttle != nil {
+		waited := p.Throttle()
 		if w := (waited - p.lastWaited).Round(time.Millisecond); w > 0 {
 			line += fmt.Sprintf(", client-side throttling: requests waited %s in the last %s (raise --client-qps)",
 				w, window.Round(100*time.Millisecond))
 		}
 		p.lastWaited = waited
 	}
-	if p.reach != nil {
-		if since, last, down := p.reach.down(); down {
+	if p.Reach != nil {
+		if since, last, down := p.Reach.Down(); down {
 			line += fmt.Sprintf(", the API server has not answered for %s (%s): retrying within --item-timeout",
 				time.Since(since).Round(time.Second), failureCause(last))
 		}
@@ -149,7 +157,8 @@ func (p *progress) draw(final bool) {
 	}
 }
 
-func (p *progress) finish() {
+// Finish stops drawing, and draws the line a last time.
+func (p *Line) Finish() {
 	close(p.stop)
 	<-p.stopped
 	p.mu.Lock()
