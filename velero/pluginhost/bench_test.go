@@ -1,4 +1,4 @@
-package velerohost
+package pluginhost
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	riav2 "github.com/restoregraph/restoregraph/plugin/restoreitemaction/v2"
 	"github.com/restoregraph/restoregraph/restore"
+	"github.com/restoregraph/restoregraph/velero/internal/testbin"
 )
 
 // annotate is the in-process twin of the test plugins' example.io/annotate-all.
@@ -37,10 +38,7 @@ func (annotate) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
 
 // only returns the registry of one plugin of the test binary.
 func only(b *testing.B, h *Host, name string) *plugin.Registry {
-	bin, err := testPlugins()
-	if err != nil {
-		b.Fatal(err)
-	}
+	bin := testbin.Plugins(b)
 	plugins, err := h.Discover(context.Background(), []string{bin})
 	if err != nil {
 		b.Fatal(err)

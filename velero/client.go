@@ -1,4 +1,4 @@
-package velerohost
+package velero
 
 import (
 	"context"
@@ -31,7 +31,6 @@ var (
 	ErrLocationInvalid     = errors.New("backup storage location cannot be read")
 	ErrSecretKey           = errors.New("the location's secret key is missing")
 	ErrLocationReadOnly    = errors.New("backup storage location is read-only")
-	ErrBackupExists        = errors.New("a backup of that name is in the location already")
 )
 
 var (
@@ -42,9 +41,9 @@ var (
 // scheduleLabel is the label Velero puts on the backups a Schedule makes.
 const scheduleLabel = "velero.io/schedule-name"
 
-// Velero reads Velero's own objects in its namespace: Backups, their
-// BackupStorageLocations, and the Secrets those name.
-type Velero struct {
+// Client reads and writes Velero's own objects in its namespace: Backups, their
+// BackupStorageLocations and the Secrets those name, and Restores.
+type Client struct {
 	Dynamic   dynamic.Interface
 	Secrets   corev1client.SecretsGetter
 	Namespace string // default "velero"
@@ -87,7 +86,7 @@ type Backup struct {
 // Key is the backup tarball's key in its location's bucket.
 func (b *Backup) Key() string { return archive.TarballKey(b.Location.Prefix, b.Name) }
 
-func (v Velero) namespace() string {
+func (v Client) namespace() string {
 	if v.Namespace == "" {
 		return "velero"
 	}
@@ -96,7 +95,7 @@ func (v Velero) namespace() string {
 
 // Backup reads backup name and its location, and checks that both serve a restore as
 // Velero would: the backup Completed or PartiallyFailed, the location Available.
-func (v Velero) Backup(ctx context.Context, name string) (*Backup, error) {
+func (v Client) Backup(ctx context.Context, name string) (*Backup, error) {
 	o, err := v.backupObject(ctx, name)
 	if err != nil {
 		return nil, err
@@ -117,7 +116,7 @@ func (v Velero) Backup(ctx context.Context, name string) (*Backup, error) {
 
 // BackupLocation is the location backup name is kept in, whatever the backup's phase and
 // whether or not it serves a restore: where its restores' files are.
-func (v Velero) BackupLocation(ctx context.Context, name string) (Location, error) {
+func (v Client) BackupLocation(ctx context.Context, name string) (Location, error) {
 	o, err := v.backupObject(ctx, name)
 	if err != nil {
 		return Location{}, err
@@ -126,7 +125,7 @@ func (v Velero) BackupLocation(ctx context.Context, name string) (Location, erro
 }
 
 // backupObject reads Backup name; ErrBackupNotFound when there is none.
-func (v Velero) backupObject(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+func (v Client) backupObject(ctx context.Context, name string) (*unstructured.Unstructured, error) {
 	ns := v.namespace()
 	o, err := v.Dynamic.Resource(backupsResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -139,7 +138,7 @@ func (v Velero) backupObject(ctx context.Context, name string) (*unstructured.Un
 }
 
 // locationOf reads the location Backup o names, as Location checks it.
-func (v Velero) locationOf(ctx context.Context, o *unstructured.Unstructured) (Location, error) {
+func (v Client) locationOf(ctx context.Context, o *unstructured.Unstructured) (Location, error) {
 	locName, _, _ := unstructured.NestedString(o.Object, "spec", "storageLocation")
 	if locName == "" {
 		return Location{}, fmt.Errorf("%w: backup %s/%s names no storage location", ErrLocationNotFound, o.GetNamespace(), o.GetName())
@@ -154,7 +153,7 @@ func (v Velero) locationOf(ctx context.Context, o *unstructured.Unstructured) (L
 // LatestOfSchedule is the newest Completed backup schedule made, by start time, as
 // `velero restore create --from-schedule` takes it; with allowPartiallyFailed the newest
 // Completed or PartiallyFailed one, as with its --allow-partially-failed.
-func (v Velero) LatestOfSchedule(ctx context.Context, schedule string, allowPartiallyFailed bool) (*Backup, error) {
+func (v Client) LatestOfSchedule(ctx context.Context, schedule string, allowPartiallyFailed bool) (*Backup, error) {
 	ns := v.namespace()
 	list, err := v.Dynamic.Resource(backupsResource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: scheduleLabel + "=" + schedule})
 	if err != nil {
@@ -184,7 +183,7 @@ func veleroBackup(o *unstructured.Unstructured) *Backup {
 }
 
 // Location reads BackupStorageLocation name, and checks that Velero found it Available.
-func (v Velero) Location(ctx context.Context, name string) (Location, error) {
+func (v Client) Location(ctx context.Context, name string) (Location, error) {
 	ns := v.namespace()
 	o, err := v.Dynamic.Resource(locationsResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -239,7 +238,7 @@ func secretKey(o *unstructured.Unstructured, fields ...string) *SecretKey {
 
 // secret reads one key of a Secret in Velero's namespace. Its value is never put in an
 // error.
-func (v Velero) secret(ctx context.Context, k *SecretKey) ([]byte, error) {
+func (v Client) secret(ctx context.Context, k *SecretKey) ([]byte, error) {
 	ns := v.namespace()
 	s, err := v.Secrets.Secrets(ns).Get(ctx, k.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -253,47 +252,4 @@ func (v Velero) secret(ctx context.Context, k *SecretKey) ([]byte, error) {
 		return nil, fmt.Errorf("%w: Secret %s/%s has no key %q (it has %s)", ErrSecretKey, ns, k.Name, k.Key, strings.Join(slices.Sorted(maps.Keys(s.Data)), ", "))
 	}
 	return data, nil
-}
-
-// OpenLocation returns the object store of loc, through the plugin among commands that
-// serves its provider, configured as Velero configures it: the location's config with
-// bucket and prefix, caCert from the location or its Secret, and the credential's Secret
-// key written to a file only this user reads, as credentialsFile. A location that names
-// no credential leaves the plugin to its environment's (as Velero's server leaves it to
-// the credentials mounted into its Pod). Close removes the file.
-func (h *Host) OpenLocation(ctx context.Context, v Velero, loc Location, commands ...[]string) (*ObjectStore, error) {
-	config := maps.Clone(loc.Config)
-	if config == nil {
-		config = map[string]string{}
-	}
-	config["bucket"], config["prefix"] = loc.Bucket, loc.Prefix
-	switch {
-	case loc.CACertRef != nil:
-		ca, err := v.secret(ctx, loc.CACertRef)
-		if err != nil {
-			return nil, fmt.Errorf("backup storage location %s: caCertRef: %w", loc.Name, err)
-		}
-		config["caCert"] = string(ca)
-	case loc.CACert != nil:
-		config["caCert"] = string(loc.CACert)
-	}
-	remove := func() {}
-	if loc.Credential != nil {
-		creds, err := v.secret(ctx, loc.Credential)
-		if err != nil {
-			return nil, fmt.Errorf("backup storage location %s: credential: %w", loc.Name, err)
-		}
-		path, rm, err := writeSecretFile(creds)
-		if err != nil {
-			return nil, err
-		}
-		config["credentialsFile"], remove = path, rm
-	}
-	o, err := h.ObjectStore(ctx, ObjectStoreName(loc.Provider), loc.Bucket, config, commands...)
-	if err != nil {
-		remove()
-		return nil, fmt.Errorf("backup storage location %s: %w", loc.Name, err)
-	}
-	o.onClose = remove
-	return o, nil
 }

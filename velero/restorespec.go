@@ -1,4 +1,4 @@
-package velerohost
+package velero
 
 import (
 	"encoding/json"

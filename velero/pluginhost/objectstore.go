@@ -1,4 +1,4 @@
-package velerohost
+package pluginhost
 
 import (
 	"context"
@@ -39,11 +39,10 @@ func ObjectStoreName(provider string) string {
 // again and skips what was already read, so the bytes before the break travel twice
 // (they are not read or parsed twice).
 type ObjectStore struct {
-	p       *process
-	name    string
-	bucket  string
-	config  map[string]string
-	onClose func()
+	p      *process
+	name   string
+	bucket string
+	config map[string]string
 
 	mu          sync.Mutex
 	initialized int // the process start the plugin was initialized in
@@ -222,16 +221,6 @@ func (o *ObjectStore) Put(ctx context.Context, key string, body io.Reader) error
 	return nil
 }
 
-// Close ends what the store holds of its own (the credentials file written for it);
-// the plugin process ends with its Host.
-func (o *ObjectStore) Close() error {
-	if o.onClose != nil {
-		o.onClose()
-		o.onClose = nil
-	}
-	return nil
-}
-
 // streamReader reads GetObject's stream of chunks; the call ends with the stream, or
 // when the reader is closed.
 type streamReader struct {
@@ -280,24 +269,4 @@ func (r *streamReader) Close() error {
 	r.cancel()
 	r.end(nil, os.ErrClosed)
 	return nil
-}
-
-// writeSecretFile writes data to a file only this user reads, for a plugin that takes
-// a path: Velero hands credentials to object stores this way.
-func writeSecretFile(data []byte) (path string, remove func(), err error) {
-	f, err := os.CreateTemp("", "restoregraph-credentials-*")
-	if err != nil {
-		return "", nil, err
-	}
-	remove = func() { os.Remove(f.Name()) }
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		remove()
-		return "", nil, err
-	}
-	if err := f.Close(); err != nil {
-		remove()
-		return "", nil, err
-	}
-	return f.Name(), remove, nil
 }

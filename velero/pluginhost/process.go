@@ -1,4 +1,4 @@
-package velerohost
+package pluginhost
 
 import (
 	"context"
@@ -56,7 +56,7 @@ type grpcConn struct {
 }
 
 func (grpcConn) GRPCServer(*goplugin.GRPCBroker, *grpc.Server) error {
-	return errors.New("velerohost: only a client")
+	return errors.New("pluginhost: only a client")
 }
 
 func (grpcConn) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
@@ -80,7 +80,7 @@ func (p *process) begin(kind string) (*call, error) {
 	}
 	raw, err := p.cur.rpc.Dispense(kind)
 	if err != nil {
-		return nil, fmt.Errorf("velerohost: %s: %s: %w", p.command, kind, err)
+		return nil, fmt.Errorf("pluginhost: %s: %s: %w", p.command, kind, err)
 	}
 	p.cur.calls++
 	return &call{p: p, inst: p.cur, conn: raw.(*grpc.ClientConn)}, nil
@@ -165,7 +165,7 @@ func (p *process) startInstance() (*instance, error) {
 	rpc, err := client.Client()
 	if err != nil {
 		client.Kill()
-		return nil, fmt.Errorf("velerohost: start %s: %w", p.command, err)
+		return nil, fmt.Errorf("pluginhost: start %s: %w", p.command, err)
 	}
 	p.starts++
 	return &instance{client: client, rpc: rpc, start: p.starts}, nil

@@ -1,4 +1,4 @@
-package velerohost
+package velero
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,11 +27,13 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/velero/internal/testbin"
+	"github.com/restoregraph/restoregraph/velero/pluginhost"
 )
 
 // The backup the real Velero server wrote (testdata/velero), and what it holds.
 const (
-	fixture        = "../../testdata/velero/shop-and-fleet/shop-and-fleet.tar.gz"
+	fixture        = "../testdata/velero/shop-and-fleet/shop-and-fleet.tar.gz"
 	fixtureObjects = 102
 	credentials    = "aws_access_key_id=restoregraph\naws_secret_access_key=not-to-be-shown\n"
 )
@@ -73,16 +76,16 @@ func store(t *testing.T, config map[string]any) (root string, objs []runtime.Obj
 	return root, []runtime.Object{loc, completed("shop-and-fleet", time.Now(), nil)}, secret
 }
 
-func velero(secret *corev1.Secret, objs ...runtime.Object) Velero {
+func client(secret *corev1.Secret, objs ...runtime.Object) Client {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{backupsResource: "BackupList", locationsResource: "BackupStorageLocationList", restoresResource: "RestoreList"}, objs...)
+		map[schema.GroupVersionResource]string{backupsResource: "BackupList", locationsResource: "BackupStorageLocationList", RestoresResource: "RestoreList"}, objs...)
 	var kube *kubefake.Clientset
 	if secret != nil {
 		kube = kubefake.NewClientset(secret)
 	} else {
 		kube = kubefake.NewClientset()
 	}
-	return Velero{Dynamic: dyn, Secrets: kube.CoreV1()}
+	return Client{Dynamic: dyn, Secrets: kube.CoreV1()}
 }
 
 // A backup named as Velero names it is found through its Backup and location, and read
@@ -93,16 +96,16 @@ func TestReadABackupThroughItsLocation(t *testing.T) {
 	ctx := context.Background()
 	size := fileLen(t, fixture)
 	_, objs, secret := store(t, map[string]any{"breakAt": strconv.FormatInt(size/2, 10)})
-	v := velero(secret, objs...)
+	v := client(secret, objs...)
 	b, err := v.Backup(ctx, "shop-and-fleet")
 	require.NoError(t, err)
 	assert.Equal(t, "rg/backups/shop-and-fleet/shop-and-fleet.tar.gz", b.Key())
 
-	h := &Host{}
+	h := &pluginhost.Host{}
 	defer h.Close()
-	st, err := h.OpenLocation(ctx, v, b.Location, []string{pluginsBinary(t)})
+	st, err := v.OpenLocation(ctx, h, b.Location, []string{testbin.Plugins(t)})
 	require.NoError(t, err)
-	creds := st.config["credentialsFile"]
+	creds := st.credentials
 	info, err := os.Stat(creds)
 	require.NoError(t, err, "the credential is written for the plugin")
 	assert.Equal(t, fs.FileMode(0o600), info.Mode().Perm(), "and only this user reads it")
@@ -124,16 +127,16 @@ func TestReadABackupThroughItsLocation(t *testing.T) {
 // names the object, and never shows a Secret's value.
 func TestFindingABackupFails(t *testing.T) {
 	ctx := context.Background()
-	h := &Host{}
+	h := &pluginhost.Host{}
 	defer h.Close()
-	bin := pluginsBinary(t)
+	bin := testbin.Plugins(t)
 
-	open := func(v Velero, name string) error {
+	open := func(v Client, name string) error {
 		b, err := v.Backup(ctx, name)
 		if err != nil {
 			return err
 		}
-		st, err := h.OpenLocation(ctx, v, b.Location, []string{bin})
+		st, err := v.OpenLocation(ctx, h, b.Location, []string{bin})
 		if err != nil {
 			return err
 		}
@@ -146,21 +149,21 @@ func TestFindingABackupFails(t *testing.T) {
 	}
 	_, objs, secret := store(t, nil)
 	loc := objs[0].(*unstructured.Unstructured)
-	with := func(mutate func(loc, backup *unstructured.Unstructured)) Velero {
+	with := func(mutate func(loc, backup *unstructured.Unstructured)) Client {
 		l, b := loc.DeepCopy(), objs[1].(*unstructured.Unstructured).DeepCopy()
 		mutate(l, b)
-		return velero(secret, l, b)
+		return client(secret, l, b)
 	}
-	require.NoError(t, open(velero(secret, objs...), "shop-and-fleet"), "the store as it is reads")
+	require.NoError(t, open(client(secret, objs...), "shop-and-fleet"), "the store as it is reads")
 
 	for _, c := range []struct {
 		name   string
-		v      Velero
+		v      Client
 		backup string // default shop-and-fleet
 		is     error
 		names  string
 	}{
-		{"no such backup", velero(secret, objs...), "nope", ErrBackupNotFound, "velero/nope"},
+		{"no such backup", client(secret, objs...), "nope", ErrBackupNotFound, "velero/nope"},
 		{"in progress", with(func(_, b *unstructured.Unstructured) {
 			unstructured.SetNestedField(b.Object, "InProgress", "status", "phase")
 		}), "", ErrBackupNotRestorable, "is InProgress"},
@@ -176,7 +179,7 @@ func TestFindingABackupFails(t *testing.T) {
 		}), "", ErrSecretKey, `has no key "aws" (it has cloud)`},
 		{"no plugin of the provider", with(func(l, _ *unstructured.Unstructured) {
 			unstructured.SetNestedField(l.Object, "aws", "spec", "provider")
-		}), "", ErrNoObjectStore, "velero.io/aws: the plugins given serve example.io/dir"},
+		}), "", pluginhost.ErrNoObjectStore, "velero.io/aws: the plugins given serve example.io/dir"},
 		{"no tarball under the prefix", with(func(l, _ *unstructured.Unstructured) {
 			unstructured.SetNestedField(l.Object, "other", "spec", "objectStorage", "prefix")
 		}), "", fs.ErrNotExist, "other/backups/shop-and-fleet/shop-and-fleet.tar.gz"},
@@ -197,7 +200,7 @@ func TestFindingABackupFails(t *testing.T) {
 	// Credentials the store refuses: the plugin's Init says so.
 	wrong := secret.DeepCopy()
 	wrong.Data["cloud"] = []byte("aws_secret_access_key=not-to-be-shown-either\n")
-	err := open(velero(wrong, objs...), "shop-and-fleet")
+	err := open(client(wrong, objs...), "shop-and-fleet")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "credentials: not the store's")
 	assert.NotContains(t, err.Error(), "not-to-be-shown")
@@ -214,7 +217,7 @@ func TestLatestOfSchedule(t *testing.T) {
 	unstructured.SetNestedField(failed.Object, "Failed", "status", "phase")
 	partial := completed("nightly-3", now.Add(-time.Minute), nightly)
 	unstructured.SetNestedField(partial.Object, "PartiallyFailed", "status", "phase")
-	v := velero(secret, objs[0], completed("nightly-1", now.Add(-2*time.Hour), nightly),
+	v := client(secret, objs[0], completed("nightly-1", now.Add(-2*time.Hour), nightly),
 		completed("nightly-2", now.Add(-time.Hour), nightly), partial, failed, completed("weekly-1", now, map[string]string{scheduleLabel: "weekly"}))
 	b, err := v.LatestOfSchedule(ctx, "nightly", false)
 	require.NoError(t, err)
@@ -246,13 +249,13 @@ func fileLen(t *testing.T, path string) int64 {
 func TestPutThroughTheLocation(t *testing.T) {
 	ctx := context.Background()
 	root, objs, secret := store(t, nil)
-	v := velero(secret, objs...)
+	v := client(secret, objs...)
 	loc, err := v.Location(ctx, "default")
 	require.NoError(t, err)
 	require.NoError(t, loc.Writable())
-	h := &Host{}
+	h := &pluginhost.Host{}
 	defer h.Close()
-	st, err := h.OpenLocation(ctx, v, loc, []string{pluginsBinary(t)})
+	st, err := v.OpenLocation(ctx, h, loc, []string{testbin.Plugins(t)})
 	require.NoError(t, err)
 	defer st.Close()
 
@@ -288,12 +291,12 @@ func TestPutThroughTheLocation(t *testing.T) {
 func TestRecordRestore(t *testing.T) {
 	ctx := context.Background()
 	root, objs, secret := store(t, nil)
-	v := velero(secret, objs...)
+	v := client(secret, objs...)
 	loc, err := v.Location(ctx, "default")
 	require.NoError(t, err)
-	h := &Host{}
+	h := &pluginhost.Host{}
 	defer h.Close()
-	st, err := h.OpenLocation(ctx, v, loc, []string{pluginsBinary(t)})
+	st, err := v.OpenLocation(ctx, h, loc, []string{testbin.Plugins(t)})
 	require.NoError(t, err)
 	defer st.Close()
 
@@ -304,8 +307,8 @@ func TestRecordRestore(t *testing.T) {
 	rec.AddResource("", "v1", "ConfigMap", "shop2", "settings", ItemFailed)
 	rec.Errors.Add("shop2", "error restoring configmaps shop2/settings: forbidden")
 	rec.Warnings.Add("", "namespaces shop2: adopted")
-	assert.Equal(t, "PartiallyFailed", rec.Phase())
-	require.NoError(t, v.RecordRestore(ctx, st, loc, rec))
+	assert.Equal(t, velerov1.RestorePhasePartiallyFailed, rec.Phase())
+	require.NoError(t, v.RecordRestore(ctx, st, rec))
 
 	dir := filepath.Join(root, "velero", "rg", "restores", "shop-restore")
 	var results map[string]Result
@@ -317,7 +320,7 @@ func TestRecordRestore(t *testing.T) {
 	assert.Equal(t, map[string][]string{"apps/v1/Deployment": {"shop2/web(created)"}, "v1/ConfigMap": {"shop2/settings(failed)"}}, list)
 	assert.Equal(t, rec.Log, gunzipFile(t, filepath.Join(dir, "restore-shop-restore-logs.gz")))
 
-	o, err := v.Dynamic.Resource(restoresResource).Namespace("velero").Get(ctx, "shop-restore", metav1.GetOptions{})
+	o, err := v.Dynamic.Resource(RestoresResource).Namespace("velero").Get(ctx, "shop-restore", metav1.GetOptions{})
 	require.NoError(t, err)
 	phase, _, _ := unstructured.NestedString(o.Object, "status", "phase")
 	errs, _, _ := unstructured.NestedInt64(o.Object, "status", "errors")
@@ -326,14 +329,14 @@ func TestRecordRestore(t *testing.T) {
 	assert.Equal(t, int64(1), errs)
 	assert.Equal(t, "shop-and-fleet", backup)
 	assert.ErrorIs(t, v.CheckRestoreName(ctx, "shop-restore"), ErrRestoreExists)
-	assert.ErrorIs(t, v.RecordRestore(ctx, st, loc, rec), ErrRestoreExists, "never recorded twice")
+	assert.ErrorIs(t, v.RecordRestore(ctx, st, rec), ErrRestoreExists, "never recorded twice")
 
 	// Deleted as velero restore delete has Velero delete them: the restore's files, and
 	// not those of a restore whose name it begins.
 	other := rec
 	other.Name = "shop-restore-2"
-	require.NoError(t, PutRestoreFiles(ctx, st, loc, other))
-	require.NoError(t, DeleteRestoreFiles(ctx, st, loc, "shop-restore"))
+	require.NoError(t, st.PutRestoreFiles(ctx, other))
+	require.NoError(t, st.DeleteRestoreFiles(ctx, "shop-restore"))
 	left, err := os.ReadDir(dir)
 	if !errors.Is(err, fs.ErrNotExist) {
 		require.NoError(t, err)

@@ -1,4 +1,4 @@
-package velerohost
+package pluginhost
 
 import (
 	"context"
@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,26 +26,8 @@ import (
 	"github.com/restoregraph/restoregraph/plugin/builtin"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	riav2 "github.com/restoregraph/restoregraph/plugin/restoreitemaction/v2"
+	"github.com/restoregraph/restoregraph/velero/internal/testbin"
 )
-
-// veleroBinary is the velero command: $RESTOREGRAPH_VELERO_BIN/velero (make builds it),
-// or built here from test/velero.
-var veleroBinary = sync.OnceValues(func() (string, error) {
-	if dir := os.Getenv("RESTOREGRAPH_VELERO_BIN"); dir != "" {
-		return filepath.Join(dir, "velero"), nil
-	}
-	dir, err := os.MkdirTemp("", "velero")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "velero")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/vmware-tanzu/velero/cmd/velero")
-	cmd.Dir = "../../test/velero"
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", &buildError{string(out), err}
-	}
-	return bin, nil
-})
 
 // veleroEnvironment is an embedded server as Velero's actions expect to find one: the
 // velero namespace and Deployment, and a kubeconfig for it.
@@ -146,8 +126,7 @@ func diff(path string, a, b any) []string {
 // backup through Velero's built-in restore actions, served by the velero binary itself,
 // and through restoregraph's, and lists where they differ.
 func TestVeleroBuiltinActionsAgainstRestoregraphs(t *testing.T) {
-	bin, err := veleroBinary()
-	require.NoError(t, err)
+	bin := testbin.Velero(t)
 	h := &Host{Env: []string{"KUBECONFIG=" + veleroEnvironment(t)}}
 	defer h.Close()
 	plugins, err := h.Discover(context.Background(), []string{bin, "run-plugins"})

@@ -1,4 +1,4 @@
-package velerohost
+package pluginhost
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,37 +22,8 @@ import (
 	"github.com/restoregraph/restoregraph/memcluster"
 	"github.com/restoregraph/restoregraph/plugin"
 	"github.com/restoregraph/restoregraph/restore"
+	"github.com/restoregraph/restoregraph/velero/internal/testbin"
 )
-
-// testPlugins builds, once, the plugin executable of test/velero: RestoreItemActions
-// written with Velero's own plugin framework.
-var testPlugins = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "velero-test-plugins")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "testplugins")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/testplugins")
-	cmd.Dir = "../../test/velero"
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", &buildError{string(out), err}
-	}
-	return bin, nil
-})
-
-type buildError struct {
-	out string
-	err error
-}
-
-func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
-
-func pluginsBinary(t *testing.T) string {
-	t.Helper()
-	bin, err := testPlugins()
-	require.NoError(t, err)
-	return bin
-}
 
 // running counts the processes of an executable.
 func running(t *testing.T, bin string) int {
@@ -72,7 +42,7 @@ func registry(t *testing.T, ctx context.Context, h *Host, bin string, disabled .
 }
 
 func TestDiscover(t *testing.T) {
-	bin := pluginsBinary(t)
+	bin := testbin.Plugins(t)
 	h := &Host{}
 	defer h.Close()
 	plugins, err := h.Discover(context.Background(), []string{bin})
@@ -144,7 +114,7 @@ func byName(rep *restore.Report) map[string]restore.ObjectResult {
 // additional items it waits for, one that skips, one that fails: each crosses the
 // process boundary as it would in process.
 func TestRestoreThroughVeleroPlugins(t *testing.T) {
-	bin := pluginsBinary(t)
+	bin := testbin.Plugins(t)
 	h := &Host{}
 	defer h.Close()
 	ctx := context.Background()
@@ -181,7 +151,7 @@ func TestRestoreThroughVeleroPlugins(t *testing.T) {
 // TestCrashedPluginIsRestarted: the plugin's process dies in a call; that object fails
 // saying so, and the next call starts the process again.
 func TestCrashedPluginIsRestarted(t *testing.T) {
-	bin := pluginsBinary(t)
+	bin := testbin.Plugins(t)
 	h := &Host{Env: []string{"CRASH_MARKER_DIR=" + t.TempDir()}}
 	defer h.Close()
 	ctx := context.Background()
@@ -204,7 +174,7 @@ func TestCrashedPluginIsRestarted(t *testing.T) {
 // restored. The hung process is replaced for the calls after it and killed once nothing
 // waits on it, so that no process is left behind.
 func TestHungOrGarbledPlugin(t *testing.T) {
-	bin := pluginsBinary(t)
+	bin := testbin.Plugins(t)
 	h := &Host{}
 	defer h.Close()
 	ctx := context.Background()
@@ -245,7 +215,7 @@ func TestHungOrGarbledPlugin(t *testing.T) {
 // TestCancelledRestoreEndsPluginProcesses: a cancelled restore's plugin calls end, and
 // Close leaves no process.
 func TestCancelledRestoreEndsPluginProcesses(t *testing.T) {
-	bin := pluginsBinary(t)
+	bin := testbin.Plugins(t)
 	h := &Host{}
 	ctx, cancel := context.WithCancel(context.Background())
 	reg := registry(t, ctx, h, bin)
@@ -278,7 +248,7 @@ func pod(name, claim string) map[string]any {
 // outlasts the item operation timeout and is cancelled through the plugin's Cancel; one
 // is cancelled when the restore is. Execute is called once per claim.
 func TestAsyncOperationsOutOfProcess(t *testing.T) {
-	bin := pluginsBinary(t)
+	bin := testbin.Plugins(t)
 	log := filepath.Join(t.TempDir(), "async.log")
 	h := &Host{Env: []string{"ASYNC_LOG=" + log}}
 	defer h.Close()

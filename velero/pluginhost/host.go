@@ -1,32 +1,4 @@
-// Package velerohost runs Velero's plugins unmodified — RestoreItemActions, and the
-// object stores that read backups where Velero keeps them (ObjectStore, OpenLocation,
-// with the Backups and locations Velero's objects name) — executables
-// that Velero starts and talks to over gRPC (hashicorp go-plugin, Velero's handshake),
-// each serving plugin kinds at the versions it implements. The host starts them, asks
-// each which RestoreItemActions it serves (v1 or v2), and registers them in a
-// plugin.Registry: v2 ones as v2, v1 ones as v1, adapted as in-process ones are.
-//
-// Lifecycle, as Velero's restartable processes: one process per executable, started on
-// first use; a call whose process died fails with an error that says so, and the next
-// call starts the process again. Calls take the object's context: a call that outlives
-// it (the plugin hangs) fails saying so, and its process is replaced for the next calls
-// and killed once no call waits on it. Cancelling the restore reaches calls under way.
-// Close ends every process; each is also started with a parent-death signal, so none
-// outlives the host.
-//
-// A v2 action's asynchronous operations are followed through the same process
-// (Progress, Cancel), by the ID its Execute returned.
-//
-// Beside the plugins, it reads and writes what Velero keeps of a restore, so that the
-// velero command shows restoregraph's restores as its own: a Restore object read
-// strictly with Velero's types (ReadRestore; what restoregraph does not do is a
-// *SpecFieldError naming the field) and written back from a selection (SpecOf), the
-// latest backup of a schedule, and a restore's record (RestoreRecord: the Restore with
-// its status, and its results, resource list and log in the backup's location).
-//
-// It speaks the protocol through Velero's generated gRPC packages, and keeps the
-// library's Kubernetes version: Velero's plugin framework itself is not imported.
-package velerohost
+package pluginhost
 
 import (
 	"context"
@@ -45,11 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	proto "github.com/vmware-tanzu/velero/pkg/plugin/generated"
+	protov2 "github.com/vmware-tanzu/velero/pkg/plugin/generated/restoreitemaction/v2"
+
 	"github.com/restoregraph/restoregraph/plugin"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	riav2 "github.com/restoregraph/restoregraph/plugin/restoreitemaction/v2"
-	proto "github.com/vmware-tanzu/velero/pkg/plugin/generated"
-	protov2 "github.com/vmware-tanzu/velero/pkg/plugin/generated/restoreitemaction/v2"
 )
 
 // The plugin kinds the host speaks, named as Velero names them.
@@ -123,7 +96,7 @@ func (h *Host) Discover(ctx context.Context, commands ...[]string) ([]Plugin, er
 			}
 			pl := Plugin{Command: c[0], Args: c[1:], Name: id.Name, Kind: id.Kind}
 			if pl.AppliesTo, err = h.appliesTo(ctx, p, pl); err != nil {
-				failed = append(failed, fmt.Errorf("velerohost: plugin %s: AppliesTo: %w", pl.Name, err))
+				failed = append(failed, fmt.Errorf("pluginhost: plugin %s: AppliesTo: %w", pl.Name, err))
 				continue
 			}
 			out = append(out, pl)
@@ -142,7 +115,7 @@ func (h *Host) list(ctx context.Context, c []string) (*process, []*proto.PluginI
 	}
 	resp, err := proto.NewPluginListerClient(call.conn).ListPlugins(ctx, &proto.Empty{})
 	if err := call.end(ctx, err); err != nil {
-		return nil, nil, fmt.Errorf("velerohost: %s: list plugins: %w", c[0], err)
+		return nil, nil, fmt.Errorf("pluginhost: %s: list plugins: %w", c[0], err)
 	}
 	return p, resp.Plugins, nil
 }

@@ -1,0 +1,126 @@
+package velero
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"strings"
+	"sync"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
+)
+
+// ErrRestoreExists is returned when Velero already has a Restore of the name a restore
+// would be recorded under.
+var ErrRestoreExists = errors.New("velero has a restore of that name")
+
+// RestoresResource is Velero's Restores, as the dynamic client names them.
+var RestoresResource = schema.GroupVersionResource{Group: "velero.io", Version: "v1", Resource: "restores"}
+
+// CheckRestoreName returns an error wrapping ErrRestoreExists when Velero has a Restore
+// named name: a restore to be recorded under it is refused before it starts.
+func (v Client) CheckRestoreName(ctx context.Context, name string) error {
+	ns := v.namespace()
+	_, err := v.Dynamic.Resource(RestoresResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return fmt.Errorf("%w: %s/%s (--restore-name names another)", ErrRestoreExists, ns, name)
+	case apierrors.IsNotFound(err):
+		return nil
+	}
+	return fmt.Errorf("restore %s/%s: %w", ns, name, err)
+}
+
+// RecordRestore records rec as Velero records its own restores: the results, the
+// resource list and the log under restores/NAME/ in store, and then a Restore object in
+// Velero's namespace, finished (Velero's restore controller takes on only New ones).
+// `velero restore delete` removes both, as for Velero's own.
+func (v Client) RecordRestore(ctx context.Context, store *Store, rec RestoreRecord) error {
+	if err := store.PutRestoreFiles(ctx, rec); err != nil {
+		return err
+	}
+	spec := maps.Clone(rec.Spec)
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	spec["backupName"] = rec.Backup
+	st := rec.Status()
+	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+	if err != nil {
+		return fmt.Errorf("recording restore %s: %w", rec.Name, err)
+	}
+	o := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": velerov1.SchemeGroupVersion.String(), "kind": "Restore",
+		"metadata": map[string]any{"name": rec.Name, "namespace": v.namespace()},
+		"spec":     spec,
+		"status":   status,
+	}}
+	if _, err := v.Dynamic.Resource(RestoresResource).Namespace(v.namespace()).Create(ctx, o, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("%w: %s/%s", ErrRestoreExists, v.namespace(), rec.Name)
+		}
+		return fmt.Errorf("recording restore %s: %w", rec.Name, err)
+	}
+	return nil
+}
+
+// UpdateRestoreStatus reads Restore name, lets change set fields of its status
+// (ChangeRestoreStatus), and writes it back under the resourceVersion it was read at,
+// again on a conflict. Velero's Restores have no status subresource: the object is
+// updated.
+func (v Client) UpdateRestoreStatus(ctx context.Context, name string, change func(*velerov1.RestoreStatus)) error {
+	client := v.Dynamic.Resource(RestoresResource).Namespace(v.namespace())
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		o, err := client.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if err := ChangeRestoreStatus(o, change); err != nil {
+			return err
+		}
+		_, err = client.Update(ctx, o, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// ChangeRestoreStatus reads the status of Restore o with Velero's types, lets change
+// set its fields, and puts it back in o. Fields of the status that this Velero's types
+// do not know are kept as they are.
+func ChangeRestoreStatus(o *unstructured.Unstructured, change func(*velerov1.RestoreStatus)) error {
+	cur, _, _ := unstructured.NestedMap(o.Object, "status")
+	var status velerov1.RestoreStatus
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(cur, &status); err != nil {
+		return fmt.Errorf("restore %s/%s: status: %w", o.GetNamespace(), o.GetName(), err)
+	}
+	change(&status)
+	next, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
+	if err != nil {
+		return err
+	}
+	for k, val := range cur {
+		if !statusFields()[k] {
+			next[k] = val
+		}
+	}
+	o.Object["status"] = next
+	return nil
+}
+
+// statusFields are the JSON names of the fields of velerov1.RestoreStatus.
+var statusFields = sync.OnceValue(func() map[string]bool {
+	t := reflect.TypeFor[velerov1.RestoreStatus]()
+	out := map[string]bool{}
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		out[name] = true
+	}
+	return out
+})
