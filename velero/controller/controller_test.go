@@ -1,26 +1,24 @@
-package main
+package controller
 
 import (
 	"context"
 	"log/slog"
-	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/restoregraph/restoregraph/memcluster"
-	"github.com/restoregraph/restoregraph/plugin/velerohost"
+	"github.com/restoregraph/restoregraph/velero"
 )
 
 func veleroRestore(name string, spec map[string]any, phase string) *unstructured.Unstructured {
@@ -35,12 +33,12 @@ func veleroRestore(name string, spec map[string]any, phase string) *unstructured
 // A Restore the controller cannot serve fails validation with the field named, saying
 // which process took it; one that has ended is left alone.
 func TestControllerValidatesAndLeavesOthersAlone(t *testing.T) {
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{veleroRestoresGVR: "RestoreList"},
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{velero.RestoresResource: "RestoreList"},
 		veleroRestore("volumes", map[string]any{"backupName": "b", "restorePVs": true}, ""),
 		veleroRestore("done", map[string]any{"backupName": "b"}, "Completed"))
 	events := record.NewFakeRecorder(10)
-	c := &controller{velero: velerohost.Velero{Dynamic: dyn, Namespace: "velero"}, log: slog.New(slog.DiscardHandler),
-		identity: "replica-1", slots: make(chan struct{}, 1), events: events, metrics: newControllerMetrics(func() float64 { return 0 }),
+	c := &Controller{velero: velero.Client{Dynamic: dyn, Namespace: "velero"}, log: slog.New(slog.DiscardHandler),
+		identity: "replica-1", slots: make(chan struct{}, 1), events: events, metrics: &countingMetrics{},
 		restores: cache.NewStore(cache.MetaNamespaceKeyFunc)}
 	ctx := context.Background()
 	require.NoError(t, c.lead(ctx, "volumes"))
@@ -48,7 +46,7 @@ func TestControllerValidatesAndLeavesOthersAlone(t *testing.T) {
 	require.NoError(t, c.lead(ctx, "gone"), "a Restore deleted meanwhile is no error")
 
 	get := func(name string) *unstructured.Unstructured {
-		o, err := dyn.Resource(veleroRestoresGVR).Namespace("velero").Get(ctx, name, metav1.GetOptions{})
+		o, err := dyn.Resource(velero.RestoresResource).Namespace("velero").Get(ctx, name, metav1.GetOptions{})
 		require.NoError(t, err)
 		return o
 	}
@@ -66,42 +64,11 @@ func TestControllerValidatesAndLeavesOthersAlone(t *testing.T) {
 	}
 	assert.Equal(t, "Normal Taken taken by replica-1", <-events.Events)
 	assert.Contains(t, <-events.Events, "Warning FailedValidation spec.restorePVs: true")
-	assert.Equal(t, 1.0, testutil.ToFloat64(c.metrics.restores.WithLabelValues("FailedValidation")))
+	assert.Equal(t, 1, c.metrics.(*countingMetrics).ended["FailedValidation"])
 	done := get("done")
 	phase, _, _ = unstructured.NestedString(done.Object, "status", "phase")
 	assert.Equal(t, "Completed", phase)
 	assert.Empty(t, done.GetAnnotations()[TakenByAnnotation], "a finished Restore is not taken")
-}
-
-// The controller's /metrics hold its Kubernetes client's requests, as client-go reports
-// them: latency by verb and host, and results by code.
-func TestControllerMetricsHoldClientRequests(t *testing.T) {
-	m := newControllerMetrics(func() float64 { return 0 })
-	cfg, stop, err := memcluster.Start(memcluster.Options{})
-	require.NoError(t, err)
-	defer stop()
-	dyn, err := dynamic.NewForConfig(cfg)
-	require.NoError(t, err)
-	_, err = dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(context.Background(), "absent", metav1.GetOptions{})
-	require.Error(t, err)
-	host := strings.TrimPrefix(cfg.Host, "http://")
-	assert.Equal(t, 1.0, testutil.ToFloat64(restClient.results.WithLabelValues("404", "GET", host)))
-	families, err := m.registry.Gather()
-	require.NoError(t, err)
-	var requests uint64
-	for _, f := range families {
-		if f.GetName() != "rest_client_request_duration_seconds" {
-			continue
-		}
-		for _, metric := range f.GetMetric() {
-			for _, l := range metric.GetLabel() {
-				if l.GetName() == "host" && l.GetValue() == host {
-					requests += metric.GetHistogram().GetSampleCount()
-				}
-			}
-		}
-	}
-	assert.Equal(t, uint64(1), requests, "the request's latency is observed once")
 }
 
 // A Restore is not planned before every Restore created before it has entered admission
@@ -122,12 +89,12 @@ func TestControllerTakesRestoresInTheOrderTheyWereCreated(t *testing.T) {
 	for _, o := range []*unstructured.Unstructured{older, sameSecond, newer, done, deleting} {
 		require.NoError(t, store.Add(o))
 	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{veleroRestoresGVR: "RestoreList"},
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{velero.RestoresResource: "RestoreList"},
 		newer.DeepCopy())
-	c := &controller{velero: velerohost.Velero{Dynamic: dyn, Namespace: "velero"}, log: slog.New(slog.DiscardHandler), identity: "replica-1",
-		slots: make(chan struct{}, 1), events: record.NewFakeRecorder(10), metrics: newControllerMetrics(func() float64 { return 0 }), restores: store}
+	c := &Controller{velero: velero.Client{Dynamic: dyn, Namespace: "velero"}, log: slog.New(slog.DiscardHandler), identity: "replica-1",
+		slots: make(chan struct{}, 1), events: record.NewFakeRecorder(10), metrics: &countingMetrics{}, restores: store}
 	phase := func() string {
-		o, err := dyn.Resource(veleroRestoresGVR).Namespace("velero").Get(context.Background(), "newer", metav1.GetOptions{})
+		o, err := dyn.Resource(velero.RestoresResource).Namespace("velero").Get(context.Background(), "newer", metav1.GetOptions{})
 		require.NoError(t, err)
 		p, _, _ := unstructured.NestedString(o.Object, "status", "phase")
 		return p
@@ -135,13 +102,13 @@ func TestControllerTakesRestoresInTheOrderTheyWereCreated(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	waiting := c.metrics.waiting.WithLabelValues("earlier")
+	m := c.metrics.(*countingMetrics)
 	led := make(chan error)
 	go func() { led <- c.lead(ctx, "newer") }()
-	assert.Eventually(t, func() bool { return testutil.ToFloat64(waiting) == 1 }, time.Second, 10*time.Millisecond, "counted as waiting")
+	assert.Eventually(t, func() bool { return m.waiting(WaitEarlier) == 1 }, time.Second, 10*time.Millisecond, "counted as waiting")
 	require.NoError(t, <-led)
 	assert.Empty(t, phase(), "not taken while older ones have not entered admission")
-	assert.Zero(t, testutil.ToFloat64(waiting))
+	assert.Zero(t, m.waiting(WaitEarlier))
 
 	older.SetAnnotations(map[string]string{AdmissionAnnotation: "admitted"})
 	require.NoError(t, store.Update(older))
@@ -161,13 +128,45 @@ func TestControllerTakesRestoresInTheOrderTheyWereCreated(t *testing.T) {
 func TestControllerLetsADeletedRestoreGo(t *testing.T) {
 	deleted := veleroRestore("deleted", map[string]any{"backupName": "gone"}, "Completed")
 	deleted.SetFinalizers([]string{"example.io/other", ExternalResourcesFinalizer})
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{veleroRestoresGVR: "RestoreList",
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{velero.RestoresResource: "RestoreList",
 		{Group: "velero.io", Version: "v1", Resource: "backups"}: "BackupList"}, deleted)
-	c := &controller{velero: velerohost.Velero{Dynamic: dyn, Namespace: "velero"}, log: slog.New(slog.DiscardHandler)}
+	c := &Controller{velero: velero.Client{Dynamic: dyn, Namespace: "velero"}, log: slog.New(slog.DiscardHandler)}
 	now := metav1.Now()
 	deleted.SetDeletionTimestamp(&now)
 	require.NoError(t, c.finalize(context.Background(), deleted))
-	o, err := dyn.Resource(veleroRestoresGVR).Namespace("velero").Get(context.Background(), "deleted", metav1.GetOptions{})
+	o, err := dyn.Resource(velero.RestoresResource).Namespace("velero").Get(context.Background(), "deleted", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"example.io/other"}, o.GetFinalizers(), "Velero's finalizer removed, others kept")
+}
+
+// countingMetrics counts what the controller tells its metrics.
+type countingMetrics struct {
+	nopMetrics
+	mu    sync.Mutex
+	wait  map[Wait]int
+	ended map[velerov1.RestorePhase]int
+}
+
+func (m *countingMetrics) Waiting(w Wait, delta int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.wait == nil {
+		m.wait = map[Wait]int{}
+	}
+	m.wait[w] += delta
+}
+
+func (m *countingMetrics) waiting(w Wait) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.wait[w]
+}
+
+func (m *countingMetrics) RestoreEnded(phase velerov1.RestorePhase, _ time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ended == nil {
+		m.ended = map[velerov1.RestorePhase]int{}
+	}
+	m.ended[phase]++
 }
