@@ -9,9 +9,13 @@ CLI       := cmd/restoregraph
 KUBE_VERSION := $(shell sed -n 's/^\tk8s.io\/kubernetes \(v[0-9.]*\)$$/\1/p' test/go.mod)
 KUBE_BIN     ?= $(HOME)/.cache/restoregraph/kube-$(KUBE_VERSION)
 export RESTOREGRAPH_KUBE_BIN := $(KUBE_BIN)
-# Velero's plugin host is a module of its own too (plugin/velerohost); its tests run the
-# velero command, built from test/velero (pinned to Velero's dependencies), cached the same way.
-HOST         := plugin/velerohost
+# Everything that speaks Velero is a module of its own too (velero: its objects and
+# buckets, the plugin host, the controller); its tests run the velero command, built
+# from test/velero (pinned to Velero's dependencies), cached the same way.
+VELERO       := velero
+# The demo is a program of its own, with the workload generators and Graphviz (as
+# WebAssembly) that the command does not link.
+DEMO         := demo
 VELERO_VERSION := $(shell sed -n 's/^\tgithub.com\/vmware-tanzu\/velero \(v[0-9.]*\)$$/\1/p' test/velero/go.mod)
 VELERO_BIN   ?= $(HOME)/.cache/restoregraph/velero-$(VELERO_VERSION)
 export RESTOREGRAPH_VELERO_BIN := $(VELERO_BIN)
@@ -36,11 +40,11 @@ FUZZTIME  ?= 15s
 BENCHTIME ?= 1x
 BENCH     ?= .
 
-.PHONY: all test test-faults unit plugins integration integration-bins bench-integration etcd lint fmt bench fuzz demo pictures velero-stack fixtures
+.PHONY: all test test-faults unit plugins integration integration-bins bench-integration etcd lint fmt bench fuzz demo pictures velero-stack fixtures docs
 
 all: test
 
-## test: lint, every unit test with the race detector, the Velero plugin host's tests, then the integration tests (what CI runs)
+## test: lint, every unit test with the race detector, the Velero module's tests, then the integration tests (what CI runs)
 test: lint unit plugins integration
 
 # go test runs without its own vet (-vet=off): lint has run go vet, a superset of its
@@ -52,6 +56,7 @@ unit:
 	$(GO) test -vet=off -count=1 -run 'MemoryIsBounded' ./backup
 	cd $(CLI) && $(GO) test -race -vet=off -count=1 -timeout 20m ./...
 	cd $(PEERS) && $(GO) test -race -vet=off -count=1 ./...
+	cd $(DEMO) && $(GO) test -race -vet=off -count=1 ./...
 
 ## lint: gofmt and go vet
 lint:
@@ -60,16 +65,17 @@ lint:
 	$(GO) vet $(PKGS)
 	cd $(CLI) && $(GO) vet ./...
 	cd test && $(GO) vet ./...
-	cd $(HOST) && $(GO) vet ./...
+	cd $(VELERO) && $(GO) vet ./...
+	cd $(DEMO) && $(GO) vet ./...
 	cd $(PEERS) && $(GO) vet ./...
 	cd test/velero && $(GO) vet ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-## plugins: the Velero plugin host against plugins built with Velero's framework and the velero command
+## plugins: the velero module (the plugin host, locations, records, the controller) against plugins built with Velero's framework and the velero command
 plugins: $(VELERO_BIN)/.built
-	cd $(HOST) && $(GO) test -race -vet=off -count=1 -timeout 20m ./...
+	cd $(VELERO) && $(GO) test -race -vet=off -count=1 -timeout 20m ./...
 
 # -X sets what `velero version` prints: the server refuses nothing without it, but a
 # client and server that both say "<no value>" hide which Velero answered.
@@ -164,6 +170,10 @@ bench:
 	cat out/bench.txt out/bench-peers.txt
 	cat out/bench.txt out/bench-peers.txt | (cd $(PEERS) && $(GO) run ./cmd/benchreport -out ../../$(BENCH_OUT))
 
+## docs: docs/reference/cli.md from the command's definitions (the unit tests check that it is current)
+docs:
+	cd $(CLI) && $(GO) test -count=1 -run '^TestReferenceIsGenerated$$' . -update
+
 ## fuzz: each fuzz target for FUZZTIME
 fuzz:
 	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
@@ -175,10 +185,10 @@ fuzz:
 
 ## demo: the Cluster API restore demo on the embedded API server; pictures in out/demo
 demo:
-	cd $(CLI) && $(GO) run . demo capi --out ../../out/demo $(DEMOFLAGS)
+	cd $(DEMO) && $(GO) run . capi --out ../out/demo $(DEMOFLAGS)
 
-## pictures: the README's pictures, from a one-cluster demo (needs Graphviz's dot)
+## pictures: the README's pictures, from a one-cluster demo (Graphviz runs in process)
 pictures:
-	cd $(CLI) && $(GO) run . demo capi --clusters 1 --out ../../out/pictures
+	cd $(DEMO) && $(GO) run . capi --clusters 1 --out ../out/pictures
 	cp out/pictures/plan.svg docs/plan.svg
 	cp out/pictures/timeline.svg docs/timeline.svg

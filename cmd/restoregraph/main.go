@@ -1,26 +1,19 @@
 // Command restoregraph restores a Kubernetes backup as a dependency graph.
 //
-//	restoregraph plan     --backup FILE [-o text|json|dot] [--embedded]
-//	restoregraph restore  --backup FILE [--workers N] [--item-timeout D] [--journal FILE]
-//	                      [--version-priorities FILE] [--strict-versions]
-//	                      [--existing adopt|update|fail | --existing-resource-policy none|update]
-//	                      [-o text|json] [--embedded]
-//	restoregraph restore  --plan FILE [--replan]   (a plan saved by plan -o json, restored as saved)
-//	restoregraph restore  --from-velero-restore FILE --plugins DIR   (a Velero Restore object, its spec in full)
-//	restoregraph manifest --backup FILE [-o FILE]
-//	restoregraph demo capi [--clusters N] [--workers N] [--kubeconfig ...] [--out DIR]
-//	restoregraph controller --plugins DIR   (carries out Velero's Restore objects, in place of Velero's restore controller)
+//	restoregraph plan     --backup FILE|URL | --from-backup NAME [-o text|json|dot]
+//	restoregraph restore  --backup FILE|URL | --from-backup NAME | --plan FILE | --from-velero-restore FILE
+//	restoregraph verify   --backup FILE|URL | --from-backup NAME
+//	restoregraph backup   -o FILE|URL | --storage-location LOCATION --name NAME
+//	restoregraph manifest --backup FILE|URL [-o FILE]
+//	restoregraph controller --plugins DIR   (carries out Velero's Restore objects)
 //
 // The target cluster comes from the kubeconfig (--kubeconfig, --context, as kubectl
-// reads them), or is the embedded in-process API server with --embedded.
+// reads them), or is the embedded in-process API server with --embedded. Every command
+// and flag is in docs/reference/cli.md, generated from these definitions.
 //
-// --backup is a tarball, or a URL of one kept in object storage as Velero keeps it
-// (s3://BUCKET/PREFIX/NAME, file://). plan, restore and verify also take a backup by
-// its name in Velero (--from-backup NAME, --from-schedule NAME): its Backup and
-// BackupStorageLocation are read from the cluster where Velero runs, and the tarball
-// through the location's object-store plugin (--plugins DIR), as Velero reads it; a
-// restore of it is recorded in Velero as Velero records its own. backup writes into one
-// of Velero's locations the same way (--storage-location LOCATION --name NAME).
+// The command only wires: flags become the options of the library's packages (restore,
+// backup, velero, velero/controller), and their results are printed by the library's
+// writers.
 //
 // Exit codes: 0 when everything was restored, 1 when something failed or was skipped,
 // 2 for bad usage or bad input, 3 when the cluster or the backup's store could not be
@@ -28,25 +21,15 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/rest"
-
-	"github.com/restoregraph/restoregraph/memcluster"
-	"github.com/restoregraph/restoregraph/restore"
 )
 
 // Exit codes.
@@ -114,132 +97,6 @@ func unreachable(err error) bool {
 	return apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err)
 }
 
-// target is where a command restores to.
-type target struct {
-	flags    *genericclioptions.ConfigFlags
-	embedded bool
-	dataDir  string // --embedded-data-dir
-	qps      float32
-	burst    int
-	limiter  *meteredLimiter    // set by config for a kubeconfig's cluster
-	server   *memcluster.Server // set by config for --embedded
-	reach    reachability
-	// limitSet: --client-qps or --client-burst given. Otherwise a server with API
-	// Priority and Fairness is sent requests unthrottled.
-	limitSet func() bool
-	stderr   func() io.Writer
-}
-
-func (t *target) addFlags(cmd *cobra.Command) {
-	t.flags.AddFlags(cmd.Flags())
-	cmd.Flags().BoolVar(&t.embedded, "embedded", false, "use the embedded in-process API server instead of the kubeconfig's cluster")
-	cmd.Flags().StringVar(&t.dataDir, "embedded-data-dir", os.TempDir(), "where the embedded server keeps its objects' JSON, in a file it removes from the directory at once (the kernel's page cache holds it, not the process's heap; as it is on a disk, compressed on tmpfs); empty keeps it in memory")
-	cmd.Flags().Float32Var(&t.qps, "client-qps", 200, "requests per second the client sends the API server at most; by default none when the server has API Priority and Fairness (it answers with its flow schema), which then paces its clients itself")
-	cmd.Flags().IntVar(&t.burst, "client-burst", 400, "requests the client may send at once above --client-qps")
-	t.limitSet = func() bool { return cmd.Flags().Changed("client-qps") || cmd.Flags().Changed("client-burst") }
-	t.stderr = cmd.ErrOrStderr
-}
-
-// unthrottled is the limit of a client left to the server's API Priority and Fairness:
-// none that a restore reaches.
-const unthrottled = 1e9
-
-// pacedByServer reports whether the server of cfg has API Priority and Fairness: its
-// answer to /livez/ping names the flow schema that classified it. Any failure to ask is
-// a no: the client keeps its own limit.
-func pacedByServer(cfg *rest.Config) bool {
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return false
-	}
-	base, _, err := rest.DefaultServerUrlFor(cfg)
-	if err != nil {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.JoinPath("livez", "ping").String(), nil)
-	if err != nil {
-		return false
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID) != ""
-}
-
-// config returns the target's client configuration and a function that releases it.
-func (t *target) config() (*rest.Config, func(), error) {
-	if t.embedded {
-		// A /12, as large clusters' Service ranges: a backup of a large cluster holds more
-		// Services than the /24 a kube-apiserver has by default.
-		if t.dataDir != "" {
-			if fi, err := os.Stat(t.dataDir); err != nil {
-				return nil, nil, badInput("--embedded-data-dir: %w", err)
-			} else if !fi.IsDir() {
-				return nil, nil, badInput("--embedded-data-dir: %s is not a directory", t.dataDir)
-			}
-		}
-		s, err := memcluster.StartServer(memcluster.Options{GC: true, ServiceCIDR: "10.96.0.0/12", DataDir: t.dataDir})
-		if err != nil {
-			return nil, nil, err
-		}
-		// Served in this process, without a connection.
-		t.server = s
-		return s.InProcessConfig(), func() {
-			writeHeapProfile() // its error is the run's end's to report
-			if err := s.DataFileError(); err != nil {
-				fmt.Fprintf(t.stderr(), "restoregraph: warning: the embedded server kept objects in memory from the first its data file refused: %v\n", err)
-			}
-			s.Close()
-		}, nil
-	}
-	cfg, err := t.flags.ToRESTConfig()
-	if err != nil {
-		return nil, nil, badInput("kubeconfig: %w (use --embedded for the in-process API server)", err)
-	}
-	// With no kubeconfig at all and not in a Pod, client-go falls back to
-	// http://localhost:8080, which is not a cluster anybody meant: say what is missing
-	// instead of failing to reach it.
-	if raw, err := t.flags.ToRawKubeConfigLoader().RawConfig(); err == nil && len(raw.Clusters) == 0 &&
-		(t.flags.APIServer == nil || *t.flags.APIServer == "") && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
-		return nil, nil, badInput("no kubeconfig: set KUBECONFIG, --kubeconfig or --server, or use --embedded for the in-process API server")
-	}
-	if t.qps <= 0 || t.burst <= 0 {
-		return nil, nil, badInput("--client-qps and --client-burst must be positive")
-	}
-	if (t.limitSet == nil || !t.limitSet()) && pacedByServer(cfg) {
-		t.qps, t.burst = unthrottled, unthrottled
-	}
-	cfg.QPS, cfg.Burst = t.qps, t.burst
-	t.limiter = newMeteredLimiter(t.qps, t.burst)
-	cfg.RateLimiter = t.limiter
-	cfg.Wrap(t.reach.wrap)
-	return cfg, func() {}, nil
-}
-
-// restoreTarget returns the clients of the target, its configuration, and a function
-// that releases it.
-func (t *target) restoreTarget() (restore.Target, *rest.Config, func(), error) {
-	cfg, stop, err := t.config()
-	if err != nil {
-		return restore.Target{}, nil, nil, err
-	}
-	tgt, err := restore.NewTarget(cfg)
-	if err != nil {
-		stop()
-		return restore.Target{}, nil, nil, err
-	}
-	if t.server != nil {
-		// Handed each object as the restore holds it, decoded: nothing is encoded for the
-		// server to decode again, nor its answer decoded.
-		tgt.Creator = t.server
-	}
-	return tgt, cfg, stop, nil
-}
-
 // newRoot returns the command, and what ends the profiles its run started.
 func newRoot() (*cobra.Command, func() error) {
 	root := &cobra.Command{
@@ -269,7 +126,7 @@ version the target serves, with owner UIDs remapped.`,
 		}
 		return err
 	}
-	root.AddCommand(newPlanCmd(), newRestoreCmd(), newBackupCmd(), newVerifyCmd(), newManifestCmd(), newDemoCmd(), newControllerCmd())
+	root.AddCommand(newPlanCmd(), newRestoreCmd(), newBackupCmd(), newVerifyCmd(), newManifestCmd(), newControllerCmd())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return badInput("%v\n%s", err, c.UsageString()) })
 	return root, func() error { return stopProfiles() }
 }

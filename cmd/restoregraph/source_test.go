@@ -17,50 +17,9 @@ import (
 	"github.com/restoregraph/restoregraph/manifest"
 )
 
-func TestParseBackupLocation(t *testing.T) {
-	for raw, want := range map[string]backupLocation{
-		"backup.tar.gz":                           {file: "backup.tar.gz"},
-		"s3://bucket/velero/nightly":              {bucket: "bucket", key: "velero/backups/nightly/nightly.tar.gz"},
-		"s3://bucket/velero/backups/nightly/":     {bucket: "bucket", key: "velero/backups/nightly/nightly.tar.gz"},
-		"s3://bucket/nightly":                     {bucket: "bucket", key: "backups/nightly/nightly.tar.gz"},
-		"s3://bucket/backups/nightly":             {bucket: "bucket", key: "backups/nightly/nightly.tar.gz"},
-		"s3://bucket/mybackups/nightly":           {bucket: "bucket", key: "mybackups/backups/nightly/nightly.tar.gz"},
-		"s3://bucket/a/b.tar.gz?region=eu-west-1": {bucket: "bucket", s3: s3Store{region: "eu-west-1"}, key: "a/b.tar.gz"},
-		"s3://bucket/n?s3Url=http://minio:9000&s3ForcePathStyle=true&region=minio": {bucket: "bucket",
-			s3: s3Store{endpoint: "http://minio:9000", pathStyle: true, region: "minio"}, key: "backups/n/n.tar.gz"},
-		"file:///srv/velero/backups/nightly": {dir: "/", key: "srv/velero/backups/nightly/nightly.tar.gz"},
-	} {
-		got, err := parseBackupLocation(raw, "")
-		require.NoError(t, err, raw)
-		want.url = raw
-		assert.Equal(t, want, got, raw)
-	}
-
+func TestBackupName(t *testing.T) {
 	for _, raw := range []string{"nightly.tar.gz", "/srv/nightly.tar.gz", "s3://bucket/velero/nightly?region=x", "s3://bucket/velero/backups/nightly/", "file:///srv/nightly.tar.gz"} {
 		assert.Equal(t, "nightly", backupName(raw), raw)
-	}
-
-	got, err := parseBackupLocation("s3://bucket/velero/nightly", "http://127.0.0.1:7070")
-	require.NoError(t, err)
-	assert.Equal(t, s3Store{endpoint: "http://127.0.0.1:7070", pathStyle: true, region: "us-east-1"}, got.s3)
-
-	for raw, endpoint := range map[string]string{
-		"ftp://bucket/nightly":    "",
-		"s3:///nightly":           "",
-		"s3://bucket":             "",
-		"s3://bucket/":            "",
-		"file://host/srv/nightly": "",
-		"gs://bucket/nightly":     "",
-		"azblob://bucket/nightly": "",
-		"s3://bucket/n?bogus=1":   "",
-		"file:///srv/n":           "http://127.0.0.1:7070",
-		"nightly.tar.gz":          "http://127.0.0.1:7070",
-		"s3://bucket/%zz/nightly": "",
-	} {
-		_, err := parseBackupLocation(raw, endpoint)
-		var ee *exitError
-		require.ErrorAs(t, err, &ee, raw)
-		assert.Equal(t, exitBadInput, ee.code, raw)
 	}
 }
 

@@ -13,7 +13,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/restoregraph/restoregraph/archive"
-	"github.com/restoregraph/restoregraph/plugin/velerohost"
+	"github.com/restoregraph/restoregraph/progress"
+	"github.com/restoregraph/restoregraph/velero"
+	"github.com/restoregraph/restoregraph/velero/pluginhost"
 )
 
 // veleroFlags name a backup as Velero names it: by its Backup object, or as the newest
@@ -69,16 +71,15 @@ func (v *veleroFlags) check(backup, s3Endpoint string, plugins, embedded bool) (
 // veleroSource is a backup read through Velero: where it is, and what recording a
 // restore of it in Velero needs.
 type veleroSource struct {
-	velero   velerohost.Velero
-	location velerohost.Location
-	store    *velerohost.ObjectStore
-	backup   string // its name
+	velero velero.Client
+	store  *velero.Store // the backup's location
+	backup string        // its name
 }
 
 // read finds the backup through Velero's objects in the source cluster (target is the
 // target's configuration, the default) and opens it through its location's object store,
 // with the plugins of host. It returns the backup, where it is, and what closes both.
-func (v *veleroFlags) read(ctx context.Context, target *rest.Config, host *velerohost.Host, commands [][]string, progress io.Writer) (
+func (v *veleroFlags) read(ctx context.Context, target *rest.Config, host *pluginhost.Host, commands [][]string, warn io.Writer) (
 	b *archive.Backup, src *veleroSource, closeAll func(), err error) {
 	cfg := target
 	if v.sourceKubeconfig != "" {
@@ -94,34 +95,34 @@ func (v *veleroFlags) read(ctx context.Context, target *rest.Config, host *veler
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	velero := velerohost.Velero{Dynamic: dyn, Secrets: cs.CoreV1(), Namespace: v.namespace}
-	var vb *velerohost.Backup
+	client := velero.Client{Dynamic: dyn, Secrets: cs.CoreV1(), Namespace: v.namespace}
+	var vb *velero.Backup
 	if v.schedule != "" {
-		vb, err = velero.LatestOfSchedule(ctx, v.schedule, v.allowPartiallyFailed)
+		vb, err = client.LatestOfSchedule(ctx, v.schedule, v.allowPartiallyFailed)
 	} else {
-		vb, err = velero.Backup(ctx, v.backup)
+		vb, err = client.Backup(ctx, v.backup)
 	}
 	if err != nil {
 		return nil, nil, nil, veleroError(err)
 	}
-	store, err := host.OpenLocation(ctx, velero, vb.Location, commands...)
+	store, err := client.OpenLocation(ctx, host, vb.Location, commands...)
 	if err != nil {
 		return nil, nil, nil, veleroError(err)
 	}
 	label := fmt.Sprintf("backup %s/%s", v.namespace, vb.Name)
 	if vb.Phase != "Completed" {
-		fmt.Fprintf(progress, "restoregraph: warning: %s is %s: what it failed to back up is not in it\n", label, vb.Phase)
+		fmt.Fprintf(warn, "restoregraph: warning: %s is %s: what it failed to back up is not in it\n", label, vb.Phase)
 	}
-	meter := &meteredSource{src: store}
-	stop := meter.show(progress, label)
+	meter := &progress.Meter{Source: store}
+	stop := meter.Show(warn, label)
 	b, err = archive.Open(ctx, meter, vb.Key(), archive.Options{})
 	stop()
 	if err != nil {
 		store.Close()
 		return nil, nil, nil, sourceError(fmt.Sprintf("%s/%s in location %s", v.namespace, vb.Name, vb.Location.Name), err)
 	}
-	return b, &veleroSource{velero: velero, location: vb.Location, store: store, backup: vb.Name}, func() {
-		reportRead(progress, label, b)
+	return b, &veleroSource{velero: client, store: store, backup: vb.Name}, func() {
+		progress.ReportRead(warn, label, b)
 		b.Close()
 		store.Close()
 	}, nil
@@ -131,9 +132,9 @@ func (v *veleroFlags) read(ctx context.Context, target *rest.Config, host *veler
 // location, a Secret or a plugin that is missing or not ready is bad input; the cluster
 // not answering is not.
 func veleroError(err error) error {
-	for _, kind := range []error{velerohost.ErrBackupNotFound, velerohost.ErrBackupNotRestorable, velerohost.ErrNoBackupOfSchedule,
-		velerohost.ErrLocationNotFound, velerohost.ErrLocationUnavailable, velerohost.ErrLocationInvalid,
-		velerohost.ErrSecretKey, velerohost.ErrNoObjectStore, velerohost.ErrLocationReadOnly, velerohost.ErrRestoreExists} {
+	for _, kind := range []error{velero.ErrBackupNotFound, velero.ErrBackupNotRestorable, velero.ErrNoBackupOfSchedule,
+		velero.ErrLocationNotFound, velero.ErrLocationUnavailable, velero.ErrLocationInvalid,
+		velero.ErrSecretKey, pluginhost.ErrNoObjectStore, velero.ErrLocationReadOnly, velero.ErrRestoreExists, velero.ErrBackupExists} {
 		if errors.Is(err, kind) {
 			return badInput("%w", err)
 		}
