@@ -129,7 +129,7 @@ func (r Resource) applies(ns string, podLabels map[string]string) bool {
 	return err == nil && sel.Matches(labels.Set(podLabels))
 }
 
-// Named is a hook with where it came from: "<annotation>" or the spec's resource name.
+// Named is a hook with where it came from: "<annotations>" or the spec's resource name.
 type Named[T any] struct {
 	Source string `json:"source"`
 	Hook   T      `json:"hook"`
