@@ -258,8 +258,8 @@ func firstOrder(b *testing.B) int {
 // keptRestored returns where the restored objects of the backup at backup are kept
 // between runs, when RESTOREGRAPH_BENCH_RESTORED names a directory (else ""): a file
 // named by the workload and the backup's SHA-256, so that a row begun at a later order
-// (the million's second took 88 minutes here on 2026-12-02, and its restore before it
-// 38 minutes more) need not restore the same backup again first. The objects are the same from
+// (the million's second takes over an hour, and its restore before it more) need not
+// restore the same backup again first. The objects are the same from
 // run to run but for the UIDs the server gives and the restore's name; a command that
 // restored differently would leave a file of its own objects after its run.
 func keptRestored(b *testing.B, name, backup string) string {

@@ -86,9 +86,8 @@ func (e *encoder) object(m map[string]any) error {
 		return nil
 	}
 	// The members are sorted in an array on the goroutine's stack, most objects having
-	// few: written to the heap, each of their strings and values was a write barrier
-	// while the collector marks (in the million's profile the barrier's flushes fell by
-	// 8%; its time was not told apart, docs/profiles.md).
+	// few: written to the heap, each of their strings and values would be a write
+	// barrier while the collector marks.
 	var room [stackMembers]member
 	members := room[:0]
 	for k, v := range m {

@@ -89,8 +89,7 @@ func Unordered(n int, order []int32) []bool {
 // neighbours are: on a backup, a namespace's objects are weighed together, and the
 // leaves between them in one ascending run. Order's first in first out would take each
 // depth across the whole graph in turn, and the walk back two interleaved descending
-// runs; at a million nodes this order took 6–20% less time than the first in first out
-// (docs/profiles.md, "The longest paths last in first out"). A node's weight is taken
+// runs, each step a miss of the cache at a million nodes. A node's weight is taken
 // once, and the maxima are the same whatever the order they are taken in.
 func LongestRemaining(dag DAG, order []int32, weight func(node int32) float64) []float64 {
 	n := dag.Len()
