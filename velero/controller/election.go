@@ -70,17 +70,18 @@ func (c *Controller) elect(ctx context.Context, o *unstructured.Unstructured) {
 		c.queue.AddRateLimited(name)
 		return
 	}
-	var leadErr error
+	// OnStartedLeading runs on a goroutine of the elector's own, which Run does not wait
+	// for: it hands the leader's context over, and the Restore is carried out here, on a
+	// goroutine the controller waits for. The channel has room for the one send, so a
+	// hand-over after the election ended blocks nobody.
+	leading := make(chan context.Context, 1)
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{LeaseMeta: lease.ObjectMeta, Client: c.clients.CoordinationV1(),
 			LockConfig: resourcelock.ResourceLockConfig{Identity: c.identity}},
 		LeaseDuration: c.leaseDuration, RenewDeadline: c.leaseDuration * 2 / 3, RetryPeriod: c.leaseDuration / 7,
 		ReleaseOnCancel: true, Name: "restore " + name,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				leadErr = c.lead(ctx, name)
-				cancel()
-			},
+			OnStartedLeading: func(ctx context.Context) { leading <- ctx },
 			OnStoppedLeading: func() {},
 		},
 	})
@@ -92,7 +93,16 @@ func (c *Controller) elect(ctx context.Context, o *unstructured.Unstructured) {
 	c.elections.Add(1)
 	go func() {
 		defer c.elections.Done()
-		le.Run(ectx)
+		ran := make(chan struct{})
+		go func() { defer close(ran); le.Run(ectx) }()
+		var leadErr error
+		select {
+		case lctx := <-leading:
+			leadErr = c.lead(lctx, name)
+			cancel()
+			<-ran // the Lease released
+		case <-ran:
+		}
 		c.forget(name, e)
 		if leadErr != nil && ctx.Err() == nil {
 			c.log.Warn("restore not carried out; again later", "restore", name, "error", leadErr)
