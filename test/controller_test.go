@@ -88,7 +88,7 @@ func TestControllerCarriesOutVeleroRestores(t *testing.T) {
 	assert.Contains(t, describe, "shop-copy/web(created)")
 	vlogs, err := v.Run(ctx, "restore", "logs", "shop-copy")
 	require.NoError(t, err, vlogs)
-	assert.Contains(t, vlogs, "objects in")
+	assert.Regexp(t, `msg=restored restore=shop-copy resource=deployments.apps version=v1 namespace=shop name=web targetNamespace=shop-copy`, vlogs, "a line per object")
 
 	// Operable: health, readiness, metrics, Events on the Restore.
 	for _, path := range []string{"/healthz", "/readyz", "/debug/pprof/goroutine?debug=1"} {

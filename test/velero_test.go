@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -389,7 +390,7 @@ func TestVeleroRestoresARestoregraphBackup(t *testing.T) {
 	assert.Contains(t, out, "shop2/web(created)", "the resource list, read through Velero's download request")
 	out, err = v.Run(ctx, "restore", "logs", restoreName)
 	require.NoError(t, err, out)
-	assert.Contains(t, out, "objects in", "the log is what restoregraph printed")
+	assert.Regexp(t, `msg=restored restore=`+regexp.QuoteMeta(restoreName)+` resource=deployments.apps version=v1 namespace=shop name=web targetNamespace=shop2`, out, "the restore's log: a line per object")
 	time.Sleep(5 * time.Second)
 	assert.Equal(t, "Completed", veleroPhase(t, dst, veleroRestores, restoreName, "Completed", "PartiallyFailed", "Failed", "InProgress", "New"),
 		"Velero's restore controller leaves a finished restore as it is")
