@@ -51,7 +51,7 @@ func TestControllerAsALibrary(t *testing.T) {
 	t.Cleanup(host.Close)
 	var cmds [][]string
 	for _, c := range commands {
-		cmds = append(cmds, []string{c})
+		cmds = append(cmds, pluginhost.Command(c))
 	}
 	var logs syncBuffer
 	c, err := controller.New(controller.Config{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"k8s.io/client-go/rest"
@@ -23,6 +24,9 @@ func (f *restoreFlags) pluginHost(cfg *rest.Config, warn io.Writer) (host *plugi
 	stop = func() {}
 	paths := slices.Clone(f.pluginPaths)
 	if f.pluginDir != "" {
+		if _, err := os.Stat(f.pluginDir); err != nil {
+			return nil, nil, stop, badInput("--plugins: %w", err)
+		}
 		found, err := pluginhost.Executables(f.pluginDir)
 		if err != nil {
 			return nil, nil, stop, badInput("--plugins: %w", err)
@@ -39,8 +43,12 @@ func (f *restoreFlags) pluginHost(cfg *rest.Config, warn io.Writer) (host *plugi
 		return nil, nil, stop, err
 	}
 	host = &pluginhost.Host{Env: []string{"KUBECONFIG=" + kubeconfig}, Log: warn}
+	// Velero's own command first, as Velero's server lists itself before /plugins.
+	slices.SortStableFunc(paths, func(a, b string) int {
+		return cmpBool(filepath.Base(b) == pluginhost.VeleroBinary, filepath.Base(a) == pluginhost.VeleroBinary)
+	})
 	for _, p := range paths {
-		commands = append(commands, []string{p})
+		commands = append(commands, pluginhost.Command(p))
 	}
 	return host, commands, func() { host.Close(); os.Remove(kubeconfig) }, nil
 }
@@ -82,4 +90,15 @@ func writeKubeconfig(cfg *rest.Config) (string, error) {
 	}
 	f.Close()
 	return f.Name(), clientcmd.WriteToFile(*kc, f.Name())
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }

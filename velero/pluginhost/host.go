@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,22 +61,51 @@ type Host struct {
 	procs map[string]*process
 }
 
-// Executables returns the executable files of dir, as Velero finds plugins in /plugins.
+// Executables returns the plugin executables under dir, as Velero's server finds them
+// in /plugins: the directory is read recursively, and an entry whose mode has an
+// executable bit is a plugin, a symbolic link to an executable file included. A link
+// to a directory is not followed, as Velero does not follow it. A dir that does not
+// exist holds none, as for Velero.
 func Executables(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, e := range entries {
-		info, err := e.Info()
+		path := filepath.Join(dir, e.Name())
+		if e.IsDir() {
+			sub, err := Executables(path)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sub...)
+			continue
+		}
+		info, err := os.Stat(path) // a link's target
 		if err != nil || !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
 			continue
 		}
-		out = append(out, filepath.Join(dir, e.Name()))
+		out = append(out, path)
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// VeleroBinary is the name of Velero's own command, which serves Velero's built-in
+// plugins when run as "velero run-plugins".
+const VeleroBinary = "velero"
+
+// Command is how executable path is started to serve its plugins: Velero's own command
+// (named velero) with run-plugins, as Velero's server runs itself, any other as it is.
+func Command(path string) []string {
+	if filepath.Base(path) == VeleroBinary {
+		return []string{path, "run-plugins"}
+	}
+	return []string{path}
 }
 
 // Discover starts each executable (command and its arguments) and returns the

@@ -315,3 +315,33 @@ func asyncLines(t *testing.T, path string) []string {
 	require.NoError(t, err)
 	return slices.DeleteFunc(strings.Split(string(data), "\n"), func(l string) bool { return l == "" })
 }
+
+// Plugins are found as Velero's server finds them: under the directory and its
+// subdirectories, an executable or a link to one; neither a file without an executable
+// bit nor a link to a directory. Velero's own command serves its plugins with
+// run-plugins.
+func TestExecutablesAsVeleroFindsThem(t *testing.T) {
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	write := func(path string, mode os.FileMode) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte("#!/bin/sh\n"), mode))
+	}
+	write(filepath.Join(dir, "velero-plugin-for-aws"), 0o755)
+	write(filepath.Join(dir, "README"), 0o644)
+	write(filepath.Join(dir, "vendor", "plugin-b"), 0o750)
+	write(filepath.Join(elsewhere, "velero"), 0o755)
+	write(filepath.Join(elsewhere, "data", "plugin-c"), 0o755)
+	require.NoError(t, os.Symlink(filepath.Join(elsewhere, "velero"), filepath.Join(dir, "velero")))
+	require.NoError(t, os.Symlink(filepath.Join(elsewhere, "data"), filepath.Join(dir, "linked-dir")))
+	require.NoError(t, os.Symlink(filepath.Join(elsewhere, "gone"), filepath.Join(dir, "dangling")))
+
+	found, err := Executables(dir)
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(dir, "velero"), filepath.Join(dir, "velero-plugin-for-aws"), filepath.Join(dir, "vendor", "plugin-b")}, found)
+	assert.Equal(t, []string{filepath.Join(dir, "velero"), "run-plugins"}, Command(found[0]))
+	assert.Equal(t, []string{found[1]}, Command(found[1]))
+
+	none, err := Executables(filepath.Join(dir, "absent"))
+	require.NoError(t, err)
+	assert.Empty(t, none, "a directory that is not there holds no plugin, as for Velero")
+}
