@@ -25,18 +25,11 @@ func newPlanCmd() *cobra.Command {
 		Short: "Show what a restore would do, without writing anything",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" && output != "dot" {
-				return badInput("-o must be text, json or dot, not %q", output)
-			}
-			s, err := rf.open(cmd, t)
+			s, p, err := rf.openPlan(cmd, t, output, "text", "json", "dot")
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			p, err := s.makePlan()
-			if err != nil {
-				return err
-			}
 			conflicts, err := p.Conflicts(s.ctx, s.run)
 			if err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -167,4 +168,22 @@ func (f *restoreFlags) readPlan(cmd *cobra.Command) (*restore.SavedPlan, error) 
 		f.backup = saved.Backup.Location
 	}
 	return saved, nil
+}
+
+// openPlan opens what the flags name and plans the restore, for a command whose -o is
+// output, one of outputs; closing the session is the caller's.
+func (f *restoreFlags) openPlan(cmd *cobra.Command, t *target, output string, outputs ...string) (*session, *restore.Plan, error) {
+	if !slices.Contains(outputs, output) {
+		return nil, nil, badInput("-o must be one of %s, not %q", strings.Join(outputs, ", "), output)
+	}
+	s, err := f.open(cmd, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := s.makePlan()
+	if err != nil {
+		s.close()
+		return nil, nil, err
+	}
+	return s, p, nil
 }

@@ -32,18 +32,11 @@ through the restore item actions (fields the server adds are not compared). Exit
 0 only when everything holds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" {
-				return badInput("-o must be text or json, not %q", output)
-			}
-			s, err := rf.open(cmd, t)
+			s, p, err := rf.openPlan(cmd, t, output, "text", "json")
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			p, err := s.makePlan()
-			if err != nil {
-				return err
-			}
 			rep, err := restore.Verify(s.ctx, p, s.target, s.run)
 			if err != nil {
 				return &exitError{code: exitBadInput, err: err}
