@@ -90,6 +90,7 @@ func crdOf(req *request, obj object) (crd *apiextv1.CustomResourceDefinition, gr
 
 // afterWrite reacts to a stored object. The caller holds s.mu.
 func (s *Server) afterWrite(req *request, obj object) {
+	s.bindVolumes(req.rt.gr, obj)
 	crd, gr, ok := crdOf(req, obj)
 	if !ok {
 		return

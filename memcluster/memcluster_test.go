@@ -19,18 +19,18 @@ import (
 
 func TestContract(t *testing.T) {
 	// A short history, as a real server compacts: old continue tokens and watch versions expire.
-	opts := Options{EstablishDelay: 50 * time.Millisecond, GC: true, GCDelay: 50 * time.Millisecond, History: 300}
+	opts := Options{EstablishDelay: 50 * time.Millisecond, GC: true, GCDelay: 50 * time.Millisecond, History: 300, BindVolumes: true}
 	t.Run("loopback", func(t *testing.T) {
 		s, err := StartServer(opts)
 		require.NoError(t, err)
 		defer s.Close()
-		contract.Run(t, s.Config(), "mem", contract.Options{GC: true, Timeout: 10 * time.Second})
+		contract.Run(t, s.Config(), "mem", contract.Options{GC: true, VolumeBinder: true, Timeout: 10 * time.Second})
 	})
 	t.Run("in-process", func(t *testing.T) {
 		s, err := StartServer(opts)
 		require.NoError(t, err)
 		defer s.Close()
-		contract.Run(t, s.InProcessConfig(), "mem", contract.Options{GC: true, Timeout: 10 * time.Second})
+		contract.Run(t, s.InProcessConfig(), "mem", contract.Options{GC: true, VolumeBinder: true, Timeout: 10 * time.Second})
 	})
 	t.Run("data file", func(t *testing.T) {
 		opts := opts
@@ -38,7 +38,7 @@ func TestContract(t *testing.T) {
 		s, err := StartServer(opts)
 		require.NoError(t, err)
 		defer s.Close()
-		contract.Run(t, s.InProcessConfig(), "mem", contract.Options{GC: true, Timeout: 10 * time.Second})
+		contract.Run(t, s.InProcessConfig(), "mem", contract.Options{GC: true, VolumeBinder: true, Timeout: 10 * time.Second})
 		require.NoError(t, s.DataFileError())
 		assert.Positive(t, s.file.size(), "the objects' JSON went to the file")
 		left, err := os.ReadDir(opts.DataDir)

@@ -29,6 +29,10 @@ type Options struct {
 	// (default 100ms) of being orphaned.
 	GC      bool
 	GCDelay time.Duration
+	// BindVolumes binds claims and volumes that name each other (a claim's
+	// spec.volumeName, a volume's spec.claimRef), as kube-controller-manager's
+	// persistentvolume-binder binds pre-bound ones; nothing is provisioned.
+	BindVolumes bool
 	// Latency, when set, is slept before every resource request is served.
 	Latency func() time.Duration
 	// Faults, when set, answers a share of resource requests with an error.
@@ -72,11 +76,13 @@ type Server struct {
 	watchers    map[*watcher]struct{}
 	orphanSince map[key]time.Time         // the garbage collector's candidates
 	dependents  map[types.UID][]types.UID // by owner UID, the objects that named it (some may since have stopped)
-	timers      map[*time.Timer]struct{}
-	closed      bool
-	collected   int
-	alloc       *allocations
-	file        *dataFile // the objects' JSON (Options.DataDir), or nil
+	// claimsFor are the claims that name a volume not yet there, by its name (BindVolumes).
+	claimsFor map[string]key
+	timers    map[*time.Timer]struct{}
+	closed    bool
+	collected int
+	alloc     *allocations
+	file      *dataFile // the objects' JSON (Options.DataDir), or nil
 
 	done  chan struct{}  // closed by Close: ends watches and background work
 	tasks sync.WaitGroup // background work: GC, namespace cleanup, CRD establishment
@@ -130,7 +136,7 @@ func StartServer(opts Options) (*Server, error) {
 		opts: opts, listener: ln, alloc: alloc, file: file,
 		types: map[schema.GroupResource]*resourceType{}, objects: objectIndex{}, byUID: keyed.New(0, (*stored).uid),
 		history: newRing(opts.History), watchers: map[*watcher]struct{}{},
-		orphanSince: map[key]time.Time{}, dependents: map[types.UID][]types.UID{}, timers: map[*time.Timer]struct{}{}, done: make(chan struct{}),
+		orphanSince: map[key]time.Time{}, dependents: map[types.UID][]types.UID{}, claimsFor: map[string]key{}, timers: map[*time.Timer]struct{}{}, done: make(chan struct{}),
 	}
 	for _, rt := range builtins() {
 		s.addType(rt)

@@ -70,7 +70,7 @@ func cfg() *rest.Config { return rest.CopyConfig(cluster.Config) }
 
 // TestContract runs the memcluster contract, unchanged, against the real API server.
 func TestContract(t *testing.T) {
-	contract.Run(t, cfg(), "real", contract.Options{GC: true, Timeout: 90 * time.Second})
+	contract.Run(t, cfg(), "real", contract.Options{GC: true, VolumeBinder: true, Timeout: 90 * time.Second})
 }
 
 // seedOf gives each namespace prefix its own seed, so that two generated backups never

@@ -37,6 +37,9 @@ type Options struct {
 	// ServiceCIDR is the server's Service range (--service-cluster-ip-range);
 	// default 10.0.0.0/24, memcluster's and the integration cluster's.
 	ServiceCIDR string
+	// VolumeBinder: claims and volumes that name each other are bound
+	// (kube-controller-manager's persistentvolume-binder, or memcluster's BindVolumes).
+	VolumeBinder bool
 }
 
 var (
@@ -85,6 +88,9 @@ func Run(t *testing.T, cfg *rest.Config, prefix string, opts Options) {
 	t.Run("Paging", s.paging)
 	if opts.GC {
 		t.Run("GarbageCollection", s.garbageCollection)
+	}
+	if opts.VolumeBinder {
+		t.Run("VolumeBinding", s.volumeBinding)
 	}
 }
 

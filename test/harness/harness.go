@@ -73,8 +73,9 @@ type Options struct {
 	// keeps a node for every object: at 715,000 it held 3.9 GB, more than a machine of
 	// 24 GiB had left beside the API server and etcd.
 	NoControllerManager bool
-	// Controllers are kube-controller-manager's; default the garbage collector and the
-	// namespace controller. AppControllers runs what an application namespace needs.
+	// Controllers are kube-controller-manager's; default the garbage collector, the
+	// namespace controller and the persistentvolume-binder. AppControllers runs what an
+	// application namespace needs.
 	Controllers []string
 	// ServiceAccountAdmission turns on the ServiceAccount admission plugin, as in real
 	// clusters: a Pod's ServiceAccount must exist, and a token volume is mounted.
@@ -96,7 +97,7 @@ func memLimit(bytes int64) []string {
 
 // AppControllers are the controllers that act on a typical application namespace.
 var AppControllers = []string{"garbagecollector", "namespace", "deployment", "replicaset", "statefulset", "job", "cronjob",
-	"endpoint", "endpointslice", "serviceaccount", "root-ca-cert-publisher", "disruption"}
+	"endpoint", "endpointslice", "serviceaccount", "root-ca-cert-publisher", "disruption", "persistentvolume-binder"}
 
 // Start starts etcd, kube-apiserver and kube-controller-manager in a new directory
 // below dir, and returns once the API server is ready.
@@ -110,7 +111,7 @@ func StartWith(ctx context.Context, dir string, bin Binaries, opts Options) (*Cl
 		opts.ServiceCIDR = "10.0.0.0/24"
 	}
 	if len(opts.Controllers) == 0 {
-		opts.Controllers = []string{"garbagecollector", "namespace"}
+		opts.Controllers = []string{"garbagecollector", "namespace", "persistentvolume-binder"}
 	}
 	admission := []string{"--disable-admission-plugins", "ServiceAccount"}
 	if opts.ServiceAccountAdmission {
