@@ -17,6 +17,20 @@ var (
 	ErrDependencyFailed = errors.New("a dependency did not succeed")
 )
 
+// AwaitError is Await's error when an awaited node did not succeed: which node, and how
+// it ended. It wraps ErrDependencyFailed.
+type AwaitError struct {
+	Node   int64
+	Status Status
+}
+
+func (e *AwaitError) Error() string {
+	return fmt.Sprintf("%v: awaited node %d %s", ErrDependencyFailed, e.Node, e.Status)
+}
+
+// Unwrap returns ErrDependencyFailed.
+func (e *AwaitError) Unwrap() error { return ErrDependencyFailed }
+
 // CycleError is returned by Await when the awaited node cannot finish before the
 // awaiting one.
 type CycleError struct {

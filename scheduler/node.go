@@ -50,7 +50,7 @@ func (n *Node) Await(ids ...int64) error {
 		case r.state[v] == done:
 			if s := statuses[r.rep.recs[v].status]; s != Succeeded {
 				r.mu.Unlock()
-				return fmt.Errorf("%w: awaited node %d %s", ErrDependencyFailed, id, s)
+				return &AwaitError{Node: id, Status: s}
 			}
 		case r.reaches(int32(n.id), v):
 			r.mu.Unlock()
@@ -144,7 +144,7 @@ func (r *run) wakeAwaiters(u int32, status Status) {
 	for _, w := range r.dyn[u] {
 		aw := r.awaiting[w]
 		if status != Succeeded && aw.err == nil {
-			aw.err = fmt.Errorf("%w: awaited node %d %s", ErrDependencyFailed, u, status)
+			aw.err = &AwaitError{Node: int64(u), Status: status}
 		}
 		if aw.pending--; aw.pending == 0 {
 			r.resumers = append(r.resumers, aw)
