@@ -83,6 +83,23 @@ var Namespace = ProbeFunc(func(obj *unstructured.Unstructured) Result {
 	return Result{Reason: fmt.Sprintf("phase is %q", phase), Probe: "Namespace"}
 })
 
+// ClaimBound judges a PersistentVolumeClaim by its binding: ready once Bound, failed
+// when Lost (the volume it was bound to is gone), not ready while Pending. A restore
+// holds a claim's dependents with it only where nothing it holds back binds the claim
+// (a claim whose class binds Immediately, or that names its volume).
+var ClaimBound = ProbeFunc(func(obj *unstructured.Unstructured) Result {
+	phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
+	switch phase {
+	case "Bound":
+		return Result{Ready: true, Reason: "Bound", Probe: "ClaimBound"}
+	case "Lost":
+		return Result{Failed: true, Reason: "Lost: its volume is gone", Probe: "ClaimBound"}
+	case "":
+		phase = "Pending"
+	}
+	return Result{Reason: "phase is " + phase, Probe: "ClaimBound"}
+})
+
 // KStatus computes the object's status with cli-utils' kstatus: Current is ready,
 // Failed has failed, anything else is not ready yet.
 var KStatus = ProbeFunc(func(obj *unstructured.Unstructured) Result {

@@ -57,6 +57,11 @@ type PlanOptions struct {
 	BackupName, BackupLocation string
 	Selection                  Selection
 	Extensions                 Extensions
+	// Volumes is what the backup's records say of its PersistentVolumes' data (Velero's
+	// volume information): how each comes back is decided from it, as Velero decides.
+	// A PersistentVolume it does not name comes back by its reclaim policy
+	// (VolumeProvisioned or VolumeAsIs).
+	Volumes []Volume
 }
 
 // Selection says what a restore makes of a backup, as Velero's Restore spec does. It is
@@ -96,6 +101,11 @@ type Selection struct {
 	// Disabled switches off, by name, what a restore does by default: actions, plugins,
 	// plan rules, the managed fields' patch.
 	Disabled Disabled
+	// RestorePVs is Velero's restorePVs: false restores no volume's data (a native
+	// snapshot's PersistentVolume is restored as it was, a CSI snapshot's claim is
+	// provisioned again empty); nil or true restores it as the backup's volume
+	// information says.
+	RestorePVs *bool
 }
 
 // Extensions are what a caller adds to the restore: code, so not part of a saved plan;
@@ -111,6 +121,9 @@ type Extensions struct {
 	// returns the one to run: steps added, wrapped, replaced or removed. Verify runs the
 	// same pipeline, up to StepCreate.
 	Steps func([]Step) []Step
+	// VolumeSnapshotters make volumes of native snapshots, by the name of the
+	// VolumeSnapshotLocation a snapshot was made through (NativeSnapshot.Location).
+	VolumeSnapshotters map[string]VolumeSnapshotter
 }
 
 // RunOptions say how Apply (and Verify) run a plan. The zero value runs with the

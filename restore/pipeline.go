@@ -2,19 +2,22 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/restoregraph/restoregraph/hook"
 	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/plugin"
 	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	riav2 "github.com/restoregraph/restoregraph/plugin/restoreitemaction/v2"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/util/retry"
+	"github.com/restoregraph/restoregraph/scheduler"
 )
 
 // The default steps, one method each, in pipeline order.
@@ -144,6 +147,8 @@ func (r *run) leavesUnread(o *Object) bool {
 		return false
 	case hasAnnotation(it, RestoreStatusAnnotation):
 		return false // its status may be written from the backup's
+	case r.plan.volumes.snapshot[it] != nil:
+		return false // its volume is set in its spec (StepVolume)
 	case !r.plan.ext.Readiness.JudgesByExistence(it.GroupVersionKind().GroupKind()):
 		return false // its readiness is judged from the object created
 	}
@@ -343,6 +348,12 @@ func (r *run) additionalItems(ctx context.Context, o *Object, a *plugin.Action, 
 	defer func() { res.Waited += r.opts.Clock.Since(start) }()
 	if len(ids) > 0 {
 		if err := o.node.Await(ids...); err != nil {
+			var ae *scheduler.AwaitError
+			if errors.As(err, &ae) {
+				if it := r.plan.item(ae.Node); it != nil {
+					err = fmt.Errorf("%w: %s %s", scheduler.ErrDependencyFailed, it, ae.Status)
+				}
+			}
 			return &PluginError{Plugin: a.Name, Err: fmt.Errorf("additional items: %w", err)}
 		}
 	}
@@ -453,7 +464,13 @@ func (r *run) stepStatus(ctx context.Context, o *Object) error {
 // stepReady returns once the object is ready: at once when the object in the target
 // says so, otherwise through the waiter, within the item's deadline.
 func (r *run) stepReady(ctx context.Context, o *Object) error {
-	if rr := r.plan.ext.Readiness.Check(o.Target); !rr.Ready {
+	if r.plan.gates[o.Item].wait {
+		// What mounts the claim starts once it is Bound: a Pod on a claim not yet bound
+		// would wait in Pending for it anyway, and its data may be restored first.
+		if res, err := r.claims.Wait(ctx, o.Resource, o.Target.GetNamespace(), o.Target.GetName(), o.budget.remaining()); err != nil {
+			return fmt.Errorf("not Bound (%s): %w", res.Reason, err)
+		}
+	} else if rr := r.plan.ext.Readiness.Check(o.Target); !rr.Ready {
 		if _, err := r.waiter.Wait(ctx, o.Resource, o.Target.GetNamespace(), o.Target.GetName(), o.budget.remaining()); err != nil {
 			return err
 		}

@@ -117,6 +117,11 @@ type PlannedObject struct {
 	// ExcludedBy which rule says so.
 	Excluded   string `json:"excluded,omitempty"`
 	ExcludedBy string `json:"excludedBy,omitempty"`
+	// Volume is how the data of a PersistentVolume, or of a claim's volume, comes back.
+	Volume VolumeMethod `json:"volume,omitempty"`
+	// Gate says of a claim whether the Pods that mount it wait until it is Bound, and
+	// why.
+	Gate string `json:"gate,omitempty"`
 	// Modifiers are the resource modifier rules that apply to the object by its
 	// group-resource, namespace, name and labels in the backup; a Conditional one also
 	// has matches, which only its body answers when it is restored.
@@ -144,6 +149,8 @@ type Plan struct {
 	// Extensions.Plugins', with the interface version each runs at and what it applies
 	// to.
 	Plugins []PlannedPlugin `json:"plugins"`
+	// Volumes is what the backup's records said of its volumes (PlanOptions.Volumes).
+	Volumes []Volume `json:"volumes,omitempty"`
 
 	source   BackupRef
 	sel      Selection
@@ -159,6 +166,8 @@ type Plan struct {
 	excluded map[*manifest.Item]exclusion
 	actions  []*plugin.Action
 	status   *statusFilter // the resources whose status is restored
+	volumes  volumePlan
+	gates    map[*manifest.Item]claimGate // the restored claims'
 }
 
 // Backup names the backup the plan was made of: its name, where it is kept, and its
@@ -291,6 +300,17 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 		p.Warnings = append(p.Warnings, discWarning.Error())
 	}
 	p.excluded = exclude(backup, sel, f)
+	vp, volumesOut, err := planVolumes(backup, sel, opts.Volumes, ext.VolumeSnapshotters, p.excluded)
+	if err != nil {
+		<-digested
+		return nil, err
+	}
+	for it, ex := range volumesOut {
+		if _, out := p.excluded[it]; !out {
+			p.excluded[it] = ex
+		}
+	}
+	p.volumes, p.Volumes = vp, opts.Volumes
 	// Warnings speak of what the restore takes on: a kind it leaves to the target or
 	// filters out is not warned about.
 	takenOn, kinds := map[schema.GroupResource]bool{}, map[schema.GroupKind]bool{}
@@ -312,13 +332,23 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 		}
 	}
 	p.through = throughServed(m, vplan)
-	if p.actions, err = actions(backup, sel, ext); err != nil {
+	if p.actions, err = actions(backup, sel, ext, p.excluded); err != nil {
 		<-digested
 		return nil, err
 	}
 	p.Plugins = []PlannedPlugin{}
 	for _, a := range p.actions {
 		p.Plugins = append(p.Plugins, PlannedPlugin{Name: a.Name, Version: a.Version, AppliesTo: a.Selector})
+	}
+	if err := vp.checkVolumeActions(sel, func(name string) bool {
+		return slices.ContainsFunc(p.actions, func(a *plugin.Action) bool { return a.Name == name })
+	}); err != nil {
+		<-digested
+		return nil, err
+	}
+	if p.gates, err = p.claimGates(ctx, target); err != nil {
+		<-digested
+		return nil, err
 	}
 	rules := ext.Rules
 	if !sel.Disabled.Rule(StatefulSetClaims) {
@@ -401,6 +431,13 @@ func (p *Plan) object(n *graph.Node, level int) PlannedObject {
 	}
 	if n.Item != it {
 		po.Folded = append(po.Folded, n.Item.GroupResource().String())
+	}
+	switch it.GroupResource() {
+	case persistentVolumes:
+		po.Volume = p.volumes.method[n.Item]
+	case persistentVolumeClaims:
+		po.Volume = p.volumes.claimMethod[manifest.ID{Resource: it.Resource, Namespace: it.Namespace, Name: it.Name}]
+		po.Gate = p.gates[n.Item].why
 	}
 	if ex, ok := p.excluded[n.Item]; ok {
 		po.Excluded, po.ExcludedBy = ex.reason, ex.by

@@ -25,13 +25,15 @@ import (
 
 // run is the state of one restore.
 type run struct {
-	opts    RunOptions
-	target  Target
-	backup  Backup
-	plan    *Plan
-	sel     Selection // the plan's
-	steps   []Step
-	waiter  *readiness.Waiter
+	opts   RunOptions
+	target Target
+	backup Backup
+	plan   *Plan
+	sel    Selection // the plan's
+	steps  []Step
+	waiter *readiness.Waiter
+	// claims waits for the claims the plan gates (Plan.claimGates) until they are Bound.
+	claims  *readiness.Waiter
 	actions []*plugin.Action
 	request *ria.Restore
 	log     *slog.Logger
@@ -127,6 +129,7 @@ func newRun(p *Plan, target Target, opts RunOptions) *run {
 	r := &run{
 		opts: opts, target: target, backup: p.backup, plan: p, sel: p.sel,
 		waiter:   &readiness.Waiter{Client: target.Dynamic, Registry: p.ext.Readiness, Clock: opts.Clock},
+		claims:   &readiness.Waiter{Client: target.Dynamic, Registry: claimsBound(), Clock: opts.Clock},
 		request:  &ria.Restore{Name: opts.Name, Backup: p.source.Name},
 		outcomes: make([]outcome, p.graph.Len()),
 		actions:  p.actions,
@@ -282,11 +285,17 @@ func (r *run) record(ctx context.Context, id int64, it *manifest.Item, res *Obje
 	r.mu.Unlock()
 }
 
-// actions returns the built-in actions, then the caller's plugins, but those disabled.
-func actions(backup Backup, sel Selection, ext Extensions) ([]*plugin.Action, error) {
+// actions returns the built-in actions, then the caller's plugins, but those disabled;
+// excluded is what the plan leaves out.
+func actions(backup Backup, sel Selection, ext Extensions, excluded map[*manifest.Item]exclusion) ([]*plugin.Action, error) {
 	var reg plugin.Registry
 	m := backup.Manifest()
-	inBackup := func(id manifest.ID) bool { _, ok := m.Get(id); return ok }
+	// A PersistentVolume left out because its claim is provisioned again is not
+	// there for the claim to bind to.
+	inBackup := func(id manifest.ID) bool {
+		it, ok := m.Get(id)
+		return ok && excluded[it].by != Volumes
+	}
 	if err := builtin.Register(&reg, builtin.Options{PreserveNodePorts: sel.PreserveNodePorts, InBackup: inBackup}, sel.Disabled.Actions...); err != nil {
 		return nil, err
 	}
@@ -397,4 +406,11 @@ func (p *Plan) ties() []int32 {
 		next[k]++
 	}
 	return ties
+}
+
+// claimsBound is the registry of the claims a restore waits for: Bound is ready.
+func claimsBound() *readiness.Registry {
+	r := readiness.NewRegistry(readiness.ReadyOnCreate)
+	r.Register(schema.GroupKind{Kind: "PersistentVolumeClaim"}, readiness.ClaimBound)
+	return r
 }

@@ -105,6 +105,7 @@ type SavedPlan struct {
 	Selection Selection       `json:"selection"`
 	Versions  []VersionChoice `json:"versions"`
 	Plugins   []PlannedPlugin `json:"plugins"`
+	Volumes   []Volume        `json:"volumes,omitempty"`
 	Objects   []PlannedObject `json:"objects"`
 }
 
@@ -132,7 +133,7 @@ func ReadPlan(r io.Reader) (*SavedPlan, error) {
 // (restoregraph restore --replan).
 func (s *SavedPlan) Open(ctx context.Context, backup Backup, target Target, ext Extensions) (*Plan, error) {
 	p, err := NewPlan(ctx, backup, target, PlanOptions{BackupName: s.Backup.Name, BackupLocation: s.Backup.Location,
-		Selection: s.Selection, Extensions: ext})
+		Selection: s.Selection, Extensions: ext, Volumes: s.Volumes})
 	if err != nil {
 		return nil, err
 	}
@@ -226,6 +227,9 @@ func plannedAs(o PlannedObject) string {
 	if o.Excluded != "" {
 		what += " (left out by " + o.ExcludedBy + ")"
 	}
+	if o.Volume != "" {
+		what += " (volume: " + string(o.Volume) + ")"
+	}
 	return what
 }
 
@@ -269,6 +273,7 @@ type selectionJSON struct {
 	PreserveNodePorts       bool                `json:"preserveNodePorts,omitempty"`
 	Existing                Existing            `json:"existing,omitempty"`
 	Disable                 []string            `json:"disable,omitempty"`
+	RestorePVs              *bool               `json:"restorePVs,omitempty"`
 	Modifiers               *modifier.Modifiers `json:"resourceModifiers,omitempty"`
 	Hooks                   *hook.Spec          `json:"hooks,omitempty"`
 }
@@ -280,7 +285,7 @@ func (s Selection) MarshalJSON() ([]byte, error) {
 	j := selectionJSON{IncludeNamespaces: f.IncludeNamespaces, ExcludeNamespaces: f.ExcludeNamespaces, IncludeResources: f.IncludeResources,
 		ExcludeResources: f.ExcludeResources, IncludeClusterResources: f.IncludeClusterResources,
 		NamespaceMappings: s.NamespaceMappings, StrictVersions: s.StrictVersions, PreserveNodePorts: s.PreserveNodePorts,
-		Existing: s.Existing, Disable: s.Disabled.Names(), NonRestorable: []string{}, Modifiers: s.Modifiers, RestoreStatus: s.RestoreStatus, Hooks: s.Hooks}
+		Existing: s.Existing, Disable: s.Disabled.Names(), RestorePVs: s.RestorePVs, NonRestorable: []string{}, Modifiers: s.Modifiers, RestoreStatus: s.RestoreStatus, Hooks: s.Hooks}
 	if f.Selector != nil && !f.Selector.Empty() {
 		j.LabelSelector = f.Selector.String()
 	}
@@ -308,7 +313,7 @@ func (s *Selection) UnmarshalJSON(data []byte) error {
 	*s = Selection{Filter: filter.Spec{IncludeNamespaces: j.IncludeNamespaces, ExcludeNamespaces: j.ExcludeNamespaces,
 		IncludeResources: j.IncludeResources, ExcludeResources: j.ExcludeResources, IncludeClusterResources: j.IncludeClusterResources},
 		NamespaceMappings: j.NamespaceMappings, StrictVersions: j.StrictVersions, PreserveNodePorts: j.PreserveNodePorts,
-		Existing: j.Existing, Disabled: DisabledByName(j.Disable...), NonRestorable: []schema.GroupResource{}, Modifiers: j.Modifiers, RestoreStatus: j.RestoreStatus, Hooks: j.Hooks}
+		Existing: j.Existing, Disabled: DisabledByName(j.Disable...), RestorePVs: j.RestorePVs, NonRestorable: []schema.GroupResource{}, Modifiers: j.Modifiers, RestoreStatus: j.RestoreStatus, Hooks: j.Hooks}
 	if j.LabelSelector != "" {
 		sel, err := labels.Parse(j.LabelSelector)
 		if err != nil {

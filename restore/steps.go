@@ -43,6 +43,10 @@ const (
 	// names: its own namespace, a Namespace's name, role binding subjects, a volume's
 	// claim.
 	StepMapNamespaces StepName = "map-namespaces"
+	// StepVolume makes a volume of the native snapshot of a PersistentVolume whose data
+	// comes back so (VolumeNativeSnapshot), through its location's VolumeSnapshotter,
+	// and points the PersistentVolume at it.
+	StepVolume StepName = "volume"
 	// StepActions runs the RestoreItemActions that apply: their changes, additional
 	// items (restored first, then waited for when asked) and requests to skip.
 	StepActions StepName = "actions"
@@ -81,7 +85,7 @@ const (
 )
 
 // DefaultStepNames lists the default pipeline's steps in order.
-var DefaultStepNames = []StepName{StepJournal, StepRead, StepSanitize, StepMapNamespaces, StepActions, StepModify, StepInitHooks,
+var DefaultStepNames = []StepName{StepJournal, StepRead, StepSanitize, StepMapNamespaces, StepVolume, StepActions, StepModify, StepInitHooks,
 	StepRemapOwners, StepLabel, StepCreate, StepStatus, StepManagedFields, StepOperations, StepExecHooks, StepReady}
 
 // Object is one object on its way through the pipeline: what the steps read and change.
@@ -155,6 +159,7 @@ func (r *run) defaultSteps() []Step {
 		{Name: StepRead, Run: r.stepRead},
 		{Name: StepSanitize, Run: r.stepSanitize},
 		{Name: StepMapNamespaces, Run: r.stepMapNamespaces},
+		{Name: StepVolume, Run: r.stepVolume},
 		{Name: StepActions, Run: r.stepActions, Unbounded: true},
 		{Name: StepModify, Run: r.stepModify},
 		{Name: StepInitHooks, Run: r.stepInitHooks},

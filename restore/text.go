@@ -52,6 +52,8 @@ func (p *Plan) WriteText(out io.Writer, conflicts []admission.Conflict) error {
 		}
 		if o.Excluded != "" {
 			fmt.Fprintf(w, " [not restored: %s]", o.Excluded)
+		} else if o.Volume != "" {
+			fmt.Fprintf(w, " [volume: %s]", o.Volume)
 		}
 		if len(o.Modifiers) > 0 {
 			var rules []string
@@ -63,6 +65,9 @@ func (p *Plan) WriteText(out io.Writer, conflicts []admission.Conflict) error {
 				rules = append(rules, r)
 			}
 			fmt.Fprintf(w, " [modified by rule %s]", strings.Join(rules, ", "))
+		}
+		if o.Gate != "" {
+			fmt.Fprintf(w, " [%s]", o.Gate)
 		}
 		fmt.Fprintln(w)
 	}

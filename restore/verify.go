@@ -139,6 +139,12 @@ func (r *run) verifyOne(ctx context.Context, id int64) (*VerifiedObject, error) 
 	for _, lost := range r.lostOwners(ctx, it, gvr, live) {
 		problem("%s", lost)
 	}
+	if it.GroupResource() == persistentVolumeClaims {
+		// A claim Bound in the backup is Bound once restored: its Pods run on it.
+		if b, err := body(r.plan.backup, it); err == nil && claimPhase(b) == "Bound" && claimPhase(live) != "Bound" {
+			problem("status.phase: %s, where the backup's claim was Bound", claimPhase(live))
+		}
+	}
 	if live.GetAnnotations()[SourceUIDAnnotation] != string(it.UID) {
 		v.Adopted = true
 		return v, nil
@@ -164,6 +170,9 @@ func (r *run) verifyOne(ctx context.Context, id int64) (*VerifiedObject, error) 
 	for _, field := range sortedKeys(want.Object) {
 		if field == "metadata" || field == "status" || field == "apiVersion" || field == "kind" {
 			continue
+		}
+		if field == "spec" && r.plan.volumes.snapshot[it] != nil {
+			continue // its volume is the one its VolumeSnapshotter made, named as the plugin names it
 		}
 		for _, d := range differences(field, want.Object[field], live.Object[field], secretValues(it)) {
 			problem("%s", d)
@@ -386,4 +395,13 @@ func qualifiedName(ns, name string) string {
 		return name
 	}
 	return ns + "/" + strings.TrimSpace(name)
+}
+
+// claimPhase is a claim's status.phase, Pending when it has none.
+func claimPhase(claim *unstructured.Unstructured) string {
+	phase, _, _ := unstructured.NestedString(claim.Object, "status", "phase")
+	if phase == "" {
+		return "Pending"
+	}
+	return phase
 }

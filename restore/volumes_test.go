@@ -1,0 +1,311 @@
+package restore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/restoregraph/restoregraph/filter"
+	"github.com/restoregraph/restoregraph/memcluster"
+	"github.com/restoregraph/restoregraph/plugin"
+	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
+)
+
+func persistentVolume(name, policy, claim string) map[string]any {
+	return map[string]any{"apiVersion": "v1", "kind": "PersistentVolume",
+		"metadata": map[string]any{"name": name, "uid": "uid-" + name},
+		"spec": map[string]any{"capacity": map[string]any{"storage": "1Gi"}, "accessModes": []any{"ReadWriteOnce"},
+			"persistentVolumeReclaimPolicy": policy, "storageClassName": "fast",
+			"csi":      map[string]any{"driver": "disk.example.io", "volumeHandle": "vol-" + name},
+			"claimRef": map[string]any{"kind": "PersistentVolumeClaim", "namespace": "shop", "name": claim, "uid": "uid-" + claim}},
+		"status": map[string]any{"phase": "Bound"}}
+}
+
+func claimOf(name, class, volume string) map[string]any {
+	spec := map[string]any{"accessModes": []any{"ReadWriteOnce"}, "resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}},
+		"storageClassName": class}
+	if volume != "" {
+		spec["volumeName"] = volume
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+		"metadata": map[string]any{"name": name, "namespace": "shop", "uid": "uid-" + name,
+			"annotations": map[string]any{"pv.kubernetes.io/bind-completed": "yes"}},
+		"spec": spec, "status": map[string]any{"phase": "Bound"}}
+}
+
+func mounting(name, claim string) map[string]any {
+	return pod(name, nil, []any{map[string]any{"name": "data", "persistentVolumeClaim": map[string]any{"claimName": claim}}})
+}
+
+// disks is a VolumeSnapshotter of a location: a volume of a snapshot is "vol-from-" the
+// snapshot's ID, written into the PersistentVolume's CSI volumeHandle.
+type disks struct {
+	mu   sync.Mutex
+	made []string
+}
+
+func (d *disks) CreateVolumeFromSnapshot(_ context.Context, s NativeSnapshot) (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	id := "vol-from-" + s.ID
+	d.made = append(d.made, id)
+	return id, nil
+}
+
+func (d *disks) SetVolumeID(_ context.Context, pv *unstructured.Unstructured, id string) (*unstructured.Unstructured, error) {
+	return pv, unstructured.SetNestedField(pv.Object, id, "spec", "csi", "volumeHandle")
+}
+
+// csiClaims stands for Velero's CSI claim action, which a restore of CSI snapshots
+// needs: it marks the claims it is given.
+type csiClaims struct{}
+
+func (csiClaims) AppliesTo() (ria.ResourceSelector, error) {
+	return ria.ResourceSelector{IncludedResources: []string{"persistentvolumeclaims"}}, nil
+}
+
+func (csiClaims) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	in.Item.SetAnnotations(map[string]string{"csi": "pointed at its snapshot"})
+	return &ria.ExecuteOutput{UpdatedItem: in.Item}, nil
+}
+
+func csiRegistry(t *testing.T) *plugin.Registry {
+	var reg plugin.Registry
+	require.NoError(t, reg.Register(VolumeActions[VolumeCSISnapshot], plugin.V1, csiClaims{}))
+	return &reg
+}
+
+// Each PersistentVolume comes back as Velero brings it back, by its records and its
+// reclaim policy: one with a CSI snapshot and one deleted with its claim are left out
+// and their claims provisioned again (no volumeName), one kept with its claim is
+// restored as it was, and one with a native snapshot is restored pointing at a volume
+// its location's VolumeSnapshotter made of the snapshot. The plan says so of each
+// volume and claim.
+func TestVolumesComeBackAsTheirRecordsSay(t *testing.T) {
+	b := backupOf(t,
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop", "uid": "uid-ns"}},
+		persistentVolume("pv-csi", "Delete", "data-csi"), claimOf("data-csi", "fast", "pv-csi"),
+		persistentVolume("pv-gone", "Delete", "data-gone"), claimOf("data-gone", "fast", "pv-gone"),
+		persistentVolume("pv-kept", "Retain", "data-kept"), claimOf("data-kept", "fast", "pv-kept"),
+		persistentVolume("pv-disk", "Retain", "data-disk"), claimOf("data-disk", "fast", "pv-disk"))
+	vols := []Volume{
+		{PV: "pv-csi", ClaimNamespace: "shop", Claim: "data-csi", Method: VolumeCSISnapshot},
+		{PV: "pv-disk", ClaimNamespace: "shop", Claim: "data-disk", Method: VolumeNativeSnapshot,
+			Snapshot: &NativeSnapshot{Location: "default", Provider: "example.io/disks", ID: "snap-1", VolumeType: "gp3", AZ: "a"}},
+	}
+	d := &disks{}
+	_, tgt := cluster(t, memcluster.Options{BindVolumes: true})
+	ctx := context.Background()
+	p, err := NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Extensions: Extensions{Plugins: csiRegistry(t),
+		VolumeSnapshotters: map[string]VolumeSnapshotter{"default": d}}})
+	require.NoError(t, err)
+	planned := map[string]PlannedObject{}
+	for o := range p.Objects() {
+		planned[o.Name] = o
+	}
+	for name, want := range map[string]struct {
+		volume   VolumeMethod
+		excluded bool
+	}{
+		"pv-csi": {VolumeCSISnapshot, true}, "data-csi": {VolumeCSISnapshot, false},
+		"pv-gone": {VolumeProvisioned, true}, "data-gone": {VolumeProvisioned, false},
+		"pv-kept": {VolumeAsIs, false}, "data-kept": {VolumeAsIs, false},
+		"pv-disk": {VolumeNativeSnapshot, false}, "data-disk": {VolumeNativeSnapshot, false},
+	} {
+		assert.Equal(t, want.volume, planned[name].Volume, name)
+		assert.Equal(t, want.excluded, planned[name].ExcludedBy == Volumes, "%s: %s", name, planned[name].Excluded)
+	}
+	assert.Equal(t, vols, p.Volumes, "the plan keeps the records it was made of")
+
+	rep, err := Apply(ctx, p, tgt, RunOptions{Retry: fastRetry})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
+	assert.Equal(t, []string{"vol-from-snap-1"}, d.made, "one volume made, of the native snapshot")
+	get := func(res, ns, name string) *unstructured.Unstructured {
+		o, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: res}).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err, "%s %s", res, name)
+		return o
+	}
+	handle := func(pv *unstructured.Unstructured) string {
+		h, _, _ := unstructured.NestedString(pv.Object, "spec", "csi", "volumeHandle")
+		return h
+	}
+	assert.Equal(t, "vol-from-snap-1", handle(get("persistentvolumes", "", "pv-disk")))
+	assert.Equal(t, "vol-pv-kept", handle(get("persistentvolumes", "", "pv-kept")), "restored as it was")
+	for _, gone := range []string{"pv-csi", "pv-gone"} {
+		_, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}).Get(ctx, gone, metav1.GetOptions{})
+		assert.Error(t, err, "%s is left out", gone)
+	}
+	for claim, volume := range map[string]string{"data-csi": "", "data-gone": "", "data-kept": "pv-kept", "data-disk": "pv-disk"} {
+		vn, _, _ := unstructured.NestedString(get("persistentvolumeclaims", "shop", claim).Object, "spec", "volumeName")
+		assert.Equal(t, volume, vn, "%s binds to its restored volume, or is provisioned again", claim)
+	}
+	assert.Equal(t, "pointed at its snapshot", get("persistentvolumeclaims", "shop", "data-csi").GetAnnotations()["csi"], "the CSI claim action ran")
+}
+
+// A volume whose data cannot come back as its records say is named before anything is
+// restored: a native snapshot whose location has no VolumeSnapshotter, a CSI snapshot
+// without Velero's CSI claim action. With RestorePVs false no data is restored, and
+// neither is needed: the native snapshot's volume is restored as it was.
+func TestVolumesThatCannotComeBackAreNamed(t *testing.T) {
+	b := backupOf(t,
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop", "uid": "uid-ns"}},
+		persistentVolume("pv-csi", "Delete", "data-csi"), claimOf("data-csi", "fast", "pv-csi"),
+		persistentVolume("pv-disk", "Retain", "data-disk"), claimOf("data-disk", "fast", "pv-disk"))
+	vols := []Volume{
+		{PV: "pv-csi", ClaimNamespace: "shop", Claim: "data-csi", Method: VolumeCSISnapshot},
+		{PV: "pv-disk", ClaimNamespace: "shop", Claim: "data-disk", Method: VolumeNativeSnapshot,
+			Snapshot: &NativeSnapshot{Location: "east", Provider: "example.io/disks", ID: "snap-1"}},
+	}
+	_, tgt := cluster(t, memcluster.Options{BindVolumes: true})
+	ctx := context.Background()
+	_, err := NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols})
+	var ve *VolumeError
+	require.ErrorAs(t, err, &ve)
+	assert.Contains(t, err.Error(), `persistentvolume pv-disk (native snapshot): no VolumeSnapshotter for its VolumeSnapshotLocation "east" (provider "example.io/disks")`)
+	_, err = NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Extensions: Extensions{VolumeSnapshotters: map[string]VolumeSnapshotter{"east": &disks{}}}})
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, "pv-csi", ve.PV)
+	assert.Contains(t, err.Error(), "velero.io/csi-pvc-restorer")
+
+	// Nothing is restored of what a filter leaves out, and nothing is needed for it.
+	_, err = NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Selection: Selection{Filter: filter.Spec{ExcludeResources: []string{"persistentvolumes", "persistentvolumeclaims"}}}})
+	require.NoError(t, err)
+
+	no := false
+	p, err := NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Selection: Selection{RestorePVs: &no}})
+	require.NoError(t, err, "no data restored, no VolumeSnapshotter or action needed")
+	rep, err := Apply(ctx, p, tgt, RunOptions{Retry: fastRetry})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
+	pv, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}).Get(ctx, "pv-disk", metav1.GetOptions{})
+	require.NoError(t, err)
+	h, _, _ := unstructured.NestedString(pv.Object, "spec", "csi", "volumeHandle")
+	assert.Equal(t, "vol-pv-disk", h, "restored as it was, as Velero does without restorePVs")
+}
+
+// A Pod that mounts a claim its class binds at once is created once the claim is
+// Bound; one whose class binds when its first Pod is scheduled, or that the target has
+// no class for, is not held back (it would wait for its own Pod, or for nothing that
+// comes). The plan says which and why. A claim that is not Bound within the item
+// timeout fails, and its Pod is skipped, named.
+func TestPodsWaitForTheClaimsThatBindAtOnce(t *testing.T) {
+	b := backupOf(t,
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop", "uid": "uid-ns"}},
+		claimOf("data-fast", "fast", ""), mounting("web-fast", "data-fast"),
+		claimOf("data-late", "late", ""), mounting("web-late", "data-late"),
+		claimOf("data-none", "none", ""), mounting("web-none", "data-none"),
+		claimOf("data-stuck", "fast", ""), mounting("web-stuck", "data-stuck"))
+	_, tgt := cluster(t, memcluster.Options{})
+	ctx := context.Background()
+	classes := tgt.Dynamic.Resource(schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"})
+	for name, mode := range map[string]string{"fast": "Immediate", "late": "WaitForFirstConsumer"} {
+		_, err := classes.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+			"metadata": map[string]any{"name": name}, "provisioner": "disk.example.io", "volumeBindingMode": mode}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	p, err := NewPlan(ctx, b, tgt, PlanOptions{})
+	require.NoError(t, err)
+	gates := map[string]string{}
+	for o := range p.Objects() {
+		if o.Gate != "" {
+			gates[o.Name] = o.Gate
+		}
+	}
+	assert.Equal(t, map[string]string{
+		"data-fast":  "waits until Bound: storage class fast binds it immediate",
+		"data-stuck": "waits until Bound: storage class fast binds it immediate",
+		"data-late":  "not waited for: storage class late binds it when its first Pod is scheduled, and the Pod would wait for it",
+		"data-none":  "not waited for: the target has no storage class none",
+	}, gates)
+
+	// The target's binder: data-fast is Bound half a second after it is made.
+	claims := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}).Namespace("shop")
+	w, err := claims.Watch(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	defer w.Stop()
+	var bound time.Time
+	binder := make(chan struct{})
+	go func() {
+		defer close(binder)
+		for ev := range w.ResultChan() {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok || ev.Type != watch.Added || u.GetName() != "data-fast" {
+				continue
+			}
+			time.Sleep(500 * time.Millisecond)
+			_ = unstructured.SetNestedField(u.Object, "Bound", "status", "phase")
+			bound = time.Now()
+			if _, err := claims.UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+				panic(fmt.Sprintf("binding data-fast: %v", err))
+			}
+			return
+		}
+	}()
+	rep, err := Apply(ctx, p, tgt, RunOptions{Retry: fastRetry, ItemTimeout: 2 * time.Second})
+	<-binder
+	require.NoError(t, err)
+	assert.False(t, rep.OK())
+	results := byName(rep)
+	assert.Equal(t, Restored, results["pods/web-fast"].Status)
+	assert.True(t, results["pods/web-fast"].Created.After(bound), "web-fast made after its claim was Bound")
+	for _, free := range []string{"web-late", "web-none"} {
+		assert.Equal(t, Restored, results["pods/"+free].Status, free)
+	}
+	assert.Equal(t, Failed, results["persistentvolumeclaims/data-stuck"].Status)
+	assert.Contains(t, results["persistentvolumeclaims/data-stuck"].Reason, "not Bound (phase is Pending)")
+	assert.Equal(t, Failed, results["pods/web-stuck"].Status)
+	assert.Contains(t, results["pods/web-stuck"].Reason, "PersistentVolumeClaim shop/data-stuck Failed", "the claim it waited for is named")
+}
+
+// verify holds a claim Bound in the backup to being Bound once restored.
+func TestVerifyNamesAClaimThatIsNotBound(t *testing.T) {
+	b := backupOf(t,
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop", "uid": "uid-ns"}},
+		persistentVolume("pv-kept", "Retain", "data-kept"), claimOf("data-kept", "fast", "pv-kept"),
+		pending(claimOf("data-new", "none", "")))
+	ctx := context.Background()
+	for _, binds := range []bool{true, false} {
+		_, tgt := cluster(t, memcluster.Options{BindVolumes: binds})
+		p, err := NewPlan(ctx, b, tgt, PlanOptions{})
+		require.NoError(t, err)
+		if binds {
+			rep, err := Apply(ctx, p, tgt, RunOptions{Retry: fastRetry})
+			require.NoError(t, err)
+			require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
+		} else {
+			// A target that binds nothing: the claim waits for its volume, and fails.
+			rep, err := Apply(ctx, p, tgt, RunOptions{Retry: fastRetry, ItemTimeout: 500 * time.Millisecond})
+			require.NoError(t, err)
+			assert.Equal(t, Failed, byName(rep)["persistentvolumeclaims/data-kept"].Status)
+		}
+		v, err := Verify(ctx, p, tgt, RunOptions{Retry: fastRetry})
+		require.NoError(t, err)
+		verdicts := map[string]VerifiedObject{}
+		for _, o := range v.Objects {
+			verdicts[o.Name] = o
+		}
+		if binds {
+			assert.Equal(t, Verified, verdicts["data-kept"].Verdict, "%v", verdicts["data-kept"].Problems)
+		} else {
+			assert.Equal(t, Differs, verdicts["data-kept"].Verdict)
+			assert.Equal(t, []string{"status.phase: Pending, where the backup's claim was Bound"}, verdicts["data-kept"].Problems)
+		}
+		assert.NotEqual(t, Differs, verdicts["data-new"].Verdict, "a claim that was Pending may stay so: %v", verdicts["data-new"].Problems)
+	}
+}
+
+// pending is claim as it was before anything bound it.
+func pending(claim map[string]any) map[string]any {
+	claim["status"] = map[string]any{"phase": "Pending"}
+	return claim
+}
