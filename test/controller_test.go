@@ -120,16 +120,16 @@ func TestControllerCarriesOutVeleroRestores(t *testing.T) {
 
 	// A field restoregraph does not do: FailedValidation, naming it.
 	_, err = dyn.Resource(veleroRestores).Namespace("velero").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "velero.io/v1", "kind": "Restore", "metadata": map[string]any{"name": "with-volumes", "namespace": "velero"},
-		"spec": map[string]any{"backupName": name, "restorePVs": true}}}, metav1.CreateOptions{})
+		"apiVersion": "velero.io/v1", "kind": "Restore", "metadata": map[string]any{"name": "with-policy", "namespace": "velero"},
+		"spec": map[string]any{"backupName": name, "resourcePolicy": map[string]any{"kind": "configmap", "name": "volume-policy"}}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	phase = veleroPhase(t, vc, veleroRestores, "with-volumes", "Completed", "PartiallyFailed", "Failed", "FailedValidation")
+	phase = veleroPhase(t, vc, veleroRestores, "with-policy", "Completed", "PartiallyFailed", "Failed", "FailedValidation")
 	require.Equal(t, "FailedValidation", phase)
-	r, err = dyn.Resource(veleroRestores).Namespace("velero").Get(ctx, "with-volumes", metav1.GetOptions{})
+	r, err = dyn.Resource(veleroRestores).Namespace("velero").Get(ctx, "with-policy", metav1.GetOptions{})
 	require.NoError(t, err)
 	errs, _, _ := unstructured.NestedStringSlice(r.Object, "status", "validationErrors")
 	require.Len(t, errs, 1)
-	assert.Contains(t, errs[0], "spec.restorePVs")
+	assert.Contains(t, errs[0], "spec.resourcePolicy")
 
 	// velero restore delete: the Restore goes once its files are removed from the bucket,
 	// as Velero's restore controller does it.

@@ -58,7 +58,7 @@ var capiResources = []schema.GroupVersionResource{
 // restoregraph's --from-velero-restore, each restoring the backup Velero wrote into a
 // cluster of its own; what each restored is compared object by object, and so are the
 // status and the modifiers' annotation the spec asks for. A Restore with a field
-// restoregraph does not do (restorePVs) is refused, naming it, before anything is
+// restoregraph does not do (resourcePolicy) is refused, naming it, before anything is
 // restored.
 func TestVeleroRestoreObjectSideBySide(t *testing.T) {
 	t.Parallel() // its own control planes and S3 server: beside the other tests that have theirs
@@ -184,14 +184,14 @@ func TestVeleroRestoreObjectSideBySide(t *testing.T) {
 	volumes := filepath.Join(t.TempDir(), "volumes.yaml")
 	var withVolumes map[string]any
 	require.NoError(t, yaml.Unmarshal([]byte(object), &withVolumes))
-	withVolumes["spec"].(map[string]any)["restorePVs"] = true
+	withVolumes["spec"].(map[string]any)["resourcePolicy"] = map[string]any{"kind": "configmap", "name": "volume-policy"}
 	data, err = yaml.Marshal(withVolumes)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(volumes, data, 0o644))
 	code, text = cli(t, "restore", "--from-velero-restore", volumes, "--plugins", v.PluginDir(), "--source-kubeconfig", vc.Kubeconfig,
 		"--kubeconfig", rc.Kubeconfig, "--record-in-velero=false")
 	assert.Equal(t, 2, code, text)
-	assert.Contains(t, text, "spec.restorePVs")
+	assert.Contains(t, text, "spec.resourcePolicy")
 }
 
 func keys(m map[string]map[string]any) []string {

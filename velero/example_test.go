@@ -41,5 +41,5 @@ spec:
 	// shop-copy restores nightly
 	// namespaces: [shop] mapped: map[shop:shop-copy]
 	// existing objects: update
-	// spec.resourcePolicy: volume policies are not supported (volume data is not restored)
+	// spec.resourcePolicy: volume policies are not supported
 }

@@ -65,7 +65,7 @@ func ReadRestore(data []byte) (*RestoreSpec, error) {
 	if err := unsupported(s); err != nil {
 		return nil, err
 	}
-	sel := restore.Selection{NamespaceMappings: s.NamespaceMapping, Filter: filter.Spec{
+	sel := restore.Selection{NamespaceMappings: s.NamespaceMapping, RestorePVs: s.RestorePVs, Filter: filter.Spec{
 		IncludeNamespaces: s.IncludedNamespaces, ExcludeNamespaces: s.ExcludedNamespaces,
 		IncludeResources: s.IncludedResources, ExcludeResources: s.ExcludedResources, IncludeClusterResources: s.IncludeClusterResources}}
 	var err error
@@ -162,14 +162,12 @@ func hooks(h velerov1.RestoreHooks) (*hook.Spec, error) {
 // unsupported refuses the fields of s restoregraph does not do.
 func unsupported(s velerov1.RestoreSpec) error {
 	switch {
-	case s.RestorePVs != nil && *s.RestorePVs:
-		return &SpecFieldError{"spec.restorePVs", "true: volume data is not restored (restoregraph restores API objects); set it false or leave it out"}
 	case s.ItemOperationTimeout.Duration < 0:
 		return &SpecFieldError{"spec.itemOperationTimeout", "negative"}
 	case s.ResourcePolicy != nil:
-		return &SpecFieldError{"spec.resourcePolicy", "volume policies are not supported (volume data is not restored)"}
+		return &SpecFieldError{"spec.resourcePolicy", "volume policies are not supported"}
 	case s.UploaderConfig != nil && *s.UploaderConfig != (velerov1.UploaderConfigForRestore{}): // velero restore create writes {}
-		return &SpecFieldError{"spec.uploaderConfig", "file-system restores are not supported (volume data is not restored)"}
+		return &SpecFieldError{"spec.uploaderConfig", "pod volume restores are not carried out yet"}
 	}
 	return nil
 }
@@ -203,6 +201,7 @@ func SpecOf(sel restore.Selection, modifierConfigMap string, operationTimeout ti
 	if sel.PreserveNodePorts {
 		s.PreserveNodePorts = &sel.PreserveNodePorts
 	}
+	s.RestorePVs = sel.RestorePVs
 	if sel.Existing == restore.Update {
 		s.ExistingResourcePolicy = velerov1.PolicyTypeUpdate
 	}

@@ -34,6 +34,7 @@ type restoreFlags struct {
 	existing, existingPolicy        string
 	orSelector                      string
 	statusInclude, statusExclude    []string
+	restoreVolumes                  optionalBool
 	fromRestoreFile                 string              // --from-velero-restore
 	fromRestore                     *velero.RestoreSpec // what it says
 	admission, admissionNamespace   string
@@ -109,6 +110,9 @@ func (f *restoreFlags) addSelection(fs *pflag.FlagSet) {
 	sel.StringVar(&f.modifiersConfigMap, "resource-modifier-configmap", "", "the ConfigMap of resource modifiers in the target, as Velero keeps it: NAME (in --velero-namespace) or NAMESPACE/NAME")
 	sel.BoolVar(&f.strict, "strict-versions", false, "fail when a resource shares no API version with the target")
 	sel.BoolVar(&f.preserveNodePorts, "preserve-nodeports", false, "keep Services' node ports instead of letting the target allocate them")
+	sel.Var(&f.restoreVolumes, "restore-volumes", "restore volumes' data as the backup's volume records say (native and CSI snapshots, data movement), as Velero's: "+
+		"true or unset restores it, false provisions each claim again empty and restores native snapshots' volumes as they were")
+	sel.Lookup("restore-volumes").NoOptDefVal = "true"
 	sel.StringVar(&f.orSelector, "or-selector", "", "restore only objects whose labels match at least one of these selectors, as Velero's: \"app=web or tier=db\" (not with --selector)")
 	sel.StringSliceVar(&f.statusInclude, "status-include-resources", nil, "resources whose status is restored, as Velero's (\"*\" every one; default none); an object's velero.io/restore-status annotation overrides")
 	sel.StringSliceVar(&f.statusExclude, "status-exclude-resources", nil, "resources whose status is not restored, as Velero's")

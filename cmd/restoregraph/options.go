@@ -99,7 +99,8 @@ func (f *restoreFlags) selection() (restore.Selection, error) {
 	if err != nil {
 		return restore.Selection{}, badInput("--existing: %w", err)
 	}
-	sel := restore.Selection{StrictVersions: f.strict, PreserveNodePorts: f.preserveNodePorts, Disabled: restore.DisabledByName(f.disable...), Existing: existing}
+	sel := restore.Selection{StrictVersions: f.strict, PreserveNodePorts: f.preserveNodePorts, Disabled: restore.DisabledByName(f.disable...),
+		Existing: existing, RestorePVs: f.restoreVolumes.value}
 	if sel.Filter, err = f.spec(); err != nil {
 		return sel, err
 	}

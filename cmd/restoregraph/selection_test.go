@@ -86,7 +86,7 @@ func TestVeleroRestoreFlags(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, []byte("apiVersion: velero.io/v1\nkind: Restore\nmetadata: {name: r, namespace: velero}\nspec:\n"+spec), 0o644))
 		return path
 	}
-	pvs := file("pvs.yaml", "  backupName: b\n  restorePVs: true\n")
+	policy := file("policy.yaml", "  backupName: b\n  resourcePolicy: {kind: configmap, name: volume-policy}\n")
 	ok := file("ok.yaml", "  backupName: b\n")
 	for name, c := range map[string]struct {
 		args []string
@@ -98,7 +98,7 @@ func TestVeleroRestoreFlags(t *testing.T) {
 		"not Velero's policy":           {[]string{"plan", "--backup", shopBackup, "--embedded", "--existing-resource-policy", "fail"}, "none or update, as Velero's"},
 		"unknown status resource":       {[]string{"plan", "--backup", shopBackup, "--embedded", "--status-include-resources", "gizmos"}, `no resource is named "gizmos"`},
 		"partially failed, no schedule": {[]string{"plan", "--backup", shopBackup, "--embedded", "--allow-partially-failed"}, "--allow-partially-failed goes with --from-schedule"},
-		"a field not supported":         {[]string{"plan", "--from-velero-restore", pvs, "--embedded"}, "spec.restorePVs: true: volume data is not restored"},
+		"a field not supported":         {[]string{"plan", "--from-velero-restore", policy, "--embedded"}, "spec.resourcePolicy: volume policies are not supported"},
 		"selection flags beside":        {[]string{"plan", "--from-velero-restore", ok, "--include-namespaces", "a", "--backup", shopBackup, "--embedded"}, "--backup, --include-namespaces cannot be given with it"},
 		"no such file":                  {[]string{"plan", "--from-velero-restore", filepath.Join(dir, "none.yaml"), "--embedded"}, "no such file"},
 		"another velero namespace":      {[]string{"plan", "--from-velero-restore", ok, "--velero-namespace", "backups", "--embedded"}, "is in namespace velero, --velero-namespace says backups"},

@@ -98,6 +98,7 @@ func (f *restoreFlags) open(cmd *cobra.Command, t *target) (s *session, err erro
 	}
 	var b *archive.Backup
 	var src *veleroSource
+	var volumes []restore.Volume
 	if !byName {
 		var closeBackup func()
 		if b, closeBackup, err = readBackup(ctx, f.backup, f.s3Endpoint, warn); err != nil {
@@ -105,6 +106,9 @@ func (f *restoreFlags) open(cmd *cobra.Command, t *target) (s *session, err erro
 		}
 		closers = append(closers, closeBackup)
 		f.name = backupName(f.backup)
+		if volumes, err = backupVolumes(ctx, f.backup, f.s3Endpoint); err != nil {
+			return nil, err
+		}
 	}
 	tgt, cfg, stopTarget, err := t.restoreTarget()
 	if err != nil {
@@ -124,7 +128,7 @@ func (f *restoreFlags) open(cmd *cobra.Command, t *target) (s *session, err erro
 		if b, src, closeBackup, err = f.velero.read(ctx, cfg, host, commands, warn); err != nil {
 			return nil, err
 		}
-		f.name = src.backup
+		f.name, volumes = src.backup, src.volumes
 		closers = append(closers, closeBackup)
 	}
 	po, ro, err := f.restoreOptions(ctx, cfg, warn, saved == nil)
@@ -132,6 +136,7 @@ func (f *restoreFlags) open(cmd *cobra.Command, t *target) (s *session, err erro
 		return nil, err
 	}
 	ro.Logger = logger(cmd)
+	po.Volumes = volumes
 	if host != nil {
 		if po.Extensions.Plugins, err = f.register(ctx, host, commands, warn); err != nil {
 			return nil, err

@@ -11,6 +11,8 @@ import (
 
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/progress"
+	"github.com/restoregraph/restoregraph/restore"
+	"github.com/restoregraph/restoregraph/velero"
 	"github.com/restoregraph/restoregraph/velero/bucket"
 )
 
@@ -65,6 +67,29 @@ func readBackup(ctx context.Context, raw, endpoint string, warn io.Writer) (b *a
 		progress.ReportRead(warn, u.Raw, b)
 		b.Close()
 	}, nil
+}
+
+// backupVolumes reads Velero's records of the volumes of the backup --backup names,
+// beside its tarball (NAME-volumeinfo.json.gz, NAME-volumesnapshots.json.gz): none for
+// a tarball that has none beside it.
+func backupVolumes(ctx context.Context, raw, endpoint string) ([]restore.Volume, error) {
+	src, key := archive.Source(archive.DirSource(filepath.Dir(raw))), filepath.Base(raw)
+	if bucket.IsURL(raw) {
+		u, err := parseURL("--backup", raw, endpoint)
+		if err != nil {
+			return nil, err
+		}
+		store, err := u.Open(ctx)
+		if err != nil {
+			return nil, badInput("--backup %w", err)
+		}
+		src, key = store, u.Key
+	}
+	vols, err := velero.ReadVolumes(ctx, src, key)
+	if err != nil {
+		return nil, badInput("%w", err)
+	}
+	return vols, nil
 }
 
 // sourceError says why a backup in a store could not be read, with the exit code that

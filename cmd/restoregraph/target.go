@@ -86,7 +86,7 @@ func (t *target) config() (*rest.Config, func(), error) {
 				return nil, nil, badInput("--embedded-data-dir: %s is not a directory", t.dataDir)
 			}
 		}
-		s, err := memcluster.StartServer(memcluster.Options{GC: true, ServiceCIDR: "10.96.0.0/12", DataDir: t.dataDir})
+		s, err := memcluster.StartServer(memcluster.Options{GC: true, BindVolumes: true, ServiceCIDR: "10.96.0.0/12", DataDir: t.dataDir})
 		if err != nil {
 			return nil, nil, err
 		}

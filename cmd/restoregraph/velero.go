@@ -14,6 +14,7 @@ import (
 
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/progress"
+	"github.com/restoregraph/restoregraph/restore"
 	"github.com/restoregraph/restoregraph/velero"
 	"github.com/restoregraph/restoregraph/velero/pluginhost"
 )
@@ -71,9 +72,10 @@ func (v *veleroFlags) check(backup, s3Endpoint string, plugins, embedded bool) (
 // veleroSource is a backup read through Velero: where it is, and what recording a
 // restore of it in Velero needs.
 type veleroSource struct {
-	velero velero.Client
-	store  *velero.Store // the backup's location
-	backup string        // its name
+	velero  velero.Client
+	store   *velero.Store // the backup's location
+	backup  string        // its name
+	volumes []restore.Volume
 }
 
 // read finds the backup through Velero's objects in the source cluster (target is the
@@ -121,7 +123,13 @@ func (v *veleroFlags) read(ctx context.Context, target *rest.Config, host *plugi
 		store.Close()
 		return nil, nil, nil, sourceError(fmt.Sprintf("%s/%s in location %s", v.namespace, vb.Name, vb.Location.Name), err)
 	}
-	return b, &veleroSource{velero: client, store: store, backup: vb.Name}, func() {
+	vols, err := velero.ReadVolumes(ctx, store, vb.Key())
+	if err != nil {
+		b.Close()
+		store.Close()
+		return nil, nil, nil, badInput("%w", err)
+	}
+	return b, &veleroSource{velero: client, store: store, backup: vb.Name, volumes: vols}, func() {
 		progress.ReportRead(warn, label, b)
 		b.Close()
 		store.Close()

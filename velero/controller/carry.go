@@ -62,6 +62,10 @@ func (c *Controller) carryOut(ctx context.Context, o *unstructured.Unstructured,
 		return failed(fmt.Errorf("backup %s: %w", vb.Name, err))
 	}
 	defer b.Close()
+	volumes, err := velero.ReadVolumes(ctx, store, vb.Key())
+	if err != nil {
+		return failed(fmt.Errorf("backup %s: %w", vb.Name, err))
+	}
 	sel := spec.Selection
 	if spec.ModifierConfigMap != "" {
 		cm, err := c.clients.CoreV1().ConfigMaps(c.velero.Namespace).Get(ctx, spec.ModifierConfigMap, metav1.GetOptions{})
@@ -87,7 +91,7 @@ func (c *Controller) carryOut(ctx context.Context, o *unstructured.Unstructured,
 	if err := c.host.Register(plugins, found); err != nil {
 		return failed(err)
 	}
-	p, err := restore.NewPlan(ctx, b, c.target, restore.PlanOptions{BackupName: vb.Name, Selection: sel,
+	p, err := restore.NewPlan(ctx, b, c.target, restore.PlanOptions{BackupName: vb.Name, Selection: sel, Volumes: volumes,
 		Extensions: restore.Extensions{Plugins: plugins}})
 	if err != nil {
 		return invalid(err)

@@ -34,7 +34,7 @@ func veleroRestore(name string, spec map[string]any, phase string) *unstructured
 // which process took it; one that has ended is left alone.
 func TestControllerValidatesAndLeavesOthersAlone(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{velero.RestoresResource: "RestoreList"},
-		veleroRestore("volumes", map[string]any{"backupName": "b", "restorePVs": true}, ""),
+		veleroRestore("volumes", map[string]any{"backupName": "b", "resourcePolicy": map[string]any{"kind": "configmap", "name": "p"}}, ""),
 		veleroRestore("done", map[string]any{"backupName": "b"}, "Completed"))
 	events := record.NewFakeRecorder(10)
 	c := &Controller{velero: velero.Client{Dynamic: dyn, Namespace: "velero"}, log: slog.New(slog.DiscardHandler),
@@ -55,7 +55,7 @@ func TestControllerValidatesAndLeavesOthersAlone(t *testing.T) {
 	assert.Equal(t, "FailedValidation", phase)
 	errs, _, _ := unstructured.NestedStringSlice(v.Object, "status", "validationErrors")
 	require.Len(t, errs, 1)
-	assert.Contains(t, errs[0], "spec.restorePVs: true: volume data is not restored")
+	assert.Contains(t, errs[0], "spec.resourcePolicy: volume policies are not supported")
 	assert.Equal(t, "replica-1", v.GetAnnotations()[TakenByAnnotation])
 	assert.Equal(t, []string{ExternalResourcesFinalizer}, v.GetFinalizers(), "its files are removed before it goes, as Velero's")
 	for _, field := range []string{"startTimestamp", "completionTimestamp"} {
@@ -63,7 +63,7 @@ func TestControllerValidatesAndLeavesOthersAlone(t *testing.T) {
 		assert.NotEmpty(t, ts, field)
 	}
 	assert.Equal(t, "Normal Taken taken by replica-1", <-events.Events)
-	assert.Contains(t, <-events.Events, "Warning FailedValidation spec.restorePVs: true")
+	assert.Contains(t, <-events.Events, "Warning FailedValidation spec.resourcePolicy")
 	assert.Equal(t, 1, c.metrics.(*countingMetrics).ended["FailedValidation"])
 	done := get("done")
 	phase, _, _ = unstructured.NestedString(done.Object, "status", "phase")
@@ -80,7 +80,7 @@ func TestControllerTakesRestoresInTheOrderTheyWereCreated(t *testing.T) {
 	}
 	older := at(veleroRestore("older", map[string]any{"backupName": "b"}, ""), 0)
 	sameSecond := at(veleroRestore("a-same-second", map[string]any{"backupName": "b"}, ""), 10)
-	newer := at(veleroRestore("newer", map[string]any{"backupName": "b", "restorePVs": true}, ""), 10)
+	newer := at(veleroRestore("newer", map[string]any{"backupName": "b", "resourcePolicy": map[string]any{"kind": "configmap", "name": "p"}}, ""), 10)
 	done := at(veleroRestore("done-earlier", map[string]any{"backupName": "b"}, "Completed"), -5)
 	deleting := at(veleroRestore("deleted-earlier", map[string]any{"backupName": "b"}, ""), -3)
 	gone := metav1.Unix(1_700_000_100, 0)
