@@ -10,7 +10,9 @@ import (
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/yaml"
 
 	"github.com/restoregraph/restoregraph/filter"
@@ -184,12 +186,12 @@ func SpecOf(sel restore.Selection, modifierConfigMap string, operationTimeout ti
 		NamespaceMapping: sel.NamespaceMappings, ItemOperationTimeout: metav1.Duration{Duration: operationTimeout}}
 	var err error
 	if f.Selector != nil && !f.Selector.Empty() {
-		if s.LabelSelector, err = metav1.ParseToLabelSelector(f.Selector.String()); err != nil {
+		if s.LabelSelector, err = labelSelectorOf(f.Selector); err != nil {
 			return nil, err
 		}
 	}
 	for _, or := range f.OrSelectors {
-		ls, err := metav1.ParseToLabelSelector(or.String())
+		ls, err := labelSelectorOf(or)
 		if err != nil {
 			return nil, err
 		}
@@ -241,4 +243,35 @@ func SpecOf(sel restore.Selection, modifierConfigMap string, operationTimeout ti
 		s.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "configmap", Name: modifierConfigMap}
 	}
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(&s)
+}
+
+// labelSelectorOf is sel as a LabelSelector, which says each of its requirements but >
+// and < (what metav1.ParseToLabelSelector refuses of a selector's string, != included,
+// is said as NotIn).
+func labelSelectorOf(sel labels.Selector) (*metav1.LabelSelector, error) {
+	reqs, _ := sel.Requirements()
+	ls := &metav1.LabelSelector{}
+	for _, r := range reqs {
+		e := metav1.LabelSelectorRequirement{Key: r.Key(), Values: r.ValuesUnsorted()}
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals:
+			if ls.MatchLabels == nil {
+				ls.MatchLabels = map[string]string{}
+			}
+			ls.MatchLabels[r.Key()] = e.Values[0]
+			continue
+		case selection.In:
+			e.Operator = metav1.LabelSelectorOpIn
+		case selection.NotEquals, selection.NotIn:
+			e.Operator = metav1.LabelSelectorOpNotIn
+		case selection.Exists:
+			e.Operator, e.Values = metav1.LabelSelectorOpExists, nil
+		case selection.DoesNotExist:
+			e.Operator, e.Values = metav1.LabelSelectorOpDoesNotExist, nil
+		default:
+			return nil, fmt.Errorf("label selector %q: %s cannot be said in Velero's Restore", sel, r.Operator())
+		}
+		ls.MatchExpressions = append(ls.MatchExpressions, e)
+	}
+	return ls, nil
 }

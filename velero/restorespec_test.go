@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/restoregraph/restoregraph/filter"
@@ -143,4 +144,31 @@ func TestSpecOfIsReadBack(t *testing.T) {
 	assert.Equal(t, filter.OrString(r.Selection.Filter.OrSelectors), filter.OrString(back.Selection.Filter.OrSelectors))
 	r.Selection.Filter.OrSelectors, back.Selection.Filter.OrSelectors = nil, nil
 	assert.Equal(t, r, back)
+}
+
+// A label selector goes into Velero's spec as it selects, != as NotIn; one with > or <,
+// which Velero's LabelSelector cannot say, is an error.
+func TestSpecOfSaysEverySelector(t *testing.T) {
+	for sel, want := range map[string]*metav1.LabelSelector{
+		"app=web,tier!=db": {MatchLabels: map[string]string{"app": "web"},
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"db"}}}},
+		"env in (a,b),!legacy": {MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"a", "b"}}, {Key: "legacy", Operator: metav1.LabelSelectorOpDoesNotExist}}},
+	} {
+		s, err := labels.Parse(sel)
+		require.NoError(t, err)
+		got, err := labelSelectorOf(s)
+		require.NoError(t, err, sel)
+		assert.Equal(t, want, got, sel)
+		back, err := metav1.LabelSelectorAsSelector(got)
+		require.NoError(t, err)
+		for _, set := range []labels.Set{{}, {"app": "web"}, {"app": "web", "tier": "db"}, {"app": "web", "tier": "cache"},
+			{"env": "a"}, {"env": "c"}, {"env": "b", "legacy": "yes"}} {
+			assert.Equal(t, s.Matches(set), back.Matches(set), "%s and %s on %v", sel, back, set)
+		}
+	}
+	gt, err := labels.Parse("replicas>2")
+	require.NoError(t, err)
+	_, err = labelSelectorOf(gt)
+	assert.ErrorContains(t, err, "cannot be said")
 }

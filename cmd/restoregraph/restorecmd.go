@@ -6,9 +6,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
+	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	"github.com/restoregraph/restoregraph/progress"
 	"github.com/restoregraph/restoregraph/restore"
 	"github.com/restoregraph/restoregraph/velero"
@@ -45,12 +48,13 @@ func newRestoreCmd() *cobra.Command {
 				}
 				opts.ItemOperationTimeout = r.ItemOperationTimeout
 			}
+			// Named now: it is given to plugins as Velero's Restore, and checked against
+			// Velero's restores before anything is written.
+			if opts.Name == "" {
+				opts.Name = rf.name + "-" + time.Now().UTC().Format("20060102150405")
+			}
 			record = record && s.velero != nil
 			if record {
-				// Named now, and checked against Velero's restores before anything is written.
-				if opts.Name == "" {
-					opts.Name = rf.name + "-" + time.Now().UTC().Format("20060102150405")
-				}
 				if err := s.velero.velero.CheckRestoreName(ctx, opts.Name); err != nil {
 					return veleroError(err)
 				}
@@ -74,6 +78,9 @@ func newRestoreCmd() *cobra.Command {
 			opts.OnEvent = prog.Event
 			p, err := s.makePlan()
 			if err != nil {
+				return err
+			}
+			if opts.Request, err = veleroRequest(rf, p, opts); err != nil {
 				return err
 			}
 			rep, err := restore.Apply(ctx, p, tgt, opts)
@@ -139,4 +146,22 @@ func recordInVelero(warn io.Writer, s *session, p *restore.Plan, rep *restore.Re
 	}
 	fmt.Fprintf(warn, "recorded in Velero as restore %s/%s (%s): velero restore describe %s --details\n",
 		s.velero.velero.Namespace, opts.Name, rec.Phase(), opts.Name)
+}
+
+// veleroRequest is the Velero Restore that plugins are told the restore carries out, as
+// Velero's own actions read it: in --velero-namespace (where the backup's Backup object
+// is), the spec the plan's selection makes (restorePVs, namespaceMapping, ...), and a
+// UID made of its namespace and name, so that the restore run again under the same
+// name (--restore-name) is the same Restore to them.
+func veleroRequest(rf restoreFlags, p *restore.Plan, opts restore.RunOptions) (*ria.Restore, error) {
+	var cm string
+	if !strings.Contains(rf.modifiersConfigMap, "/") {
+		cm = rf.modifiersConfigMap
+	}
+	spec, err := velero.SpecOf(p.Selection(), cm, opts.ItemOperationTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return &ria.Restore{Namespace: rf.velero.namespace, Spec: spec,
+		UID: types.UID(uuid.NewSHA1(uuid.NameSpaceURL, []byte("restoregraph/"+rf.velero.namespace+"/"+opts.Name)).String())}, nil
 }

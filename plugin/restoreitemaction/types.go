@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ResourceIdentifier names an object: group-resource, namespace ("" when
@@ -35,6 +36,14 @@ type Restore struct {
 	Backup string
 	// Options the caller passes through to plugins.
 	Options map[string]string
+	// Namespace, UID and Spec are the Velero Restore the restore carries out, for
+	// Velero's own actions, which read them: its namespace (Velero's, where the backup's
+	// Backup object is), a UID that stays the same whenever the restore is run again
+	// (Velero's CSI actions name the VolumeSnapshots they restore after it), and its
+	// spec as Velero's Restore writes it (restorePVs, namespaceMapping, ...).
+	Namespace string
+	UID       types.UID
+	Spec      map[string]any
 }
 
 // ExecuteInput is what Execute is given.

@@ -18,6 +18,7 @@ import (
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/modifier"
 	"github.com/restoregraph/restoregraph/plugin"
+	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	"github.com/restoregraph/restoregraph/restore"
 	"github.com/restoregraph/restoregraph/velero"
 	"github.com/restoregraph/restoregraph/versionselect"
@@ -105,6 +106,9 @@ func (c *Controller) carryOut(ctx context.Context, o *unstructured.Unstructured,
 	}
 	opts := c.run
 	opts.Name, opts.Logger, opts.Journal = o.GetName(), log, journal
+	// Velero's own actions read the Restore they are part of: its namespace, UID and spec.
+	raw, _, _ := unstructured.NestedMap(o.Object, "spec")
+	opts.Request = &ria.Restore{Namespace: o.GetNamespace(), UID: o.GetUID(), Spec: raw}
 	opts.Admitter = restoreAdmitter{Admitter: c.admitter, c: c, o: o, log: log}
 	opts.ItemOperationTimeout = spec.ItemOperationTimeout
 	// Progress counts what Velero's record counts: the objects the plan takes on, not

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	proto "github.com/vmware-tanzu/velero/pkg/plugin/generated"
 	protov2 "github.com/vmware-tanzu/velero/pkg/plugin/generated/restoreitemaction/v2"
@@ -371,14 +373,24 @@ func (a *action) Cancel(ctx context.Context, id string, r *ria.Restore) error {
 
 var _ riav2.AsyncAction = (*action)(nil)
 
-// restoreJSON is the Velero Restore a plugin is given: its name, the backup's, in
-// Velero's namespace.
+// restoreJSON is the Velero Restore a plugin is given: its name, namespace (Velero's
+// by default) and UID, and its spec with the backup's name.
 func restoreJSON(r *ria.Restore) []byte {
-	name, backup := "restoregraph", ""
+	name, backup, ns := "restoregraph", "", "velero"
+	var uid types.UID
+	spec := map[string]any{}
 	if r != nil {
-		name, backup = r.Name, r.Backup
+		name, backup, uid = r.Name, r.Backup, r.UID
+		if r.Namespace != "" {
+			ns = r.Namespace
+		}
+		maps.Copy(spec, r.Spec)
 	}
-	data, _ := json.Marshal(map[string]any{"apiVersion": "velero.io/v1", "kind": "Restore",
-		"metadata": map[string]any{"name": name, "namespace": "velero"}, "spec": map[string]any{"backupName": backup}})
+	spec["backupName"] = backup
+	md := map[string]any{"name": name, "namespace": ns}
+	if uid != "" {
+		md["uid"] = string(uid)
+	}
+	data, _ := json.Marshal(map[string]any{"apiVersion": "velero.io/v1", "kind": "Restore", "metadata": md, "spec": spec})
 	return data
 }

@@ -3,6 +3,7 @@ package pluginhost
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,11 +17,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/memcluster"
 	"github.com/restoregraph/restoregraph/plugin"
+	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	"github.com/restoregraph/restoregraph/restore"
 	"github.com/restoregraph/restoregraph/velero/internal/testbin"
 )
@@ -344,4 +349,39 @@ func TestExecutablesAsVeleroFindsThem(t *testing.T) {
 	none, err := Executables(filepath.Join(dir, "absent"))
 	require.NoError(t, err)
 	assert.Empty(t, none, "a directory that is not there holds no plugin, as for Velero")
+}
+
+// A plugin's standard error is passed on but for go-plugin's own records below Info.
+func TestQuietLog(t *testing.T) {
+	var out bytes.Buffer
+	q := &quietLog{to: &out}
+	for _, chunk := range []string{
+		`{"@level":"debug","@message":"plugin address","@timestamp":"2026-12-07T03:00:00Z","address":"/tmp/plugin1","network":"unix"}` + "\n",
+		"time=\"2026-12-07T03:00:00Z\" level=info msg=\"Starting the plugin\"\n{\"@level\":\"warn\",\"@mes",
+		"sage\":\"slow\"}\n",
+	} {
+		_, err := q.Write([]byte(chunk))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, "time=\"2026-12-07T03:00:00Z\" level=info msg=\"Starting the plugin\"\n{\"@level\":\"warn\",\"@message\":\"slow\"}\n", out.String())
+}
+
+// A plugin is told the Restore as Velero's server would tell it: what the caller gave
+// of its namespace, UID and spec, with the backup's name; Velero's namespace and the
+// restore's name when it gave none.
+func TestPluginsReadTheRestoreAsVelerosOwn(t *testing.T) {
+	var r velerov1.Restore
+	require.NoError(t, json.Unmarshal(restoreJSON(&ria.Restore{Name: "shop-copy", Backup: "shop", Namespace: "backups", UID: "u-1",
+		Spec: map[string]any{"restorePVs": true, "namespaceMapping": map[string]any{"shop": "shop-copy"}}}), &r))
+	assert.Equal(t, "shop-copy", r.Name)
+	assert.Equal(t, "backups", r.Namespace)
+	assert.Equal(t, types.UID("u-1"), r.UID)
+	assert.Equal(t, "shop", r.Spec.BackupName)
+	require.NotNil(t, r.Spec.RestorePVs)
+	assert.True(t, *r.Spec.RestorePVs)
+	assert.Equal(t, map[string]string{"shop": "shop-copy"}, r.Spec.NamespaceMapping)
+
+	r = velerov1.Restore{}
+	require.NoError(t, json.Unmarshal(restoreJSON(&ria.Restore{Name: "r", Backup: "b"}), &r))
+	assert.Equal(t, "velero", r.Namespace)
 }

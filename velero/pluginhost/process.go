@@ -160,7 +160,7 @@ func (p *process) startInstance() (*instance, error) {
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		Logger:           hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Error}),
 		StartTimeout:     30 * time.Second,
-		Stderr:           p.log,
+		Stderr:           &quietLog{to: p.log},
 	})
 	rpc, err := client.Client()
 	if err != nil {
