@@ -11,6 +11,7 @@ import (
 	"github.com/restoregraph/restoregraph/hook"
 	"github.com/restoregraph/restoregraph/modifier"
 	"github.com/restoregraph/restoregraph/plugin"
+	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
 	"github.com/restoregraph/restoregraph/readiness"
 	"github.com/restoregraph/restoregraph/versionselect"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -132,6 +133,10 @@ type RunOptions struct {
 	// Name is the restore's name, given to plugins and put on every restored object
 	// (RestoreNameLabel); default <backup name or "restore">-<time of the restore>.
 	Name string
+	// Request is what plugins are told of the restore beyond its name and backup's
+	// (Velero's Restore: its namespace, UID and spec, which Velero's own actions read);
+	// its Name and Backup are filled in from Name and the plan when empty.
+	Request *ria.Restore
 	// Workers bounds the objects restored at once; default 16.
 	Workers int
 	// ItemTimeout bounds each object: create, retries, readiness, plugins' calls;

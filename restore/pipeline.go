@@ -267,6 +267,11 @@ func (r *run) stepActions(ctx context.Context, o *Object) error {
 		}
 		if out.UpdatedItem != nil {
 			o.Body = out.UpdatedItem
+			if name := o.Body.GetName(); name != o.Name && name != "" {
+				// Velero's CSI actions name what they restore anew (after the restore's
+				// UID): the object is made, found and waited for under its new name.
+				o.Name, o.Result.TargetName = name, name
+			}
 		}
 		if out.OperationID != "" {
 			if err := r.started(ctx, o, a, out.OperationID); err != nil {
@@ -275,6 +280,12 @@ func (r *run) stepActions(ctx context.Context, o *Object) error {
 		}
 		if err := r.additionalItems(ctx, o, a, out); err != nil {
 			return err
+		}
+	}
+	if ann, ok := o.Body.Object["metadata"].(map[string]any)["annotations"].(map[string]any); ok {
+		if _, set := ann[MustIncludeAnnotation]; set {
+			ann, _ = ownMetadataMap(o.Body, o.decoded, "annotations")
+			delete(ann, MustIncludeAnnotation) // Velero's actions' note to the restore, not the object's
 		}
 	}
 	return nil

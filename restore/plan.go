@@ -310,6 +310,16 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 			p.excluded[it] = ex
 		}
 	}
+	snapshots, err := vp.snapshotsOfClaims(backup, sel, p.excluded)
+	if err != nil {
+		<-digested
+		return nil, err
+	}
+	for it := range snapshots {
+		if p.excluded[it].by == Filtered {
+			delete(p.excluded, it) // restored for the claim whose data it holds
+		}
+	}
 	p.volumes, p.Volumes = vp, opts.Volumes
 	// Warnings speak of what the restore takes on: a kind it leaves to the target or
 	// filters out is not warned about.
@@ -432,13 +442,7 @@ func (p *Plan) object(n *graph.Node, level int) PlannedObject {
 	if n.Item != it {
 		po.Folded = append(po.Folded, n.Item.GroupResource().String())
 	}
-	switch it.GroupResource() {
-	case persistentVolumes:
-		po.Volume = p.volumes.method[n.Item]
-	case persistentVolumeClaims:
-		po.Volume = p.volumes.claimMethod[manifest.ID{Resource: it.Resource, Namespace: it.Namespace, Name: it.Name}]
-		po.Gate = p.gates[n.Item].why
-	}
+	po.Volume, po.Gate = p.volumeOf(n.Item), p.gates[n.Item].why
 	if ex, ok := p.excluded[n.Item]; ok {
 		po.Excluded, po.ExcludedBy = ex.reason, ex.by
 	} else if m := p.sel.Modifiers; m != nil {

@@ -33,6 +33,8 @@ type ObjectResult struct {
 	ObjectRef
 	NewUID types.UID `json:"newUID,omitempty"`
 	Status Status    `json:"status"`
+	// Volume is how the data of a PersistentVolume, or of a claim's volume, came back.
+	Volume VolumeMethod `json:"volume,omitempty"`
 	// Reason says why an object failed or was skipped; Err is the same as an error to
 	// inspect with errors.Is and errors.As (see ErrBlocked for the kinds).
 	Reason string `json:"reason,omitempty"`
@@ -111,7 +113,9 @@ func (r *Report) objects(unusual bool) iter.Seq[ObjectResult] {
 				continue
 			}
 			ref := refOf(it, versionOf(r.plan.versions, it), r.plan.sel.NamespaceMappings)
-			if !yield(r.outcomes[id].result(ref)) {
+			res := r.outcomes[id].result(ref)
+			res.Volume = r.plan.volumeOf(r.plan.graph.NodeAt(int64(id)).Item)
+			if !yield(res) {
 				return
 			}
 		}
@@ -171,6 +175,9 @@ type outcomeMore struct {
 	hooks             []HookResult
 	newUID            types.UID
 	status            Status
+	// targetName is the name the object was made under, where a plugin named it anew
+	// (or a mapping renamed a Namespace).
+	targetName string
 }
 
 // statuses are the outcome's status bytes; 0 is none yet.
@@ -247,9 +254,9 @@ func outcomeOf(res *ObjectResult) outcome {
 	o := outcome{started: unixNano(res.Started), created: unixNano(res.Created), ready: unixNano(res.Ready), ended: unixNano(res.Ended),
 		waited: res.Waited, retries: int32(res.Retries), fromJournal: res.FromJournal}
 	if res.Reason != "" || res.Err != nil || res.SkippedBy != "" || len(res.BlockedBy) > 0 || len(res.Warnings) > 0 || len(res.Modifiers) > 0 ||
-		len(res.Operations) > 0 || len(res.Hooks) > 0 {
+		len(res.Operations) > 0 || len(res.Hooks) > 0 || res.TargetName != "" {
 		o.more = &outcomeMore{reason: res.Reason, err: res.Err, skippedBy: res.SkippedBy, blockedBy: res.BlockedBy, warnings: res.Warnings,
-			modifiers: res.Modifiers, operations: res.Operations, hooks: res.Hooks}
+			modifiers: res.Modifiers, operations: res.Operations, hooks: res.Hooks, targetName: res.TargetName}
 	}
 	o.setStatus(res.Status)
 	o.setNewUID(res.NewUID)
@@ -264,6 +271,9 @@ func (o *outcome) result(ref ObjectRef) ObjectResult {
 	if m := o.more; m != nil {
 		res.Reason, res.Err, res.SkippedBy, res.BlockedBy, res.Warnings = m.reason, m.err, m.skippedBy, m.blockedBy, m.warnings
 		res.Modifiers, res.Operations, res.Hooks = m.modifiers, m.operations, m.hooks
+		if m.targetName != "" {
+			res.TargetName = m.targetName
+		}
 		if res.Reason == "" && m.err != nil {
 			res.Reason = m.err.Error()
 		}

@@ -130,7 +130,7 @@ func newRun(p *Plan, target Target, opts RunOptions) *run {
 		opts: opts, target: target, backup: p.backup, plan: p, sel: p.sel,
 		waiter:   &readiness.Waiter{Client: target.Dynamic, Registry: p.ext.Readiness, Clock: opts.Clock},
 		claims:   &readiness.Waiter{Client: target.Dynamic, Registry: claimsBound(), Clock: opts.Clock},
-		request:  &ria.Restore{Name: opts.Name, Backup: p.source.Name},
+		request:  pluginRequest(opts, p.source.Name),
 		outcomes: make([]outcome, p.graph.Len()),
 		actions:  p.actions,
 		log:      opts.Logger.With("restore", opts.Name),
@@ -413,4 +413,20 @@ func claimsBound() *readiness.Registry {
 	r := readiness.NewRegistry(readiness.ReadyOnCreate)
 	r.Register(schema.GroupKind{Kind: "PersistentVolumeClaim"}, readiness.ClaimBound)
 	return r
+}
+
+// pluginRequest is what plugins are told of the restore: opts.Request, with the
+// restore's name and its backup's where it has none.
+func pluginRequest(opts RunOptions, backup string) *ria.Restore {
+	req := &ria.Restore{}
+	if opts.Request != nil {
+		*req = *opts.Request
+	}
+	if req.Name == "" {
+		req.Name = opts.Name
+	}
+	if req.Backup == "" {
+		req.Backup = backup
+	}
+	return req
 }

@@ -134,6 +134,15 @@ func (r *Report) WriteText(out io.Writer) error {
 			fmt.Fprintln(w)
 		}
 	}
+	var volumes []string
+	for o := range r.volumeObjects() {
+		if o.Resource == persistentVolumeClaims.Resource {
+			volumes = append(volumes, fmt.Sprintf("Volume    %s %s: %s, %s", o.Kind, qualifiedName(o.InTarget()), o.Volume, strings.ToLower(string(o.Status))))
+		}
+	}
+	for _, v := range volumes {
+		fmt.Fprintln(w, v)
+	}
 	for _, by := range slices.Sorted(maps.Keys(leftOut)) {
 		fmt.Fprintf(w, "Skipped   %d objects left to the target by %s (plan -o text lists them)\n", leftOut[by], by)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sort"
 	"strings"
 
@@ -90,12 +91,18 @@ const Volumes = "restoregraph.dev/volumes"
 
 // VolumeError is a volume the plan cannot restore as its records say, and why.
 type VolumeError struct {
+	// PV is the PersistentVolume's name; Claim is "namespace/name" of the claim instead
+	// where what is wrong is the claim's.
 	PV     string
+	Claim  string
 	Method VolumeMethod
 	Reason string
 }
 
 func (e *VolumeError) Error() string {
+	if e.PV == "" {
+		return fmt.Sprintf("persistentvolumeclaim %s (%s): %s", e.Claim, e.Method, e.Reason)
+	}
 	return fmt.Sprintf("persistentvolume %s (%s): %s", e.PV, e.Method, e.Reason)
 }
 
@@ -195,6 +202,66 @@ func planVolumes(backup Backup, sel Selection, vols []Volume, snapshotters map[s
 		}
 	}
 	return vp, out, errors.Join(errs...)
+}
+
+// Velero's names for what links a claim to its CSI snapshot.
+const (
+	// VolumeSnapshotAnnotation, on a claim Velero backed up by a CSI snapshot, names the
+	// claim's VolumeSnapshot, in the claim's namespace.
+	VolumeSnapshotAnnotation = "velero.io/volume-snapshot-name"
+	// MustIncludeAnnotation is set by Velero's CSI actions on what they return: its
+	// additional items are restored even where the filter leaves them out. The restore
+	// takes it off what it creates, as Velero does.
+	MustIncludeAnnotation = "restore.velero.io/must-include-additional-items"
+)
+
+var (
+	volumeSnapshots        = schema.GroupResource{Group: "snapshot.storage.k8s.io", Resource: "volumesnapshots"}
+	volumeSnapshotContents = schema.GroupResource{Group: "snapshot.storage.k8s.io", Resource: "volumesnapshotcontents"}
+)
+
+// snapshotsOfClaims returns the VolumeSnapshot and VolumeSnapshotContent of each claim
+// the restore makes whose data comes back from a CSI snapshot, which Velero's CSI
+// actions restore (as additional items they must include, the filter notwithstanding):
+// the plan restores them even where its filter leaves them out. A claim whose snapshot
+// the backup does not hold is a *VolumeError.
+func (vp volumePlan) snapshotsOfClaims(backup Backup, sel Selection, excluded map[*manifest.Item]exclusion) (map[*manifest.Item]bool, error) {
+	if sel.RestorePVs != nil && !*sel.RestorePVs {
+		return nil, nil
+	}
+	m := backup.Manifest()
+	needed := map[*manifest.Item]bool{}
+	var errs []error
+	for claimID, method := range vp.claimMethod {
+		if method != VolumeCSISnapshot {
+			continue
+		}
+		c, ok := m.Get(claimID)
+		if _, out := excluded[c]; !ok || out {
+			continue
+		}
+		vsName, ok := c.Annotations.Lookup(VolumeSnapshotAnnotation)
+		if !ok {
+			continue // Velero's action provisions it empty, as it does
+		}
+		vs, ok := m.Get(manifest.ID{Group: volumeSnapshots.Group, Resource: volumeSnapshots.Resource, Namespace: c.Namespace, Name: vsName})
+		if !ok {
+			errs = append(errs, &VolumeError{Claim: c.Namespace + "/" + c.Name, Method: method, Reason: fmt.Sprintf("the backup holds no VolumeSnapshot %s/%s", c.Namespace, vsName)})
+			continue
+		}
+		needed[vs] = true
+		obj, err := body(backup, vs)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if vscName, _, _ := unstructured.NestedString(obj.Object, "status", "boundVolumeSnapshotContentName"); vscName != "" {
+			if vsc, ok := m.Get(manifest.ID{Group: volumeSnapshotContents.Group, Resource: volumeSnapshotContents.Resource, Name: vscName}); ok {
+				needed[vsc] = true
+			}
+		}
+	}
+	return needed, errors.Join(errs...)
 }
 
 // body decodes it's body, at the version the backup recorded it at.
@@ -367,4 +434,30 @@ func (r *run) stepVolume(ctx context.Context, o *Object) error {
 	o.Body = pv
 	r.log.InfoContext(ctx, "volume made of a snapshot", "object", o.Item.String(), "snapshot", snap.ID, "location", snap.Location, "volume", id)
 	return nil
+}
+
+// volumeOf is how the data of it comes back, when it is a PersistentVolume or a claim.
+func (p *Plan) volumeOf(it *manifest.Item) VolumeMethod {
+	switch it.GroupResource() {
+	case persistentVolumes:
+		return p.volumes.method[it]
+	case persistentVolumeClaims:
+		return p.volumes.claimMethod[manifest.ID{Resource: it.Resource, Namespace: it.Namespace, Name: it.Name}]
+	}
+	return ""
+}
+
+// volumeObjects iterates the report's PersistentVolumes and claims whose volume's data
+// the plan decided on; none, without a pass over the objects, when it decided on none.
+func (r *Report) volumeObjects() iter.Seq[ObjectResult] {
+	return func(yield func(ObjectResult) bool) {
+		if len(r.plan.volumes.method) == 0 {
+			return
+		}
+		for o := range r.Objects() {
+			if o.Volume != "" && !yield(o) {
+				return
+			}
+		}
+	}
 }

@@ -3,6 +3,8 @@ package restore
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -308,4 +310,112 @@ func TestVerifyNamesAClaimThatIsNotBound(t *testing.T) {
 func pending(claim map[string]any) map[string]any {
 	claim["status"] = map[string]any{"phase": "Pending"}
 	return claim
+}
+
+// snapshotsCRD is a CRD of the snapshot.storage.k8s.io group, as the CSI snapshotter
+// ships them.
+func snapshotsCRD(plural, kind, scope string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": plural + ".snapshot.storage.k8s.io"},
+		"spec": map[string]any{"group": "snapshot.storage.k8s.io", "scope": scope, "versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+			"names": map[string]any{"plural": plural, "singular": strings.ToLower(kind), "kind": kind, "listKind": kind + "List"}}}}
+}
+
+// csiSnapshots stands for Velero's CSI VolumeSnapshot action: it names the
+// VolumeSnapshot anew after the restore's UID, and marks it as one of the items the
+// restore must include.
+type csiSnapshots struct{}
+
+func (csiSnapshots) AppliesTo() (ria.ResourceSelector, error) {
+	return ria.ResourceSelector{IncludedResources: []string{"volumesnapshots.snapshot.storage.k8s.io"}}, nil
+}
+
+func (csiSnapshots) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	in.Item.SetName(string(in.Restore.UID) + "-" + in.Item.GetName())
+	in.Item.SetAnnotations(map[string]string{MustIncludeAnnotation: "true", "kept": "yes"})
+	return &ria.ExecuteOutput{UpdatedItem: in.Item}, nil
+}
+
+// A claim whose data comes back from a CSI snapshot brings its VolumeSnapshot and the
+// snapshot's content with it, though the filter takes claims alone (Velero's actions
+// must include them); a snapshot no claim names stays out. An action that names the
+// snapshot anew has it made, and reported, under the new name, without the note
+// Velero's actions leave for the restore. A claim whose snapshot the backup lacks is a
+// *VolumeError that names the claim.
+func TestClaimsBringTheirCSISnapshots(t *testing.T) {
+	claim := func(name, snapshot string) map[string]any {
+		c := claimOf(name, "fast", "pv-"+name)
+		c["metadata"].(map[string]any)["annotations"].(map[string]any)[VolumeSnapshotAnnotation] = snapshot
+		return c
+	}
+	snapshot := func(name, content string) map[string]any {
+		return map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+			"metadata": map[string]any{"name": name, "namespace": "shop", "uid": "uid-" + name},
+			"spec":     map[string]any{"source": map[string]any{"persistentVolumeClaimName": "data"}},
+			"status":   map[string]any{"boundVolumeSnapshotContentName": content, "readyToUse": true}}
+	}
+	content := func(name string) map[string]any {
+		return map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent",
+			"metadata": map[string]any{"name": name, "uid": "uid-" + name},
+			"spec":     map[string]any{"driver": "disk.example.io", "deletionPolicy": "Retain", "source": map[string]any{"snapshotHandle": "h-" + name}}}
+	}
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop", "uid": "uid-ns"}}
+	vols := []Volume{{PV: "pv-data", ClaimNamespace: "shop", Claim: "data", Method: VolumeCSISnapshot},
+		{PV: "pv-logs", ClaimNamespace: "shop", Claim: "logs", Method: VolumeCSISnapshot}}
+	_, tgt := cluster(t, memcluster.Options{BindVolumes: true})
+	ctx := context.Background()
+	for _, crd := range []*unstructured.Unstructured{snapshotsCRD("volumesnapshots", "VolumeSnapshot", "Namespaced"),
+		snapshotsCRD("volumesnapshotcontents", "VolumeSnapshotContent", "Cluster")} {
+		_, err := tgt.Dynamic.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		_, lists, err := tgt.Discovery.ServerGroupsAndResourcesWithContext(ctx)
+		return err == nil && slices.ContainsFunc(lists, func(l *metav1.APIResourceList) bool {
+			return l.GroupVersion == "snapshot.storage.k8s.io/v1" && len(l.APIResources) == 2
+		})
+	}, 5*time.Second, 10*time.Millisecond)
+	reg := csiRegistry(t)
+	require.NoError(t, reg.Register("example.io/csi-vs", plugin.V1, csiSnapshots{}))
+	claimsOnly := Selection{Filter: filter.Spec{IncludeResources: []string{"namespaces", "persistentvolumeclaims"}}}
+
+	b := backupOf(t, ns,
+		persistentVolume("pv-data", "Delete", "data"), claim("data", "snap-data"), snapshot("snap-data", "content-data"), content("content-data"),
+		persistentVolume("pv-logs", "Delete", "logs"), claim("logs", "snap-logs"), snapshot("snap-logs", "content-logs"), content("content-logs"),
+		snapshot("snap-old", "content-old"), content("content-old"))
+	p, err := NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Selection: claimsOnly, Extensions: Extensions{Plugins: reg}})
+	require.NoError(t, err)
+	excludedBy := map[string]string{}
+	for o := range p.Objects() {
+		excludedBy[o.Name] = o.ExcludedBy
+	}
+	for _, name := range []string{"data", "snap-data", "content-data", "logs", "snap-logs", "content-logs"} {
+		assert.Empty(t, excludedBy[name], "%s is restored, for its claim", name)
+	}
+	assert.Equal(t, Filtered, excludedBy["snap-old"])
+	assert.Equal(t, Filtered, excludedBy["content-old"])
+
+	rep, err := Apply(ctx, p, tgt, RunOptions{Retry: fastRetry, Request: &ria.Restore{UID: "r1"}})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
+	vs, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshots"}).
+		Namespace("shop").Get(ctx, "r1-snap-data", metav1.GetOptions{})
+	require.NoError(t, err, "made under the name the action gave it")
+	assert.NotContains(t, vs.GetAnnotations(), MustIncludeAnnotation, "the note to the restore is taken off")
+	assert.Equal(t, "yes", vs.GetAnnotations()["kept"])
+	var reported []string
+	for o := range rep.Objects() {
+		if o.Kind == "VolumeSnapshot" && o.Status == Restored {
+			reported = append(reported, o.TargetName)
+		}
+	}
+	assert.ElementsMatch(t, []string{"r1-snap-data", "r1-snap-logs"}, reported)
+
+	lacking := backupOf(t, ns, persistentVolume("pv-data", "Delete", "data"), claim("data", "snap-gone"))
+	_, err = NewPlan(ctx, lacking, tgt, PlanOptions{Volumes: vols[:1], Selection: claimsOnly, Extensions: Extensions{Plugins: reg}})
+	var ve *VolumeError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, "shop/data", ve.Claim)
+	assert.EqualError(t, err, "persistentvolumeclaim shop/data (csi snapshot): the backup holds no VolumeSnapshot shop/snap-gone")
 }
