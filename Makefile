@@ -30,6 +30,14 @@ S3_BIN       ?= $(HOME)/.cache/restoregraph/versitygw-$(VERSITYGW_VERSION)
 KWOK_BIN     ?= $(HOME)/.cache/restoregraph/kwok-$(KWOK_VERSION)
 export RESTOREGRAPH_S3_BIN := $(S3_BIN)
 export RESTOREGRAPH_KWOK_BIN := $(KWOK_BIN)
+# The CSI stack of the volume tests: the snapshot controller, csi-snapshotter and the
+# external provisioner, each built from its module at the version its build module pins
+# (test/csi/*), with the VolumeSnapshot CRDs copied beside them from the snapshotter's
+# client module. The tests build their own CSI driver (test/csi/driver).
+SNAPSHOTTER_VERSION := $(shell sed -n 's/^\tgithub.com\/kubernetes-csi\/external-snapshotter\/v8 \(v[0-9.]*\).*$$/\1/p' test/csi/snapshotter/go.mod)
+PROVISIONER_VERSION := $(shell sed -n 's/^\tgithub.com\/kubernetes-csi\/external-provisioner\/v6 \(v[0-9.]*\).*$$/\1/p' test/csi/provisioner/go.mod)
+CSI_BIN      ?= $(HOME)/.cache/restoregraph/csi-snapshotter-$(SNAPSHOTTER_VERSION)-provisioner-$(PROVISIONER_VERSION)
+export RESTOREGRAPH_CSI_BIN := $(CSI_BIN)
 # The servers and tools the tests run are linked without symbol tables and DWARF (-s -w):
 # nobody debugs them, and their links are the slowest step of a cold build.
 TOOL_LDFLAGS := -s -w
@@ -69,6 +77,7 @@ lint:
 	cd $(DEMO) && $(GO) vet ./...
 	cd $(PEERS) && $(GO) vet ./...
 	cd test/velero && $(GO) vet ./...
+	cd test/csi/driver && $(GO) vet ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -124,8 +133,17 @@ FAULT_TESTS := ^(TestRestoreOutlastsServerRestarts|TestRestoreThroughACutConnect
 integration: integration-bins
 	cd test && $(GO) test -race -vet=off -count=1 -timeout 30m -skip '$(FAULT_TESTS)' ./...
 
-# What integration runs: etcd, the Kubernetes binaries and the Velero stack.
-integration-bins: etcd $(KUBE_BIN)/.built velero-stack
+# What integration runs: etcd, the Kubernetes binaries, the Velero stack and the CSI stack.
+integration-bins: etcd $(KUBE_BIN)/.built velero-stack $(CSI_BIN)/.built
+
+$(CSI_BIN)/.built:
+	@mkdir -p $(CSI_BIN)/crds
+	@echo "building the CSI snapshotter $(SNAPSHOTTER_VERSION) and provisioner $(PROVISIONER_VERSION) into $(CSI_BIN) (a few minutes when cold)"
+	cd test/csi/snapshotter && $(GO) build -ldflags "$(TOOL_LDFLAGS)" -o $(CSI_BIN)/ \
+	  github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter
+	cd test/csi/provisioner && $(GO) build -ldflags "$(TOOL_LDFLAGS)" -o $(CSI_BIN)/ github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner
+	cd test/csi/snapshotter && install -m 644 $$($(GO) list -m -f '{{.Dir}}' github.com/kubernetes-csi/external-snapshotter/client/v8)/config/crd/snapshot.storage.k8s.io_*.yaml $(CSI_BIN)/crds/
+	@touch $@
 
 ## test-faults: restores through faults of the real control plane (kube-apiserver killed and started again after 5 s
 ## and 60 s, etcd after 5 s), of the network (connections reset and stalled), of its policies (429s of API Priority and

@@ -492,6 +492,23 @@ func cliEnv(t *testing.T, env []string, args ...string) (int, string) {
 	return 0, string(out)
 }
 
+// cliApart runs the command as cli does, with its standard output and error apart.
+func cliApart(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	bin, err := cliBinary()
+	require.NoError(t, err)
+	cmd := exec.Command(bin, args...)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), out.String(), errOut.String()
+	}
+	require.NoError(t, err, errOut.String())
+	return 0, out.String(), errOut.String()
+}
+
 // restoreCatalog names the backup's resources as a filter resolves them.
 func restoreCatalog(b *archive.Backup) filter.Catalog {
 	var c filter.Catalog

@@ -1,0 +1,18 @@
+// The CSI driver of the integration tests (volumes and snapshots as directories), a
+// module of its own on the CSI specification's Go package.
+module github.com/restoregraph/restoregraph/test/csi/driver
+
+go 1.26.0
+
+require (
+	github.com/container-storage-interface/spec v1.14.0
+	google.golang.org/grpc v1.83.1
+	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af
+)
+
+require (
+	golang.org/x/net v0.55.0 // indirect
+	golang.org/x/sys v0.45.0 // indirect
+	golang.org/x/text v0.37.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260526163538-3dc84a4a5aaa // indirect
+)

@@ -1,0 +1,258 @@
+package test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/restore"
+	"github.com/restoregraph/restoregraph/test/harness"
+	"github.com/restoregraph/restoregraph/velero"
+	"github.com/restoregraph/restoregraph/velero/controller"
+	"github.com/restoregraph/restoregraph/velero/pluginhost"
+)
+
+// csiCluster is a cluster of controllers, scheduler and kwok's nodes, with the CSI
+// stack: claims of harness.CSIStorageClass are provisioned and bound, and snapshotted
+// through harness.CSISnapshotClass, in the storage at root.
+func csiCluster(t testing.TB, root string) (*harness.Cluster, *harness.CSI) {
+	t.Helper()
+	c := veleroCluster(t)
+	csi, err := c.StartCSI(context.Background(), root)
+	require.NoError(t, err)
+	return c, csi
+}
+
+// csiApp makes namespace ns with claims of the CSI class: a StatefulSet's (data-db-0)
+// and one a Deployment mounts (uploads). Once they are Bound it writes a file into
+// each one's volume, and returns the files' contents by claim.
+func csiApp(t testing.TB, c *harness.Cluster, csi *harness.CSI, ns string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	cs, err := kubernetes.NewForConfig(c.Config)
+	require.NoError(t, err)
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	claim := corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		StorageClassName: ptr.To(harness.CSIStorageClass),
+		Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}
+	_, err = cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "uploads"}, Spec: claim}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	labels := func(app string) map[string]string { return map[string]string{"app": app} }
+	pod := func(app, claimName string) corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels(app)}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: app, Image: "example.io/" + app + ":1", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+			Volumes:    []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName}}}}}}
+	}
+	web := pod("web", "uploads")
+	_, err = cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels("web")}, Template: web}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	db := pod("db", "")
+	db.Spec.Volumes = nil
+	_, err = cs.AppsV1().StatefulSets(ns).Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db"},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels("db")}, Template: db,
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Spec: claim}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	files := map[string]string{}
+	for _, name := range []string{"uploads", "data-db-0"} {
+		handle := boundVolume(t, c, ns, name)
+		files[name] = "written into " + name + " before the backup\n"
+		require.NoError(t, os.WriteFile(filepath.Join(csi.Volume(handle), "content.txt"), []byte(files[name]), 0o644))
+	}
+	return files
+}
+
+// boundVolume waits until claim ns/name is Bound, and returns its volume's handle.
+func boundVolume(t testing.TB, c *harness.Cluster, ns, name string) string {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(c.Config)
+	require.NoError(t, err)
+	var handle string
+	err = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pvc, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || pvc.Status.Phase != corev1.ClaimBound {
+			return false, nil
+		}
+		pv, err := cs.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+		if err != nil || pv.Spec.CSI == nil {
+			return false, nil
+		}
+		handle = pv.Spec.CSI.VolumeHandle
+		return true, nil
+	})
+	require.NoError(t, err, "claim %s/%s Bound:\nprovisioner:\n%s\ncsi-driver:\n%s", ns, name, c.Log("csi-provisioner"), c.Log("csi-driver"))
+	return handle
+}
+
+// assertVolumesHold checks that every claim of files is Bound in ns to a volume that
+// holds what was written into the backed-up one, and that the Pods that mount them
+// exist.
+func assertVolumesHold(t *testing.T, c *harness.Cluster, csi *harness.CSI, ns string, files map[string]string) {
+	t.Helper()
+	for claim, want := range files {
+		got, err := os.ReadFile(filepath.Join(csi.Volume(boundVolume(t, c, ns, claim)), "content.txt"))
+		require.NoError(t, err, "claim %s/%s: its restored volume holds the file", ns, claim)
+		assert.Equal(t, want, string(got), "claim %s/%s", ns, claim)
+	}
+	cs, err := kubernetes.NewForConfig(c.Config)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(pods.Items) >= 2
+	}, time.Minute, 200*time.Millisecond, "the Pods that mount the claims")
+}
+
+// veleroWithPlugins is a directory as Velero's /plugins holds plugins, of links: Velero's
+// own command, whose built-in actions restore CSI snapshots, and its AWS object store.
+func veleroWithPlugins(t testing.TB, v *harness.Velero) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin, err := filepath.EvalSymlinks(filepath.Join(v.PluginDir(), "..", "velero"))
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink(bin, filepath.Join(dir, "velero")))
+	require.NoError(t, os.Symlink(filepath.Join(v.PluginDir(), "velero-plugin-for-aws"), filepath.Join(dir, "velero-plugin-for-aws")))
+	return dir
+}
+
+// TestVeleroCSIRestoreSideBySide: the real Velero server backs up a namespace whose
+// claims hold files, through CSI snapshots of the test driver (the real
+// external-snapshotter and snapshot controller); the backup is restored into fresh
+// clusters with the same CSI stack, by velero restore create, by restoregraph restore
+// (Velero's own CSI actions, run through a plugin directory of links), and by
+// restoregraph's controller (a Restore with restorePVs, into another namespace). Every
+// claim is Bound to a volume holding what was written, provisioned again from its
+// snapshot by the real external-provisioner, and its Pods exist; restoregraph's Pods are
+// made once their claims are Bound.
+func TestVeleroCSIRestoreSideBySide(t *testing.T) {
+	t.Parallel() // its own control planes and S3 server: beside the other tests that have theirs
+	ctx := context.Background()
+	const name = "csi-data"
+	s3srv, err := harness.StartS3(ctx, t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(s3srv.Stop)
+	csiOn := harness.VeleroOptions{Features: []string{"EnableCSI"}}
+	storage := t.TempDir() // one storage system, which every cluster's driver reaches
+
+	src, srcCSI := csiCluster(t, storage)
+	files := csiApp(t, src, srcCSI, "data")
+	v, err := src.StartVelero(ctx, s3srv, csiOn)
+	require.NoError(t, err)
+	out, err := v.Run(ctx, "backup", "create", name, "--include-namespaces", "data", "--snapshot-volumes", "--wait")
+	require.NoError(t, err, out)
+	require.Equal(t, "Completed", veleroPhase(t, src, veleroBackups, name, "Completed", "PartiallyFailed", "Failed"), "velero backup:\n%s", v.Log())
+	src.StopVelero()
+	src.Stop()
+	vols, err := velero.ReadVolumes(ctx, archive.DirSource(s3srv.Path("")), "backups/"+name+"/"+name+".tar.gz")
+	require.NoError(t, err)
+	methods := map[string]restore.VolumeMethod{}
+	for _, vol := range vols {
+		methods[vol.Claim] = vol.Method
+	}
+	assert.Equal(t, map[string]restore.VolumeMethod{"uploads": restore.VolumeCSISnapshot, "data-db-0": restore.VolumeCSISnapshot}, methods,
+		"Velero's volume information, as restoregraph reads it")
+
+	// Velero's restore.
+	vc, vcCSI := csiCluster(t, storage)
+	vv, err := vc.StartVelero(ctx, s3srv, csiOn)
+	require.NoError(t, err)
+	veleroPhase(t, vc, veleroBackups, name, "Completed")
+	start := time.Now()
+	out, err = vv.Run(ctx, "restore", "create", "velero-csi", "--from-backup", name, "--wait")
+	require.NoError(t, err, out)
+	require.Equal(t, "Completed", veleroPhase(t, vc, veleroRestores, "velero-csi", "Completed", "PartiallyFailed", "Failed"), "velero restore:\n%s", vv.Log())
+	assertVolumesHold(t, vc, vcCSI, "data", files)
+	t.Logf("Velero: the restore Completed, every claim Bound and its Pods made in %s", time.Since(start).Round(time.Millisecond))
+	vc.StopVelero()
+	vc.Stop()
+
+	// restoregraph's command, and its controller, in a cluster where Velero runs with its
+	// restore controllers off.
+	rc, rcCSI := csiCluster(t, storage)
+	rv, err := rc.StartVelero(ctx, s3srv, harness.VeleroOptions{Features: []string{"EnableCSI"},
+		DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+	require.NoError(t, err)
+	veleroPhase(t, rc, veleroBackups, name, "Completed")
+	plugins := veleroWithPlugins(t, rv)
+	start = time.Now()
+	code, report, stderr := cliApart(t, "restore", "--from-backup", name, "--plugins", plugins, "--kubeconfig", rc.Kubeconfig, "--restore-name", "rg-csi", "-o", "json")
+	took := time.Since(start)
+	require.Equal(t, 0, code, stderr)
+	assert.NotContains(t, stderr, `"plugin address"`, "go-plugin's debug records are not passed on")
+	assertVolumesHold(t, rc, rcCSI, "data", files)
+	t.Logf("restoregraph: every claim Bound and its Pods made in %s", took.Round(time.Millisecond))
+	assertPodsAfterClaims(t, report)
+
+	dyn, err := dynamic.NewForConfig(rc.Config)
+	require.NoError(t, err)
+	cs, err := kubernetes.NewForConfig(rc.Config)
+	require.NoError(t, err)
+	tgt, err := restore.NewTarget(rc.Config)
+	require.NoError(t, err)
+	found, err := pluginhost.Executables(plugins)
+	require.NoError(t, err)
+	host := &pluginhost.Host{Env: []string{"KUBECONFIG=" + rc.Kubeconfig, "AWS_EC2_METADATA_DISABLED=true"}}
+	t.Cleanup(host.Close)
+	var commands [][]string
+	for _, f := range found {
+		commands = append(commands, pluginhost.Command(f))
+	}
+	c, err := controller.New(controller.Config{Velero: velero.Client{Dynamic: dyn, Secrets: cs.CoreV1(), Namespace: "velero"},
+		Kubernetes: cs, Target: tgt, Plugins: host, PluginCommands: commands, Identity: "csi", Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- c.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-ran })
+	out, err = rv.Run(ctx, "restore", "create", "ctl-csi", "--from-backup", name, "--namespace-mappings", "data:data-ctl", "--restore-volumes", "--wait")
+	require.NoError(t, err, out)
+	require.Equal(t, "Completed", veleroPhase(t, rc, veleroRestores, "ctl-csi", "Completed", "PartiallyFailed", "Failed", "FailedValidation"))
+	assertVolumesHold(t, rc, rcCSI, "data-ctl", files)
+}
+
+// assertPodsAfterClaims checks, from a restore's JSON report, that each Pod that mounts
+// a claim was made after the claim was ready (Bound).
+func assertPodsAfterClaims(t *testing.T, report string) {
+	t.Helper()
+	var rep struct {
+		Objects []restore.ObjectResult `json:"objects"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(report), &rep))
+	ready := map[string]time.Time{}
+	for _, o := range rep.Objects {
+		if o.Resource == "persistentvolumeclaims" {
+			require.Equal(t, restore.Restored, o.Status, "claim %s", o.Name)
+			ready[o.Name] = o.Ready
+		}
+	}
+	require.Len(t, ready, 2)
+	mounts := map[string]string{"db-": "data-db-0", "web-": "uploads"}
+	checked := 0
+	for _, o := range rep.Objects {
+		for prefix, claim := range mounts {
+			if o.Resource == "pods" && strings.HasPrefix(o.Name, prefix) && o.Status == restore.Restored {
+				assert.False(t, o.Created.Before(ready[claim]), fmt.Sprintf("Pod %s made after claim %s was Bound", o.Name, claim))
+				checked++
+			}
+		}
+	}
+	assert.Positive(t, checked, "Pods mount the claims")
+}
