@@ -85,6 +85,21 @@ type VolumeSnapshotter interface {
 	SetVolumeID(ctx context.Context, pv *unstructured.Unstructured, volumeID string) (*unstructured.Unstructured, error)
 }
 
+// UnavailableSnapshotter stands, in Extensions.VolumeSnapshotters, for a
+// VolumeSnapshotLocation whose VolumeSnapshotter could not be had (the location does not
+// exist, no plugin serves its provider): the plan refuses each volume it would make of
+// the location's snapshots, with Err as the reason (VolumeError.Err), before anything
+// is written. It is given by value.
+type UnavailableSnapshotter struct{ Err error }
+
+func (u UnavailableSnapshotter) CreateVolumeFromSnapshot(context.Context, NativeSnapshot) (string, error) {
+	return "", u.Err
+}
+
+func (u UnavailableSnapshotter) SetVolumeID(context.Context, *unstructured.Unstructured, string) (*unstructured.Unstructured, error) {
+	return nil, u.Err
+}
+
 // Volumes names the plan rule that leaves out the PersistentVolumes whose claims are
 // provisioned again (ObjectResult.SkippedBy).
 const Volumes = "restoregraph.dev/volumes"
@@ -97,7 +112,11 @@ type VolumeError struct {
 	Claim  string
 	Method VolumeMethod
 	Reason string
+	// Err is the error Reason tells of, when there is one (an UnavailableSnapshotter's).
+	Err error
 }
+
+func (e *VolumeError) Unwrap() error { return e.Err }
 
 func (e *VolumeError) Error() string {
 	if e.PV == "" {
@@ -184,11 +203,16 @@ func planVolumes(backup Backup, sel Selection, vols []Volume, snapshotters map[s
 			switch {
 			case v.Snapshot == nil || v.Snapshot.ID == "":
 				errs = append(errs, &VolumeError{PV: it.Name, Method: method, Reason: "the backup records no snapshot ID"})
-			case snapshotters[v.Snapshot.Location] == nil:
-				errs = append(errs, &VolumeError{PV: it.Name, Method: method, Reason: fmt.Sprintf(
-					"no VolumeSnapshotter for its VolumeSnapshotLocation %q (provider %q): give the plugin that serves it", v.Snapshot.Location, v.Snapshot.Provider)})
 			default:
-				vp.snapshot[it] = v.Snapshot
+				switch s := snapshotters[v.Snapshot.Location].(type) {
+				case nil:
+					errs = append(errs, &VolumeError{PV: it.Name, Method: method, Reason: fmt.Sprintf(
+						"no VolumeSnapshotter for its VolumeSnapshotLocation %q (provider %q): give the plugin that serves it", v.Snapshot.Location, v.Snapshot.Provider)})
+				case UnavailableSnapshotter:
+					errs = append(errs, &VolumeError{PV: it.Name, Method: method, Reason: fmt.Sprintf("VolumeSnapshotLocation %q: %v", v.Snapshot.Location, s.Err), Err: s.Err})
+				default:
+					vp.snapshot[it] = v.Snapshot
+				}
 			}
 		case VolumeAsIs:
 		case VolumeFileSystem:

@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -174,6 +175,11 @@ func TestVolumesThatCannotComeBackAreNamed(t *testing.T) {
 	var ve *VolumeError
 	require.ErrorAs(t, err, &ve)
 	assert.Contains(t, err.Error(), `persistentvolume pv-disk (native snapshot): no VolumeSnapshotter for its VolumeSnapshotLocation "east" (provider "example.io/disks")`)
+	gone := errors.New("no such volume snapshot location: velero/east")
+	_, err = NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Extensions: Extensions{VolumeSnapshotters: map[string]VolumeSnapshotter{"east": UnavailableSnapshotter{gone}}}})
+	require.ErrorAs(t, err, &ve)
+	assert.ErrorIs(t, err, gone, "why the location's VolumeSnapshotter could not be had")
+	assert.Contains(t, err.Error(), `persistentvolume pv-disk (native snapshot): VolumeSnapshotLocation "east": no such volume snapshot location: velero/east`)
 	_, err = NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Extensions: Extensions{VolumeSnapshotters: map[string]VolumeSnapshotter{"east": &disks{}}}})
 	require.ErrorAs(t, err, &ve)
 	assert.Equal(t, "pv-csi", ve.PV)

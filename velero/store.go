@@ -58,7 +58,7 @@ func (v Client) OpenLocation(ctx context.Context, host *pluginhost.Host, loc Loc
 		}
 		config["credentialsFile"], credentials, remove = path, path, rm
 	}
-	o, err := host.ObjectStore(ctx, pluginhost.ObjectStoreName(loc.Provider), loc.Bucket, config, commands...)
+	o, err := host.ObjectStore(ctx, pluginhost.ProviderPlugin(loc.Provider), loc.Bucket, config, commands...)
 	if err != nil {
 		remove()
 		return nil, fmt.Errorf("backup storage location %s: %w", loc.Name, err)

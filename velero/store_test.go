@@ -78,7 +78,8 @@ func store(t *testing.T, config map[string]any) (root string, objs []runtime.Obj
 
 func client(secret *corev1.Secret, objs ...runtime.Object) Client {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{backupsResource: "BackupList", locationsResource: "BackupStorageLocationList", RestoresResource: "RestoreList"}, objs...)
+		map[schema.GroupVersionResource]string{backupsResource: "BackupList", locationsResource: "BackupStorageLocationList", RestoresResource: "RestoreList",
+			snapshotLocationsResource: "VolumeSnapshotLocationList"}, objs...)
 	var kube *kubefake.Clientset
 	if secret != nil {
 		kube = kubefake.NewClientset(secret)
@@ -202,7 +203,7 @@ func TestFindingABackupFails(t *testing.T) {
 	wrong.Data["cloud"] = []byte("aws_secret_access_key=not-to-be-shown-either\n")
 	err := open(client(wrong, objs...), "shop-and-fleet")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "credentials: not the store's")
+	assert.Contains(t, err.Error(), "credentials: not the provider's")
 	assert.NotContains(t, err.Error(), "not-to-be-shown")
 }
 

@@ -137,6 +137,17 @@ func (f *restoreFlags) open(cmd *cobra.Command, t *target) (s *session, err erro
 	}
 	ro.Logger = logger(cmd)
 	po.Volumes = volumes
+	if host != nil && nativeSnapshots(volumes) && (po.Selection.RestorePVs == nil || *po.Selection.RestorePVs) {
+		// The VolumeSnapshotLocations are Velero's, where the backup was read from or
+		// else in the target.
+		client, err := f.velero.client(cfg)
+		if err != nil {
+			return nil, err
+		}
+		snapshotters, closeSnapshotters := client.VolumeSnapshotters(ctx, host, volumes, commands...)
+		po.Extensions.VolumeSnapshotters = snapshotters
+		closers = append(closers, closeSnapshotters)
+	}
 	if host != nil {
 		if po.Extensions.Plugins, err = f.register(ctx, host, commands, warn); err != nil {
 			return nil, err
@@ -191,4 +202,9 @@ func (f *restoreFlags) openPlan(cmd *cobra.Command, t *target, output string, ou
 		return nil, nil, err
 	}
 	return s, p, nil
+}
+
+// nativeSnapshots says whether a native snapshot is among vols' records.
+func nativeSnapshots(vols []restore.Volume) bool {
+	return slices.ContainsFunc(vols, func(v restore.Volume) bool { return v.Method == restore.VolumeNativeSnapshot })
 }

@@ -78,26 +78,36 @@ type veleroSource struct {
 	volumes []restore.Volume
 }
 
+// client reaches Velero's objects in the source cluster: --source-kubeconfig's, else
+// the target's (target, its configuration).
+func (v *veleroFlags) client(target *rest.Config) (velero.Client, error) {
+	cfg := target
+	if v.sourceKubeconfig != "" {
+		var err error
+		if cfg, err = clientcmd.BuildConfigFromFlags("", v.sourceKubeconfig); err != nil {
+			return velero.Client{}, badInput("--source-kubeconfig: %w", err)
+		}
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return velero.Client{}, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return velero.Client{}, err
+	}
+	return velero.Client{Dynamic: dyn, Secrets: cs.CoreV1(), Namespace: v.namespace}, nil
+}
+
 // read finds the backup through Velero's objects in the source cluster (target is the
 // target's configuration, the default) and opens it through its location's object store,
 // with the plugins of host. It returns the backup, where it is, and what closes both.
 func (v *veleroFlags) read(ctx context.Context, target *rest.Config, host *pluginhost.Host, commands [][]string, warn io.Writer) (
 	b *archive.Backup, src *veleroSource, closeAll func(), err error) {
-	cfg := target
-	if v.sourceKubeconfig != "" {
-		if cfg, err = clientcmd.BuildConfigFromFlags("", v.sourceKubeconfig); err != nil {
-			return nil, nil, nil, badInput("--source-kubeconfig: %w", err)
-		}
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	client, err := v.client(target)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	client := velero.Client{Dynamic: dyn, Secrets: cs.CoreV1(), Namespace: v.namespace}
 	var vb *velero.Backup
 	if v.schedule != "" {
 		vb, err = client.LatestOfSchedule(ctx, v.schedule, v.allowPartiallyFailed)

@@ -92,8 +92,13 @@ func (c *Controller) carryOut(ctx context.Context, o *unstructured.Unstructured,
 	if err := c.host.Register(plugins, found); err != nil {
 		return failed(err)
 	}
-	p, err := restore.NewPlan(ctx, b, c.target, restore.PlanOptions{BackupName: vb.Name, Selection: sel, Volumes: volumes,
-		Extensions: restore.Extensions{Plugins: plugins}})
+	ext := restore.Extensions{Plugins: plugins}
+	if sel.RestorePVs == nil || *sel.RestorePVs {
+		var closeSnapshotters func()
+		ext.VolumeSnapshotters, closeSnapshotters = c.velero.VolumeSnapshotters(ctx, c.host, volumes, c.commands...)
+		defer closeSnapshotters()
+	}
+	p, err := restore.NewPlan(ctx, b, c.target, restore.PlanOptions{BackupName: vb.Name, Selection: sel, Volumes: volumes, Extensions: ext})
 	if err != nil {
 		return invalid(err)
 	}

@@ -22,9 +22,11 @@ const KindObjectStore = "ObjectStore"
 // location names.
 var ErrNoObjectStore = errors.New("no plugin serves the object store")
 
-// ObjectStoreName is the plugin name of a location's provider, as Velero resolves it:
-// a provider without a namespace ("aws") is one of Velero's own ("velero.io/aws").
-func ObjectStoreName(provider string) string {
+// ProviderPlugin is the plugin name of a location's provider (a backup storage
+// location's object store, a volume snapshot location's VolumeSnapshotter), as Velero
+// resolves it: a provider without a namespace ("aws") is one of Velero's own
+// ("velero.io/aws").
+func ProviderPlugin(provider string) string {
 	if !strings.Contains(provider, "/") {
 		return "velero.io/" + provider
 	}
@@ -49,11 +51,26 @@ type ObjectStore struct {
 }
 
 // ObjectStore finds the executable among commands that serves the object store name
-// (ObjectStoreName of a location's provider) and returns it for bucket, initialized
+// (ProviderPlugin of a location's provider) and returns it for bucket, initialized
 // with config as Velero initializes it (the location's config with bucket, prefix and,
 // when the location names a credential, credentialsFile). The plugin is initialized
 // again whenever its process is started again.
 func (h *Host) ObjectStore(ctx context.Context, name, bucket string, config map[string]string, commands ...[]string) (*ObjectStore, error) {
+	p, err := h.serving(ctx, KindObjectStore, name, ErrNoObjectStore, commands)
+	if err != nil {
+		return nil, err
+	}
+	o := &ObjectStore{p: p, name: name, bucket: bucket, config: config}
+	_, call, err := o.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return o, call.end(ctx, nil)
+}
+
+// serving returns the process of the executable among commands that serves the plugin
+// name of kind; none is notServed, with the names of kind the commands serve.
+func (h *Host) serving(ctx context.Context, kind, name string, notServed error, commands [][]string) (*process, error) {
 	var served []string
 	for _, c := range commands {
 		p, ids, err := h.list(ctx, c)
@@ -61,19 +78,13 @@ func (h *Host) ObjectStore(ctx context.Context, name, bucket string, config map[
 			return nil, err
 		}
 		for _, id := range ids {
-			if id.Kind != KindObjectStore {
+			if id.Kind != kind {
 				continue
 			}
-			if id.Name != name {
-				served = append(served, id.Name)
-				continue
+			if id.Name == name {
+				return p, nil
 			}
-			o := &ObjectStore{p: p, name: name, bucket: bucket, config: config}
-			_, call, err := o.client(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return o, call.end(ctx, nil)
+			served = append(served, id.Name)
 		}
 	}
 	slices.Sort(served)
@@ -81,7 +92,7 @@ func (h *Host) ObjectStore(ctx context.Context, name, bucket string, config map[
 	if len(served) > 0 {
 		what = strings.Join(served, ", ")
 	}
-	return nil, fmt.Errorf("%w %s: the plugins given serve %s", ErrNoObjectStore, name, what)
+	return nil, fmt.Errorf("%w %s: the plugins given serve %s", notServed, name, what)
 }
 
 // client begins a call on the plugin's client, initialized in the running process; the

@@ -154,7 +154,8 @@ func (p *process) startInstance() (*instance, error) {
 	cmd := exec.Command(p.command, p.args...)
 	cmd.Env = append(os.Environ(), p.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	plugins := map[string]goplugin.Plugin{kindPluginLister: grpcConn{}, KindRestoreItemAction: grpcConn{}, KindRestoreItemActionV2: grpcConn{}, KindObjectStore: grpcConn{}}
+	plugins := map[string]goplugin.Plugin{kindPluginLister: grpcConn{}, KindRestoreItemAction: grpcConn{}, KindRestoreItemActionV2: grpcConn{}, KindObjectStore: grpcConn{},
+		KindVolumeSnapshotter: grpcConn{}}
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig: handshake, Plugins: plugins, Cmd: cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},

@@ -40,15 +40,22 @@ func (s *dirStore) Init(config map[string]string) error {
 		}
 		s.breakAt = n
 	}
-	want, err := os.ReadFile(filepath.Join(s.root, ".credentials"))
-	if err == nil {
-		got, err := os.ReadFile(config["credentialsFile"])
-		if err != nil {
-			return fmt.Errorf("credentials: %w", err)
-		}
-		if !bytes.Equal(got, want) {
-			return errors.New("credentials: not the store's")
-		}
+	return checkCredentials(s.root, config)
+}
+
+// checkCredentials requires, when root/.credentials exists, that config's
+// credentialsFile hold the same bytes.
+func checkCredentials(root string, config map[string]string) error {
+	want, err := os.ReadFile(filepath.Join(root, ".credentials"))
+	if err != nil {
+		return nil
+	}
+	got, err := os.ReadFile(config["credentialsFile"])
+	if err != nil {
+		return fmt.Errorf("credentials: %w", err)
+	}
+	if !bytes.Equal(got, want) {
+		return errors.New("credentials: not the provider's")
 	}
 	return nil
 }
