@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/restoregraph/restoregraph/archive"
-	"github.com/restoregraph/restoregraph/restore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/restore"
 )
 
 // asyncBackup writes a backup of namespace ns: claims, each copied by the copy-volume
@@ -48,10 +49,15 @@ func asyncBackup(t *testing.T, ns string, claims map[string]string) string {
 }
 
 // buildTestPlugins builds the plugin executable of test/velero into dir.
-func buildTestPlugins(t *testing.T, dir string) string {
+func buildTestPlugins(t testing.TB, dir string) string {
+	return buildVeleroCommand(t, dir, "testplugins")
+}
+
+// buildVeleroCommand builds test/velero's command name into dir.
+func buildVeleroCommand(t testing.TB, dir, name string) string {
 	t.Helper()
-	bin := filepath.Join(dir, "testplugins")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/testplugins")
+	bin := filepath.Join(dir, name)
+	build := exec.Command("go", "build", "-o", bin, "./cmd/"+name)
 	build.Dir = "velero"
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, string(out))

@@ -13,12 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/restoregraph/restoregraph/archive"
-	"github.com/restoregraph/restoregraph/backup"
-	"github.com/restoregraph/restoregraph/bench/clirun"
-	"github.com/restoregraph/restoregraph/filter"
-	"github.com/restoregraph/restoregraph/restore"
-	"github.com/restoregraph/restoregraph/test/harness"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +26,13 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/backup"
+	"github.com/restoregraph/restoregraph/bench/clirun"
+	"github.com/restoregraph/restoregraph/filter"
+	"github.com/restoregraph/restoregraph/restore"
+	"github.com/restoregraph/restoregraph/test/harness"
 )
 
 // startCluster starts a control plane of its own for one test.
@@ -612,12 +613,7 @@ func assertNoDanglingOwners(t *testing.T, tgt restore.Target, b *archive.Backup,
 // TestVeleroPluginsIntoTheRealServer restores through Velero plugin executables, built
 // with Velero's own framework, from the command line into the real API server.
 func TestVeleroPluginsIntoTheRealServer(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "testplugins")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/testplugins")
-	build.Dir = "velero"
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, string(out))
+	bin := buildTestPlugins(t, t.TempDir())
 	code, text := cli(t, "restore", "--backup", "../testdata/backups/shop-k8s-1.37.tar.gz", "--kubeconfig", cluster.Kubeconfig,
 		"--plugin", bin, "--disable-plugin", "example.io/crash-once", "--namespace-mappings", "shop:plugins-shop", "-o", "json")
 	require.Equal(t, 0, code, text)

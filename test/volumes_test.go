@@ -126,10 +126,10 @@ func assertVolumesHold(t *testing.T, c *harness.Cluster, csi *harness.CSI, ns st
 func veleroWithPlugins(t testing.TB, v *harness.Velero) string {
 	t.Helper()
 	dir := t.TempDir()
-	bin, err := filepath.EvalSymlinks(filepath.Join(v.PluginDir(), "..", "velero"))
+	require.NoError(t, os.Symlink(v.Binary(), filepath.Join(dir, "velero")))
+	aws, err := harness.VeleroPlugins()
 	require.NoError(t, err)
-	require.NoError(t, os.Symlink(bin, filepath.Join(dir, "velero")))
-	require.NoError(t, os.Symlink(filepath.Join(v.PluginDir(), "velero-plugin-for-aws"), filepath.Join(dir, "velero-plugin-for-aws")))
+	require.NoError(t, os.Symlink(filepath.Join(aws, "velero-plugin-for-aws"), filepath.Join(dir, "velero-plugin-for-aws")))
 	return dir
 }
 
@@ -255,4 +255,137 @@ func assertPodsAfterClaims(t *testing.T, report string) {
 		}
 	}
 	assert.Positive(t, checked, "Pods mount the claims")
+}
+
+// diskApp makes namespace ns with a claim bound to a PersistentVolume of dirdisks'
+// (hostPath under root/volumes), a file written into it, and a Deployment that mounts
+// it. It returns the file's content.
+func diskApp(t testing.TB, c *harness.Cluster, root, ns string) string {
+	t.Helper()
+	ctx := context.Background()
+	cs, err := kubernetes.NewForConfig(c.Config)
+	require.NoError(t, err)
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	dir := filepath.Join(root, "volumes", ns+"-data")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	content := "written into " + dir + " before the backup\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "content.txt"), []byte(content), 0o644))
+	size := corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
+	_, err = cs.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: ns + "-data"},
+		Spec: corev1.PersistentVolumeSpec{Capacity: size, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain, StorageClassName: "",
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}},
+			ClaimRef:               &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: ns, Name: "data"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To(""),
+			VolumeName: ns + "-data", Resources: corev1.VolumeResourceRequirements{Requests: size}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	labels := map[string]string{"app": "db"}
+	_, err = cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "db"},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "db", Image: "example.io/db:1", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+				Volumes:    []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}}}}},
+		metav1.CreateOptions{})
+	require.NoError(t, err)
+	return content
+}
+
+// assertDiskHolds checks that claim ns/data is Bound to a PersistentVolume over a volume
+// dirdisks made of a snapshot (not the backed-up one), holding content.
+func assertDiskHolds(t *testing.T, c *harness.Cluster, root, ns, content string) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(c.Config)
+	require.NoError(t, err)
+	var path string
+	require.Eventually(t, func() bool {
+		pvc, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "data", metav1.GetOptions{})
+		if err != nil || pvc.Status.Phase != corev1.ClaimBound {
+			return false
+		}
+		pv, err := cs.CoreV1().PersistentVolumes().Get(context.Background(), pvc.Spec.VolumeName, metav1.GetOptions{})
+		if err != nil || pv.Spec.HostPath == nil {
+			return false
+		}
+		path = pv.Spec.HostPath.Path
+		return true
+	}, time.Minute, 200*time.Millisecond, "claim %s/data Bound", ns)
+	assert.True(t, strings.HasPrefix(path, filepath.Join(root, "volumes", "from-")), "a volume made of the snapshot: %s", path)
+	got, err := os.ReadFile(filepath.Join(path, "content.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, content, string(got))
+}
+
+// TestVeleroNativeSnapshotRestoreSideBySide: the real Velero server backs up a namespace
+// whose PersistentVolume is a volume of a VolumeSnapshotter plugin built with Velero's
+// framework (dirdisks), taking a native snapshot through its VolumeSnapshotLocation; the
+// backup is restored into fresh clusters by velero restore create, and by restoregraph
+// restore, which reads the snapshot from Velero's records and runs the same plugin out
+// of process, configured from the location as Velero configures it. On both sides the
+// PersistentVolume points at a new volume made of the snapshot, holding the file, and
+// its claim is Bound.
+func TestVeleroNativeSnapshotRestoreSideBySide(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const name = "disk-data"
+	s3srv, err := harness.StartS3(ctx, t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(s3srv.Stop)
+	root := t.TempDir() // the provider's disks, which every cluster reaches
+	plugins := t.TempDir()
+	aws, err := harness.VeleroPlugins()
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink(filepath.Join(aws, "velero-plugin-for-aws"), filepath.Join(plugins, "velero-plugin-for-aws")))
+	buildVeleroCommand(t, plugins, "dirdisks")
+	withDisks := harness.VeleroOptions{PluginDir: plugins}
+	location := func(v *harness.Velero) {
+		out, err := v.Run(ctx, "snapshot-location", "create", "disks", "--provider", "example.io/dir-disks", "--config", "root="+root)
+		require.NoError(t, err, out)
+	}
+
+	src := veleroCluster(t)
+	content := diskApp(t, src, root, "disks")
+	v, err := src.StartVelero(ctx, s3srv, withDisks)
+	require.NoError(t, err)
+	location(v)
+	out, err := v.Run(ctx, "backup", "create", name, "--include-namespaces", "disks", "--snapshot-volumes", "--volume-snapshot-locations", "disks", "--wait")
+	require.NoError(t, err, out)
+	require.Equal(t, "Completed", veleroPhase(t, src, veleroBackups, name, "Completed", "PartiallyFailed", "Failed"), "velero backup:\n%s", v.Log())
+	src.StopVelero()
+	src.Stop()
+	vols, err := velero.ReadVolumes(ctx, archive.DirSource(s3srv.Path("")), "backups/"+name+"/"+name+".tar.gz")
+	require.NoError(t, err)
+	require.Len(t, vols, 1)
+	require.Equal(t, restore.VolumeNativeSnapshot, vols[0].Method)
+	require.NotNil(t, vols[0].Snapshot)
+	assert.Equal(t, "disks", vols[0].Snapshot.Location)
+
+	// Velero's restore.
+	vc := veleroCluster(t)
+	vv, err := vc.StartVelero(ctx, s3srv, withDisks)
+	require.NoError(t, err)
+	location(vv)
+	veleroPhase(t, vc, veleroBackups, name, "Completed")
+	out, err = vv.Run(ctx, "restore", "create", "velero-disks", "--from-backup", name, "--wait")
+	require.NoError(t, err, out)
+	require.Equal(t, "Completed", veleroPhase(t, vc, veleroRestores, "velero-disks", "Completed", "PartiallyFailed", "Failed"), "velero restore:\n%s", vv.Log())
+	assertDiskHolds(t, vc, root, "disks", content)
+	vc.StopVelero()
+	vc.Stop()
+
+	// restoregraph's command, where Velero runs with its restore controllers off.
+	rc := veleroCluster(t)
+	rv, err := rc.StartVelero(ctx, s3srv, harness.VeleroOptions{PluginDir: plugins, DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+	require.NoError(t, err)
+	veleroPhase(t, rc, veleroBackups, name, "Completed")
+	code, text := cli(t, "restore", "--from-backup", name, "--plugins", plugins, "--kubeconfig", rc.Kubeconfig, "--restore-name", "rg-disks")
+	require.Equal(t, 2, code, "no VolumeSnapshotLocation yet: %s", text)
+	assert.Contains(t, text, `VolumeSnapshotLocation "disks": no such volume snapshot location: velero/disks`)
+	location(rv)
+	code, text = cli(t, "restore", "--from-backup", name, "--plugins", plugins, "--kubeconfig", rc.Kubeconfig, "--restore-name", "rg-disks")
+	require.Equal(t, 0, code, text)
+	assert.Contains(t, text, "Volume    PersistentVolumeClaim disks/data: native snapshot, restored")
+	assertDiskHolds(t, rc, root, "disks", content)
 }

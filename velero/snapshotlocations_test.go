@@ -23,7 +23,7 @@ import (
 // names each volume of it. Each snapshot is told its location's provider.
 func TestVolumeSnapshottersOfTheBackupsLocations(t *testing.T) {
 	ctx := context.Background()
-	bin := testbin.Plugins(t) // built before TMPDIR is the test's
+	bin := testbin.DirDisks(t) // built before TMPDIR is the test's
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	credentialFiles := func() []string {

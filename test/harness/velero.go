@@ -98,9 +98,9 @@ func (s *S3) credentialsFile() []byte {
 // BackupStorageLocation and a Deployment of its name are in the cluster, the process is
 // the test's.
 type Velero struct {
-	Namespace string
-	bin, home string
-	cluster   *Cluster
+	Namespace          string
+	bin, home, plugins string
+	cluster            *Cluster
 }
 
 // VeleroOptions shape a Velero server; the zero value is the default one.
@@ -113,6 +113,9 @@ type VeleroOptions struct {
 	// DisableControllers are the server's controllers switched off
 	// (--disable-controllers): restore, for another restore controller.
 	DisableControllers []string
+	// PluginDir is the directory of the plugins the server runs; default VeleroPlugins,
+	// the AWS object store's.
+	PluginDir string
 }
 
 // veleroServer is the name of Velero's process in the cluster's logs.
@@ -130,15 +133,17 @@ func (c *Cluster) StartVelero(ctx context.Context, s *S3, opts VeleroOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	plugins := filepath.Join(filepath.Dir(bin), "plugins")
-	if _, err := binary("RESTOREGRAPH_VELERO_BIN", filepath.Join("plugins", "velero-plugin-for-aws"), "make velero-stack"); err != nil {
-		return nil, err
+	plugins := opts.PluginDir
+	if plugins == "" {
+		if plugins, err = VeleroPlugins(); err != nil {
+			return nil, err
+		}
 	}
 	home := filepath.Join(c.dir, "velero-home")
 	if err := os.MkdirAll(filepath.Join(home, "tmp"), 0o755); err != nil {
 		return nil, err
 	}
-	v := &Velero{Namespace: "velero", bin: bin, home: home, cluster: c}
+	v := &Velero{Namespace: "velero", bin: bin, home: home, cluster: c, plugins: plugins}
 	if out, err := v.Run(ctx, "install", "--crds-only"); err != nil {
 		return nil, fmt.Errorf("velero install --crds-only: %w\n%s", err, out)
 	}
@@ -226,9 +231,22 @@ func (v *Velero) Run(ctx context.Context, args ...string) (string, error) {
 // Log is what the Velero server wrote.
 func (v *Velero) Log() string { return v.cluster.Log(veleroServer) }
 
-// PluginDir is the directory of the plugins the server runs (Velero's /plugins): the AWS
-// object-store plugin.
-func (v *Velero) PluginDir() string { return filepath.Join(filepath.Dir(v.bin), "plugins") }
+// Binary is the velero command the server runs.
+func (v *Velero) Binary() string { return v.bin }
+
+// PluginDir is the directory of the plugins the server runs (Velero's /plugins).
+func (v *Velero) PluginDir() string { return v.plugins }
+
+// VeleroPlugins is the directory of the plugins a Velero server runs by default
+// (Velero's /plugins): the AWS object-store plugin, beside $RESTOREGRAPH_VELERO_BIN's
+// velero.
+func VeleroPlugins() (string, error) {
+	aws, err := binary("RESTOREGRAPH_VELERO_BIN", filepath.Join("plugins", "velero-plugin-for-aws"), "make velero-stack")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(aws), nil
+}
 
 var bslGVR = schema.GroupVersionResource{Group: "velero.io", Version: "v1", Resource: "backupstoragelocations"}
 

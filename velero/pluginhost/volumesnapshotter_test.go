@@ -37,7 +37,7 @@ func hostPathVolume(root, id, name string) (pv, claim map[string]any) {
 // longer has fails its PersistentVolume, named, and what needs it; the rest is
 // restored. A provider no plugin serves is ErrNoVolumeSnapshotter, with what is served.
 func TestVolumeSnapshotterOutOfProcess(t *testing.T) {
-	bin := testbin.Plugins(t)
+	bin := testbin.DirDisks(t)
 	ctx := context.Background()
 	h := &Host{}
 	t.Cleanup(h.Close)

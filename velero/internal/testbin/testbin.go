@@ -54,6 +54,19 @@ func Plugins(t testing.TB) string {
 	return bin
 }
 
+var dirDisks = sync.OnceValues(func() (string, error) { return build("dirdisks", "./cmd/dirdisks") })
+
+// DirDisks is the executable of test/velero's VolumeSnapshotter over a directory
+// (example.io/dir-disks).
+func DirDisks(t testing.TB) string {
+	t.Helper()
+	bin, err := dirDisks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
 var velero = sync.OnceValues(func() (string, error) {
 	if dir := os.Getenv("RESTOREGRAPH_VELERO_BIN"); dir != "" {
 		return filepath.Join(dir, "velero"), nil

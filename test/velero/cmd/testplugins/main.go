@@ -1,6 +1,6 @@
-// Command testplugins serves the RestoreItemActions, the object store and the
-// VolumeSnapshotter the plugin host is tested with, built with Velero's own plugin
-// framework, as any Velero plugin binary is.
+// Command testplugins serves the RestoreItemActions and the object store the plugin
+// host is tested with, built with Velero's own plugin framework, as any Velero plugin
+// binary is.
 package main
 
 import (
@@ -19,6 +19,5 @@ func main() {
 		RegisterRestoreItemAction("example.io/garbage", newGarbage).
 		RegisterRestoreItemActionV2("example.io/copy-volume", newCopyVolume).
 		RegisterObjectStore("example.io/dir", newDirStore).
-		RegisterVolumeSnapshotter("example.io/dir-disks", newDirDisks).
 		Serve()
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/restoregraph/restoregraph/test/velero/internal/credentials"
 )
 
 // dirDisks is a VolumeSnapshotter (Velero's interface) over a directory, ROOT being the
@@ -30,7 +32,7 @@ func (d *dirDisks) Init(config map[string]string) error {
 	if d.root == "" {
 		return errors.New("config: root is required")
 	}
-	return checkCredentials(d.root, config)
+	return credentials.Check(d.root, config)
 }
 
 func (d *dirDisks) volume(id string) string   { return filepath.Join(d.root, "volumes", id) }
