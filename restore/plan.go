@@ -310,13 +310,13 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 			p.excluded[it] = ex
 		}
 	}
-	snapshots, err := vp.snapshotsOfClaims(backup, sel, p.excluded)
+	needed, uploads, err := vp.claimObjects(backup, sel, p.excluded)
 	if err != nil {
 		<-digested
 		return nil, err
 	}
-	for it := range snapshots {
-		if p.excluded[it].by == Filtered {
+	for it := range needed {
+		if by := p.excluded[it].by; by == Filtered || by == NonRestorable {
 			delete(p.excluded, it) // restored for the claim whose data it holds
 		}
 	}
@@ -363,6 +363,9 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 	rules := ext.Rules
 	if !sel.Disabled.Rule(StatefulSetClaims) {
 		rules = append([]graph.Rule{graph.StatefulSetClaims}, rules...)
+	}
+	if len(uploads) > 0 {
+		rules = append(rules, dataUploadRule(uploads))
 	}
 	g, gerr := graph.New(m, graph.Options{Rules: rules})
 	p.graph, p.manifest = g, m

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/restoregraph/restoregraph/graph"
 	"github.com/restoregraph/restoregraph/manifest"
 )
 
@@ -228,11 +229,14 @@ func planVolumes(backup Backup, sel Selection, vols []Volume, snapshotters map[s
 	return vp, out, errors.Join(errs...)
 }
 
-// Velero's names for what links a claim to its CSI snapshot.
+// Velero's names for what links a claim to its CSI snapshot or its DataUpload.
 const (
 	// VolumeSnapshotAnnotation, on a claim Velero backed up by a CSI snapshot, names the
 	// claim's VolumeSnapshot, in the claim's namespace.
 	VolumeSnapshotAnnotation = "velero.io/volume-snapshot-name"
+	// DataUploadAnnotation, on a claim whose data Velero moved, names the claim's
+	// DataUpload, "namespace/name" (in Velero's namespace).
+	DataUploadAnnotation = "velero.io/data-upload-name"
 	// MustIncludeAnnotation is set by Velero's CSI actions on what they return: its
 	// additional items are restored even where the filter leaves them out. The restore
 	// takes it off what it creates, as Velero does.
@@ -242,26 +246,48 @@ const (
 var (
 	volumeSnapshots        = schema.GroupResource{Group: "snapshot.storage.k8s.io", Resource: "volumesnapshots"}
 	volumeSnapshotContents = schema.GroupResource{Group: "snapshot.storage.k8s.io", Resource: "volumesnapshotcontents"}
+	dataUploads            = schema.GroupResource{Group: "velero.io", Resource: "datauploads"}
 )
 
-// snapshotsOfClaims returns the VolumeSnapshot and VolumeSnapshotContent of each claim
-// the restore makes whose data comes back from a CSI snapshot, which Velero's CSI
-// actions restore (as additional items they must include, the filter notwithstanding):
-// the plan restores them even where its filter leaves them out. A claim whose snapshot
-// the backup does not hold is a *VolumeError.
-func (vp volumePlan) snapshotsOfClaims(backup Backup, sel Selection, excluded map[*manifest.Item]exclusion) (map[*manifest.Item]bool, error) {
+// claimObjects returns what the claims the restore makes need restored with them,
+// whatever the filter says: the VolumeSnapshot and VolumeSnapshotContent of each claim
+// whose data comes back from a CSI snapshot, which Velero's CSI actions restore as
+// additional items they must include; and the DataUpload of each claim whose data was
+// moved, which Velero's DataUpload action turns into the result the claim's action
+// starts its DataDownload from (Velero restores DataUploads whatever the filter says,
+// before the claims). uploads maps each such DataUpload to its claim. A claim whose
+// snapshot or DataUpload the backup does not hold is a *VolumeError.
+func (vp volumePlan) claimObjects(backup Backup, sel Selection, excluded map[*manifest.Item]exclusion) (
+	needed map[*manifest.Item]bool, uploads map[*manifest.Item]*manifest.Item, err error) {
 	if sel.RestorePVs != nil && !*sel.RestorePVs {
-		return nil, nil
+		return nil, nil, nil
 	}
 	m := backup.Manifest()
-	needed := map[*manifest.Item]bool{}
+	needed, uploads = map[*manifest.Item]bool{}, map[*manifest.Item]*manifest.Item{}
 	var errs []error
 	for claimID, method := range vp.claimMethod {
-		if method != VolumeCSISnapshot {
+		if method != VolumeCSISnapshot && method != VolumeDataMovement {
 			continue
 		}
 		c, ok := m.Get(claimID)
 		if _, out := excluded[c]; !ok || out {
+			continue
+		}
+		missing := func(what string) {
+			errs = append(errs, &VolumeError{Claim: c.Namespace + "/" + c.Name, Method: method, Reason: "the backup holds no " + what})
+		}
+		if method == VolumeDataMovement {
+			name, ok := c.Annotations.Lookup(DataUploadAnnotation)
+			if !ok {
+				continue // Velero's action leaves it as it is, as it does
+			}
+			ns, name, _ := strings.Cut(name, "/")
+			du, ok := m.Get(manifest.ID{Group: dataUploads.Group, Resource: dataUploads.Resource, Namespace: ns, Name: name})
+			if !ok {
+				missing(fmt.Sprintf("DataUpload %s/%s", ns, name))
+				continue
+			}
+			needed[du], uploads[du] = true, c
 			continue
 		}
 		vsName, ok := c.Annotations.Lookup(VolumeSnapshotAnnotation)
@@ -270,7 +296,7 @@ func (vp volumePlan) snapshotsOfClaims(backup Backup, sel Selection, excluded ma
 		}
 		vs, ok := m.Get(manifest.ID{Group: volumeSnapshots.Group, Resource: volumeSnapshots.Resource, Namespace: c.Namespace, Name: vsName})
 		if !ok {
-			errs = append(errs, &VolumeError{Claim: c.Namespace + "/" + c.Name, Method: method, Reason: fmt.Sprintf("the backup holds no VolumeSnapshot %s/%s", c.Namespace, vsName)})
+			missing(fmt.Sprintf("VolumeSnapshot %s/%s", c.Namespace, vsName))
 			continue
 		}
 		needed[vs] = true
@@ -285,7 +311,31 @@ func (vp volumePlan) snapshotsOfClaims(backup Backup, sel Selection, excluded ma
 			}
 		}
 	}
-	return needed, errors.Join(errs...)
+	return needed, uploads, errors.Join(errs...)
+}
+
+// dataUploadRule is the plan rule that restores each DataUpload of the backup before the
+// claim whose data it moved: Velero's DataUpload action leaves the result the claim's
+// action reads. It names those edges in plans.
+type dataUploadRule map[*manifest.Item]*manifest.Item
+
+func (dataUploadRule) Name() string { return "velero-data-upload" }
+
+func (r dataUploadRule) AddEdges(b *graph.RuleBuilder) {
+	index := make(map[*manifest.Item]int, 2*len(r))
+	for du, claim := range r {
+		index[du], index[claim] = -1, -1
+	}
+	for i, it := range b.Items() {
+		if _, ok := index[it]; ok {
+			index[it] = i
+		}
+	}
+	for du, claim := range r {
+		if index[du] >= 0 && index[claim] >= 0 {
+			b.Edge(index[du], index[claim])
+		}
+	}
 }
 
 // body decodes it's body, at the version the backup recorded it at.
@@ -303,13 +353,14 @@ func body(backup Backup, it *manifest.Item) (*unstructured.Unstructured, error) 
 
 // VolumeActions are the restore item actions a volume's data needs, by how it was
 // backed up: Velero's CSI claim action (velero.io/csi-pvc-restorer) points a claim at
-// its restored VolumeSnapshot or starts its DataDownload, and its pod volume action
-// (velero.io/pod-volume-restore) puts the restore-wait init container into the Pod
-// whose volume a PodVolumeRestore fills.
-var VolumeActions = map[VolumeMethod]string{
-	VolumeCSISnapshot:  "velero.io/csi-pvc-restorer",
-	VolumeDataMovement: "velero.io/csi-pvc-restorer",
-	VolumeFileSystem:   "velero.io/pod-volume-restore",
+// its restored VolumeSnapshot or starts its DataDownload, from the result its
+// DataUpload action (velero.io/dataupload) leaves of the backup's DataUpload; its pod
+// volume action (velero.io/pod-volume-restore) puts the restore-wait init container
+// into the Pod whose volume a PodVolumeRestore fills.
+var VolumeActions = map[VolumeMethod][]string{
+	VolumeCSISnapshot:  {"velero.io/csi-pvc-restorer"},
+	VolumeDataMovement: {"velero.io/csi-pvc-restorer", "velero.io/dataupload"},
+	VolumeFileSystem:   {"velero.io/pod-volume-restore"},
 }
 
 // checkVolumeActions returns a *VolumeError for each volume whose data needs an action
@@ -320,9 +371,14 @@ func (vp volumePlan) checkVolumeActions(sel Selection, running func(name string)
 	}
 	var errs []error
 	for it, m := range vp.method {
-		if action, ok := VolumeActions[m]; ok && vp.takenOn[it] && !running(action) {
-			errs = append(errs, &VolumeError{PV: it.Name, Method: m, Reason: fmt.Sprintf(
-				"its data comes back through Velero's action %s, which this restore does not run: give Velero's plugins (the velero command)", action)})
+		if !vp.takenOn[it] {
+			continue
+		}
+		for _, action := range VolumeActions[m] {
+			if !running(action) {
+				errs = append(errs, &VolumeError{PV: it.Name, Method: m, Reason: fmt.Sprintf(
+					"its data comes back through Velero's action %s, which this restore does not run: give Velero's plugins (the velero command)", action)})
+			}
 		}
 	}
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })

@@ -83,7 +83,7 @@ func (csiClaims) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
 
 func csiRegistry(t *testing.T) *plugin.Registry {
 	var reg plugin.Registry
-	require.NoError(t, reg.Register(VolumeActions[VolumeCSISnapshot], plugin.V1, csiClaims{}))
+	require.NoError(t, reg.Register(VolumeActions[VolumeCSISnapshot][0], plugin.V1, csiClaims{}))
 	return &reg
 }
 
@@ -424,4 +424,116 @@ func TestClaimsBringTheirCSISnapshots(t *testing.T) {
 	require.ErrorAs(t, err, &ve)
 	assert.Equal(t, "shop/data", ve.Claim)
 	assert.EqualError(t, err, "persistentvolumeclaim shop/data (csi snapshot): the backup holds no VolumeSnapshot shop/snap-gone")
+}
+
+// veleroActions stands for Velero's DataUpload action and CSI claim action of a data
+// movement restore: the first leaves a result the second reads, as Velero's leave a
+// ConfigMap; the claim action fails a claim whose result is not there yet.
+type veleroActions struct {
+	mu      sync.Mutex
+	results map[string]bool // by claim
+}
+
+type dataUploadAction struct{ *veleroActions }
+
+func (dataUploadAction) AppliesTo() (ria.ResourceSelector, error) {
+	return ria.ResourceSelector{IncludedResources: []string{"datauploads.velero.io"}}, nil
+}
+
+func (a dataUploadAction) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	claim, _, _ := unstructured.NestedString(in.Item.Object, "spec", "sourcePVC")
+	a.mu.Lock()
+	a.results[claim] = true
+	a.mu.Unlock()
+	return &ria.ExecuteOutput{SkipRestore: true}, nil
+}
+
+type dataMovedClaimAction struct{ *veleroActions }
+
+func (dataMovedClaimAction) AppliesTo() (ria.ResourceSelector, error) {
+	return ria.ResourceSelector{IncludedResources: []string{"persistentvolumeclaims"}}, nil
+}
+
+func (a dataMovedClaimAction) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.results[in.Item.GetName()] {
+		return nil, fmt.Errorf("no DataUpload result for claim %s", in.Item.GetName())
+	}
+	unstructured.RemoveNestedField(in.Item.Object, "spec", "volumeName")
+	return &ria.ExecuteOutput{UpdatedItem: in.Item}, nil
+}
+
+// A claim whose data Velero moved brings the backup's DataUpload with it, from Velero's
+// namespace and whatever the filter and the non-restorable list say, and waits for it:
+// Velero's DataUpload action leaves the result the claim's action starts its
+// DataDownload from, and skips the DataUpload itself. The plan says why the claim waits.
+// Without Velero's DataUpload action the plan names the volume; a claim whose DataUpload
+// the backup lacks is named too.
+func TestDataMovedClaimsWaitForTheirDataUpload(t *testing.T) {
+	claim := claimOf("data", "fast", "pv-data")
+	claim["metadata"].(map[string]any)["annotations"].(map[string]any)[DataUploadAnnotation] = "velero/backup-1-x7k2p"
+	upload := map[string]any{"apiVersion": "velero.io/v2alpha1", "kind": "DataUpload",
+		"metadata": map[string]any{"name": "backup-1-x7k2p", "namespace": "velero", "uid": "uid-du"},
+		"spec":     map[string]any{"sourcePVC": "data", "sourceNamespace": "shop", "datamover": "example.io/mover"},
+		"status":   map[string]any{"phase": "Completed", "snapshotID": "s-1"}}
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop", "uid": "uid-ns"}}
+	b := backupOf(t, ns, persistentVolume("pv-data", "Delete", "data"), claim, upload, mounting("db", "data"))
+	vols := []Volume{{PV: "pv-data", ClaimNamespace: "shop", Claim: "data", Method: VolumeDataMovement}}
+	_, tgt := cluster(t, memcluster.Options{BindVolumes: true})
+	ctx := context.Background()
+	crd := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "datauploads.velero.io"},
+		"spec": map[string]any{"group": "velero.io", "scope": "Namespaced", "versions": []any{map[string]any{"name": "v2alpha1", "served": true, "storage": true,
+			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+			"names": map[string]any{"plural": "datauploads", "singular": "dataupload", "kind": "DataUpload", "listKind": "DataUploadList"}}}}
+	_, err := tgt.Dynamic.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, lists, err := tgt.Discovery.ServerGroupsAndResourcesWithContext(ctx)
+		return err == nil && slices.ContainsFunc(lists, func(l *metav1.APIResourceList) bool { return l.GroupVersion == "velero.io/v2alpha1" })
+	}, 5*time.Second, 10*time.Millisecond)
+	shopOnly := Selection{Filter: filter.Spec{IncludeNamespaces: []string{"shop"}}, NonRestorable: DefaultNonRestorable}
+
+	var onlyClaims plugin.Registry
+	require.NoError(t, onlyClaims.Register("velero.io/csi-pvc-restorer", plugin.V1, dataMovedClaimAction{&veleroActions{results: map[string]bool{}}}))
+	_, err = NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Selection: shopOnly, Extensions: Extensions{Plugins: &onlyClaims}})
+	var ve *VolumeError
+	require.ErrorAs(t, err, &ve)
+	assert.Contains(t, err.Error(), "persistentvolume pv-data (data movement): its data comes back through Velero's action velero.io/dataupload")
+
+	va := &veleroActions{results: map[string]bool{}}
+	var reg plugin.Registry
+	require.NoError(t, reg.Register("velero.io/dataupload", plugin.V1, dataUploadAction{va}))
+	require.NoError(t, reg.Register("velero.io/csi-pvc-restorer", plugin.V1, dataMovedClaimAction{va}))
+	p, err := NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Selection: shopOnly, Extensions: Extensions{Plugins: &reg}})
+	require.NoError(t, err)
+	var waitsFor []string
+	for o := range p.Objects() {
+		switch o.Name {
+		case "backup-1-x7k2p":
+			assert.Empty(t, o.Excluded, "restored for the claim")
+		case "data":
+			for _, d := range o.DependsOn {
+				waitsFor = append(waitsFor, d.Reason)
+			}
+		}
+	}
+	assert.Contains(t, strings.Join(waitsFor, "\n"), "velero-data-upload")
+	rep, err := Apply(ctx, p, tgt, RunOptions{Retry: fastRetry})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
+	got := map[string]ObjectResult{}
+	for o := range rep.Objects() {
+		got[o.Name] = o
+	}
+	assert.Equal(t, Skipped, got["backup-1-x7k2p"].Status)
+	assert.Equal(t, "velero.io/dataupload", got["backup-1-x7k2p"].SkippedBy)
+	assert.Equal(t, Restored, got["data"].Status)
+	assert.Equal(t, Restored, got["db"].Status)
+
+	lacking := backupOf(t, ns, persistentVolume("pv-data", "Delete", "data"), claim)
+	_, err = NewPlan(ctx, lacking, tgt, PlanOptions{Volumes: vols, Selection: shopOnly, Extensions: Extensions{Plugins: &reg}})
+	require.ErrorAs(t, err, &ve)
+	assert.EqualError(t, err, "persistentvolumeclaim shop/data (data movement): the backup holds no DataUpload velero/backup-1-x7k2p")
 }

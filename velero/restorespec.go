@@ -36,6 +36,9 @@ type RestoreSpec struct {
 	ModifierConfigMap string
 	// ItemOperationTimeout is spec.itemOperationTimeout; zero when not set.
 	ItemOperationTimeout time.Duration
+	// UploaderConfig is spec.uploaderConfig: how the data movers write the files of the
+	// volumes they fill (Velero's CSI claim action copies it into each DataDownload).
+	UploaderConfig *velerov1.UploaderConfigForRestore
 }
 
 // SpecFieldError names a field of a Velero Restore that restoregraph refuses, and why.
@@ -60,7 +63,7 @@ func ReadRestore(data []byte) (*RestoreSpec, error) {
 	}
 	s := r.Spec
 	out := &RestoreSpec{Name: r.Name, Namespace: r.Namespace, Backup: s.BackupName, Schedule: s.ScheduleName,
-		ItemOperationTimeout: s.ItemOperationTimeout.Duration}
+		ItemOperationTimeout: s.ItemOperationTimeout.Duration, UploaderConfig: s.UploaderConfig}
 	if (s.BackupName == "") == (s.ScheduleName == "") {
 		return nil, &SpecFieldError{"spec.backupName", "name the backup by spec.backupName or spec.scheduleName, one of them"}
 	}
@@ -168,22 +171,24 @@ func unsupported(s velerov1.RestoreSpec) error {
 		return &SpecFieldError{"spec.itemOperationTimeout", "negative"}
 	case s.ResourcePolicy != nil:
 		return &SpecFieldError{"spec.resourcePolicy", "volume policies are not supported"}
-	case s.UploaderConfig != nil && *s.UploaderConfig != (velerov1.UploaderConfigForRestore{}): // velero restore create writes {}
-		return &SpecFieldError{"spec.uploaderConfig", "pod volume restores are not carried out yet"}
+	case s.UploaderConfig != nil && s.UploaderConfig.ParallelFilesDownload < 0:
+		return &SpecFieldError{"spec.uploaderConfig.parallelFilesDownload", "negative"}
 	}
 	return nil
 }
 
-// SpecOf is sel in the fields of Velero's Restore spec, for a Restore that records a
-// restore in Velero: ReadRestore's inverse. modifierConfigMap names the ConfigMap the
-// modifiers were read from, in Velero's namespace ("" for none); operationTimeout is the
-// run's RunOptions.ItemOperationTimeout. What Velero's spec cannot say (the
-// existing-object policy fail, version priorities) is left out.
-func SpecOf(sel restore.Selection, modifierConfigMap string, operationTimeout time.Duration) (map[string]any, error) {
-	f := sel.Filter
+// SpecOf is r in the fields of Velero's Restore spec, for a Restore that records a
+// restore in Velero or that plugins read: ReadRestore's inverse. Of r it reads
+// Selection, ModifierConfigMap (in Velero's namespace; "" for none),
+// ItemOperationTimeout (the run's RunOptions.ItemOperationTimeout) and UploaderConfig.
+// What Velero's spec cannot say (the existing-object policy fail, version priorities)
+// is left out.
+func SpecOf(r RestoreSpec) (map[string]any, error) {
+	sel, f := r.Selection, r.Selection.Filter
 	s := velerov1.RestoreSpec{IncludedNamespaces: f.IncludeNamespaces, ExcludedNamespaces: f.ExcludeNamespaces,
 		IncludedResources: f.IncludeResources, ExcludedResources: f.ExcludeResources, IncludeClusterResources: f.IncludeClusterResources,
-		NamespaceMapping: sel.NamespaceMappings, ItemOperationTimeout: metav1.Duration{Duration: operationTimeout}}
+		NamespaceMapping: sel.NamespaceMappings, ItemOperationTimeout: metav1.Duration{Duration: r.ItemOperationTimeout},
+		UploaderConfig: r.UploaderConfig}
 	var err error
 	if f.Selector != nil && !f.Selector.Empty() {
 		if s.LabelSelector, err = labelSelectorOf(f.Selector); err != nil {
@@ -239,8 +244,8 @@ func SpecOf(sel restore.Selection, modifierConfigMap string, operationTimeout ti
 			s.Hooks.Resources = append(s.Hooks.Resources, vr)
 		}
 	}
-	if modifierConfigMap != "" {
-		s.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "configmap", Name: modifierConfigMap}
+	if r.ModifierConfigMap != "" {
+		s.ResourceModifier = &corev1.TypedLocalObjectReference{Kind: "configmap", Name: r.ModifierConfigMap}
 	}
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(&s)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -63,7 +64,7 @@ spec:
           waitTimeout: 5m
           waitForReady: true
   itemOperationTimeout: 2h
-  uploaderConfig: {}
+  uploaderConfig: {writeSparseFiles: true, parallelFilesDownload: 4}
 status:
   phase: Completed
 `
@@ -78,6 +79,8 @@ func TestReadRestoreTakesEverySupportedField(t *testing.T) {
 	assert.Empty(t, r.Schedule)
 	assert.Equal(t, "rules", r.ModifierConfigMap)
 	assert.Equal(t, 2*time.Hour, r.ItemOperationTimeout)
+	yes := true
+	assert.Equal(t, &velerov1.UploaderConfigForRestore{WriteSparseFiles: &yes, ParallelFilesDownload: 4}, r.UploaderConfig)
 	or := r.Selection.Filter.OrSelectors
 	r.Selection.Filter.OrSelectors = nil
 	assert.Equal(t, "app=web or tier in (cache,db)", filter.OrString(or))
@@ -110,8 +113,7 @@ func TestReadRestoreRefusesWhatItDoesNotDo(t *testing.T) {
 		{"  hooks:\n    resources:\n    - {name: h, postHooks: [{exec: {command: []}}]}\n", "spec.hooks", "exec.command: empty"},
 		{"  itemOperationTimeout: -1h\n", "spec.itemOperationTimeout", "negative"},
 		{"  resourcePolicy: {kind: configmap, name: p}\n", "spec.resourcePolicy", "not supported"},
-		{"  uploaderConfig: {writeSparseFiles: true}\n", "spec.uploaderConfig", "not carried out yet"},
-		{"  uploaderConfig: {parallelFilesDownload: 4}\n", "spec.uploaderConfig", "not carried out yet"},
+		{"  uploaderConfig: {parallelFilesDownload: -1}\n", "spec.uploaderConfig.parallelFilesDownload", "negative"},
 		{"  existingResourcePolicy: replace\n", "spec.existingResourcePolicy", `"replace"`},
 		{"  existingResourcePolicy: adopt\n", "spec.existingResourcePolicy", "Velero's policies are none and update"},
 		{"  resourceModifier: {kind: Secret, name: s}\n", "spec.resourceModifier", "from a ConfigMap"},
@@ -134,7 +136,7 @@ func TestReadRestoreRefusesWhatItDoesNotDo(t *testing.T) {
 func TestSpecOfIsReadBack(t *testing.T) {
 	r, err := ReadRestore([]byte(fullRestore))
 	require.NoError(t, err)
-	spec, err := SpecOf(r.Selection, r.ModifierConfigMap, r.ItemOperationTimeout)
+	spec, err := SpecOf(*r)
 	require.NoError(t, err)
 	spec["backupName"] = "shop-and-fleet"
 	data, err := json.Marshal(map[string]any{"apiVersion": "velero.io/v1", "kind": "Restore", "metadata": map[string]any{"name": "shop-copy", "namespace": "velero"}, "spec": spec})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
+	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
@@ -24,6 +25,8 @@ func newRestoreCmd() *cobra.Command {
 		itemTimeout, waitTimeout time.Duration
 		operationTimeout         time.Duration
 		waitHealthy, record      bool
+		sparse                   optionalBool
+		parallelFiles            int
 		rf                       restoreFlags
 	)
 	t := &target{flags: genericclioptions.NewConfigFlags(true)}
@@ -47,6 +50,17 @@ func newRestoreCmd() *cobra.Command {
 					return badInput("--item-operation-timeout: the Restore of --from-velero-restore sets spec.itemOperationTimeout")
 				}
 				opts.ItemOperationTimeout = r.ItemOperationTimeout
+			}
+			// Always said, as velero restore create says it.
+			uploader := &velerov1.UploaderConfigForRestore{WriteSparseFiles: sparse.value, ParallelFilesDownload: parallelFiles}
+			if parallelFiles < 0 {
+				return badInput("--parallel-files-download %d: negative", parallelFiles)
+			}
+			if r := rf.fromRestore; r != nil {
+				if cmd.Flags().Changed("write-sparse-files") || cmd.Flags().Changed("parallel-files-download") {
+					return badInput("--write-sparse-files, --parallel-files-download: the Restore of --from-velero-restore sets spec.uploaderConfig")
+				}
+				uploader = r.UploaderConfig
 			}
 			// Named now: it is given to plugins as Velero's Restore, and checked against
 			// Velero's restores before anything is written.
@@ -80,9 +94,11 @@ func newRestoreCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if opts.Request, err = veleroRequest(rf, p, opts); err != nil {
+			spec, err := veleroSpec(rf, p, opts, uploader)
+			if err != nil {
 				return err
 			}
+			opts.Request = veleroRequest(rf, opts.Name, spec)
 			rep, err := restore.Apply(ctx, p, tgt, opts)
 			prog.Finish()
 			if rep == nil {
@@ -96,7 +112,14 @@ func newRestoreCmd() *cobra.Command {
 				return werr
 			}
 			if record {
-				recordInVelero(cmd.ErrOrStderr(), s, p, rep, opts, rf.modifiersConfigMap)
+				recordInVelero(cmd.ErrOrStderr(), s, rep, opts.Name, spec)
+			}
+			if rep.OK() && velero.MovesData(p.Volumes) {
+				// As Velero's restore does at its end; kept for a run again otherwise.
+				v := velero.Client{Dynamic: tgt.Dynamic, Namespace: rf.velero.namespace}
+				if derr := v.DeleteDataUploadResults(ctx, opts.Request.UID); derr != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "restoregraph: warning: %v\n", derr)
+				}
 			}
 			if err != nil {
 				return &exitError{code: exitIncomplete, err: err}
@@ -117,6 +140,9 @@ func newRestoreCmd() *cobra.Command {
 		"one that outlasts it is cancelled and fails its object")
 	f.DurationVar(&itemTimeout, "item-timeout", 5*time.Minute, "how long one object's own work may take, readiness included (a plugin's wait for its additional items has the plugin's timeout)")
 	f.StringVar(&journal, "journal", "", "journal file that makes the restore resumable")
+	f.Var(&sparse, "write-sparse-files", "whether the data movers write files sparse as they fill restored volumes, as Velero's (default false)")
+	f.Lookup("write-sparse-files").NoOptDefVal = "true"
+	f.IntVar(&parallelFiles, "parallel-files-download", 0, "files each data mover writes at once as it fills a restored volume, as Velero's (0: its node's CPUs)")
 	f.BoolVar(&waitHealthy, "wait", false, "after the restore, wait until everything restored is healthy (kstatus Current), and fail if it is not")
 	f.DurationVar(&waitTimeout, "wait-timeout", 5*time.Minute, "how long --wait waits")
 	f.StringVarP(&output, "output", "o", "text", "text or json")
@@ -129,39 +155,34 @@ func newRestoreCmd() *cobra.Command {
 // recordInVelero records the restore rep of p as Velero records its own, in the backup's
 // location and as a Restore object, so that velero restore describe and logs show it;
 // what fails is a warning, for the restore itself is done.
-func recordInVelero(warn io.Writer, s *session, p *restore.Plan, rep *restore.Report, opts restore.RunOptions, modifiersConfigMap string) {
-	rec := velero.RecordOf(opts.Name, s.velero.backup, rep)
-	var cm string
-	if !strings.Contains(modifiersConfigMap, "/") {
-		cm = modifiersConfigMap
-	}
-	spec, err := velero.SpecOf(p.Selection(), cm, opts.ItemOperationTimeout)
-	if err == nil {
-		rec.Spec = spec
-		err = s.velero.velero.RecordRestore(s.ctx, s.velero.store, rec)
-	}
-	if err != nil {
+func recordInVelero(warn io.Writer, s *session, rep *restore.Report, name string, spec map[string]any) {
+	rec := velero.RecordOf(name, s.velero.backup, rep)
+	rec.Spec = spec
+	if err := s.velero.velero.RecordRestore(s.ctx, s.velero.store, rec); err != nil {
 		fmt.Fprintf(warn, "restoregraph: warning: the restore is not recorded in Velero: %v\n", err)
 		return
 	}
 	fmt.Fprintf(warn, "recorded in Velero as restore %s/%s (%s): velero restore describe %s --details\n",
-		s.velero.velero.Namespace, opts.Name, rec.Phase(), opts.Name)
+		s.velero.velero.Namespace, name, rec.Phase(), name)
+}
+
+// veleroSpec is the spec of the Velero Restore the restore of p carries out: what
+// plugins read and what Velero records. It says the plan's selection (restorePVs,
+// namespaceMapping, ...), the modifiers' ConfigMap when it is in Velero's namespace,
+// the operation timeout and how data movers write files.
+func veleroSpec(rf restoreFlags, p *restore.Plan, opts restore.RunOptions, uploader *velerov1.UploaderConfigForRestore) (map[string]any, error) {
+	r := velero.RestoreSpec{Selection: p.Selection(), ItemOperationTimeout: opts.ItemOperationTimeout, UploaderConfig: uploader}
+	if !strings.Contains(rf.modifiersConfigMap, "/") {
+		r.ModifierConfigMap = rf.modifiersConfigMap
+	}
+	return velero.SpecOf(r)
 }
 
 // veleroRequest is the Velero Restore that plugins are told the restore carries out, as
 // Velero's own actions read it: in --velero-namespace (where the backup's Backup object
-// is), the spec the plan's selection makes (restorePVs, namespaceMapping, ...), and a
-// UID made of its namespace and name, so that the restore run again under the same
-// name (--restore-name) is the same Restore to them.
-func veleroRequest(rf restoreFlags, p *restore.Plan, opts restore.RunOptions) (*ria.Restore, error) {
-	var cm string
-	if !strings.Contains(rf.modifiersConfigMap, "/") {
-		cm = rf.modifiersConfigMap
-	}
-	spec, err := velero.SpecOf(p.Selection(), cm, opts.ItemOperationTimeout)
-	if err != nil {
-		return nil, err
-	}
+// is), with spec, and a UID made of its namespace and name, so that the restore run
+// again under the same name (--restore-name) is the same Restore to them.
+func veleroRequest(rf restoreFlags, name string, spec map[string]any) *ria.Restore {
 	return &ria.Restore{Namespace: rf.velero.namespace, Spec: spec,
-		UID: types.UID(uuid.NewSHA1(uuid.NameSpaceURL, []byte("restoregraph/"+rf.velero.namespace+"/"+opts.Name)).String())}, nil
+		UID: types.UID(uuid.NewSHA1(uuid.NameSpaceURL, []byte("restoregraph/"+rf.velero.namespace+"/"+name)).String())}
 }

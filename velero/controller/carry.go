@@ -147,6 +147,12 @@ func (c *Controller) carryOut(ctx context.Context, o *unstructured.Unstructured,
 		if rerr := store.PutRestoreFiles(context.WithoutCancel(ctx), rec); rerr != nil {
 			log.Warn("the restore's results are not recorded in its location", "error", rerr)
 		}
+		// As Velero's restore does at its end; kept for whoever runs it again otherwise.
+		if rep.OK() && velero.MovesData(volumes) {
+			if derr := c.velero.DeleteDataUploadResults(context.WithoutCancel(ctx), o.GetUID()); derr != nil {
+				log.Warn("the DataUpload results are left behind", "error", derr)
+			}
+		}
 	}
 	status := rec.Status()
 	if err != nil {
