@@ -17,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -388,4 +390,99 @@ func TestVeleroNativeSnapshotRestoreSideBySide(t *testing.T) {
 	require.Equal(t, 0, code, text)
 	assert.Contains(t, text, "Volume    PersistentVolumeClaim disks/data: native snapshot, restored")
 	assertDiskHolds(t, rc, root, "disks", content)
+}
+
+// movingCluster is csiCluster with the data mover of the harness moving data between
+// its CSI storage and repo.
+func movingCluster(t testing.TB, storage, repo string) (*harness.Cluster, *harness.CSI) {
+	t.Helper()
+	c, csi := csiCluster(t, storage)
+	stop, err := c.StartDataMover(csi, repo)
+	require.NoError(t, err)
+	t.Cleanup(stop)
+	return c, csi
+}
+
+// downloads returns the spec of each DataDownload in c, by its claim.
+func downloads(t testing.TB, c *harness.Cluster) map[string]any {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(c.Config)
+	require.NoError(t, err)
+	list, err := dyn.Resource(schema.GroupVersionResource{Group: "velero.io", Version: "v2alpha1", Resource: "datadownloads"}).Namespace("velero").
+		List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	out := map[string]any{}
+	for _, dd := range list.Items {
+		claim, _, _ := unstructured.NestedString(dd.Object, "spec", "targetVolume", "pvc")
+		out[claim] = dd.Object["spec"]
+		for _, l := range []string{"velero.io/restore-name", "velero.io/restore-uid", "velero.io/async-operation-id"} {
+			assert.Contains(t, dd.GetLabels(), l, "DataDownload %s", dd.GetName())
+		}
+	}
+	return out
+}
+
+// TestVeleroDataMovementRestoreSideBySide: the real Velero server backs up a namespace
+// whose claims hold files with --snapshot-move-data, through CSI snapshots that a data
+// mover of Velero's contract (the harness's, where Velero's node-agent would run) moves
+// into a repository; the backup is restored into fresh clusters by velero restore create
+// and by restoregraph restore (Velero's own actions from a plugin directory). Each makes
+// the same DataDownloads, field by field; the mover fills a volume of each, every claim
+// is Bound to it holding the file, and restoregraph makes each Pod after its claim and
+// leaves none of the results Velero's DataUpload action wrote behind.
+func TestVeleroDataMovementRestoreSideBySide(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const name = "moved-data"
+	s3srv, err := harness.StartS3(ctx, t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(s3srv.Stop)
+	csiOn := harness.VeleroOptions{Features: []string{"EnableCSI"}}
+	storage, repo := t.TempDir(), t.TempDir()
+
+	src, srcCSI := movingCluster(t, storage, repo)
+	files := csiApp(t, src, srcCSI, "data")
+	v, err := src.StartVelero(ctx, s3srv, csiOn)
+	require.NoError(t, err)
+	out, err := v.Run(ctx, "backup", "create", name, "--include-namespaces", "data", "--snapshot-move-data", "--data-mover", harness.DataMoverName, "--wait")
+	require.NoError(t, err, out)
+	require.Equal(t, "Completed", veleroPhase(t, src, veleroBackups, name, "Completed", "PartiallyFailed", "Failed"), "velero backup:\n%s", v.Log())
+	src.StopVelero()
+	src.Stop()
+	vols, err := velero.ReadVolumes(ctx, archive.DirSource(s3srv.Path("")), "backups/"+name+"/"+name+".tar.gz")
+	require.NoError(t, err)
+	methods := map[string]restore.VolumeMethod{}
+	for _, vol := range vols {
+		methods[vol.Claim] = vol.Method
+	}
+	assert.Equal(t, map[string]restore.VolumeMethod{"uploads": restore.VolumeDataMovement, "data-db-0": restore.VolumeDataMovement}, methods)
+
+	vc, vcCSI := movingCluster(t, storage, repo)
+	vv, err := vc.StartVelero(ctx, s3srv, csiOn)
+	require.NoError(t, err)
+	veleroPhase(t, vc, veleroBackups, name, "Completed")
+	out, err = vv.Run(ctx, "restore", "create", "velero-moved", "--from-backup", name, "--wait")
+	require.NoError(t, err, out)
+	require.Equal(t, "Completed", veleroPhase(t, vc, veleroRestores, "velero-moved", "Completed", "PartiallyFailed", "Failed"), "velero restore:\n%s", vv.Log())
+	assertVolumesHold(t, vc, vcCSI, "data", files)
+	byVelero := downloads(t, vc)
+	vc.StopVelero()
+	vc.Stop()
+
+	rc, rcCSI := movingCluster(t, storage, repo)
+	rv, err := rc.StartVelero(ctx, s3srv, harness.VeleroOptions{Features: []string{"EnableCSI"},
+		DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+	require.NoError(t, err)
+	veleroPhase(t, rc, veleroBackups, name, "Completed")
+	code, report, stderr := cliApart(t, "restore", "--from-backup", name, "--plugins", veleroWithPlugins(t, rv), "--kubeconfig", rc.Kubeconfig,
+		"--restore-name", "rg-moved", "-o", "json")
+	require.Equal(t, 0, code, stderr)
+	assertVolumesHold(t, rc, rcCSI, "data", files)
+	assertPodsAfterClaims(t, report)
+	assert.Equal(t, byVelero, downloads(t, rc), "the DataDownloads Velero's restore makes")
+	cs, err := kubernetes.NewForConfig(rc.Config)
+	require.NoError(t, err)
+	left, err := cs.CoreV1().ConfigMaps("velero").List(ctx, metav1.ListOptions{LabelSelector: "velero.io/resource-usage=DataUploadResult"})
+	require.NoError(t, err)
+	assert.Empty(t, left.Items, "the DataUpload results are deleted once the restore is done")
 }
