@@ -15,12 +15,17 @@ import (
 type Options struct {
 	// Rules add optional ordering edges, each with its own kind, in the order given.
 	Rules []Rule
+	// Detach, when set, names the items whose owner references make no edge: they are
+	// restored apart from their owners (a rule may order them before), whose
+	// controllers adopt them.
+	Detach func(*manifest.Item) bool
 }
 
 type builder struct {
-	g     *Graph
-	items []*manifest.Item
-	errs  []error
+	g      *Graph
+	items  []*manifest.Item
+	errs   []error
+	detach func(*manifest.Item) bool
 
 	// What index finds in its pass over the items: each item's namespace as a dense
 	// index (0 for cluster-scoped items); the items' positions grouped by namespace,
@@ -48,7 +53,7 @@ type builder struct {
 func New(m *manifest.Manifest, opts Options) (*Graph, error) {
 	items := m.Items()
 	g := &Graph{nodes: make([]Node, len(items)), m: m}
-	b := &builder{g: g, items: items}
+	b := &builder{g: g, items: items, detach: opts.Detach}
 	b.index()
 	g.successors(b.predecessors())
 	b.dependsOnEdges()
@@ -245,7 +250,11 @@ func (b *builder) predecessors() (succ []span) {
 		for _, i := range positions {
 			preds = preds[:0]
 			it := items[i]
-			for _, uid := range it.OwnerUIDs {
+			owners := it.OwnerUIDs
+			if b.detach != nil && len(owners) > 0 && b.detach(it) {
+				owners = nil
+			}
+			for _, uid := range owners {
 				o, ok := local[uid]
 				if !ok {
 					o, ok = cluster[uid]

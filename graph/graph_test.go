@@ -8,12 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/restoregraph/restoregraph/manifest"
-	"github.com/restoregraph/restoregraph/scheduler"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/graph/topo"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/scheduler"
 )
 
 type fixture struct {
@@ -604,4 +605,27 @@ func TestAnObjectThatDependsOnThousands(t *testing.T) {
 	require.Len(t, g.Warnings(), 1)
 	assert.Contains(t, g.Warnings()[0].Message, "/namespaces/a/ConfigMap/gone")
 	assertTopological(t, g)
+}
+
+// A detached item's owners are not its predecessors; a rule may order it before them
+// without a cycle, and the other items keep their owner edges.
+func TestDetachedItemsComeApartFromTheirOwners(t *testing.T) {
+	f := newFixture()
+	rs := f.add("apps", "ReplicaSet", "replicasets", "ns", "web")
+	filled := f.add("", "Pod", "pods", "ns", "web-1", ownedBy(rs))
+	other := f.add("", "Pod", "pods", "ns", "web-2", ownedBy(rs))
+	g, err := New(f.m, Options{Rules: []Rule{edgeRule{filled, rs}}, Detach: func(it *manifest.Item) bool { return it == filled }})
+	require.NoError(t, err)
+	assert.Zero(t, kindsOf(t, g, rs, filled)&EdgeOwner, "no owner edge to the detached pod")
+	assert.NotZero(t, kindsOf(t, g, filled, rs), "the rule orders the pod first")
+	assert.Equal(t, EdgeOwner, kindsOf(t, g, rs, other))
+}
+
+// edgeRule orders its first item before its second.
+type edgeRule [2]*manifest.Item
+
+func (edgeRule) Name() string { return "edge" }
+
+func (r edgeRule) AddEdges(b *RuleBuilder) {
+	b.Edge(slices.Index(b.Items(), r[0]), slices.Index(b.Items(), r[1]))
 }
