@@ -125,6 +125,9 @@ type Extensions struct {
 	// VolumeSnapshotters make volumes of native snapshots, by the name of the
 	// VolumeSnapshotLocation a snapshot was made through (NativeSnapshot.Location).
 	VolumeSnapshotters map[string]VolumeSnapshotter
+	// PodVolumes fills the volumes of restored Pods from a file-system backup of them;
+	// without it a plan whose volumes need it is refused, naming them.
+	PodVolumes PodVolumeRestorer
 }
 
 // RunOptions say how Apply (and Verify) run a plan. The zero value runs with the

@@ -382,6 +382,10 @@ func (r *run) additionalItems(ctx context.Context, o *Object, a *plugin.Action, 
 }
 
 func (r *run) stepRemapOwners(ctx context.Context, o *Object) error {
+	if _, detached := r.plan.volumes.filled[o.Item]; detached {
+		setOwnerReferences(o.Body, o.decoded, nil) // its owners adopt it (podVolumesFirst)
+		return nil
+	}
 	r.remapOwners(ctx, o)
 	return nil
 }

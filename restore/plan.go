@@ -300,7 +300,7 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 		p.Warnings = append(p.Warnings, discWarning.Error())
 	}
 	p.excluded = exclude(backup, sel, f)
-	vp, volumesOut, err := planVolumes(backup, sel, opts.Volumes, ext.VolumeSnapshotters, p.excluded)
+	vp, volumesOut, err := planVolumes(backup, sel, opts.Volumes, ext, p.excluded)
 	if err != nil {
 		<-digested
 		return nil, err
@@ -320,6 +320,7 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 			delete(p.excluded, it) // restored for the claim whose data it holds
 		}
 	}
+	vp.filled = filledPods(m, ext.PodVolumes, p.excluded)
 	p.volumes, p.Volumes = vp, opts.Volumes
 	// Warnings speak of what the restore takes on: a kind it leaves to the target or
 	// filters out is not warned about.
@@ -367,7 +368,12 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 	if len(uploads) > 0 {
 		rules = append(rules, dataUploadRule(uploads))
 	}
-	g, gerr := graph.New(m, graph.Options{Rules: rules})
+	gopts := graph.Options{Rules: rules}
+	if len(vp.filled) > 0 {
+		first := podVolumesFirst(vp.filled)
+		gopts.Rules, gopts.Detach = append(gopts.Rules, first), first.detached
+	}
+	g, gerr := graph.New(m, gopts)
 	p.graph, p.manifest = g, m
 	for id := range int64(g.Len()) {
 		if g.NodeAt(id).Item != nil {

@@ -73,6 +73,9 @@ const (
 	// object (riav2.AsyncAction) have completed, cancelling one that outlasts
 	// RunOptions.ItemOperationTimeout.
 	StepOperations StepName = "operations"
+	// StepPodVolumes fills the volumes of a Pod the restore created whose files the
+	// backup holds (Extensions.PodVolumes), within RunOptions.ItemOperationTimeout.
+	StepPodVolumes StepName = "pod-volumes"
 	// StepInitHooks puts the init containers of a Pod's restore hooks (Selection.Hooks,
 	// or its init.hook.restore.velero.io annotations) before its own.
 	StepInitHooks StepName = "init-hooks"
@@ -86,7 +89,7 @@ const (
 
 // DefaultStepNames lists the default pipeline's steps in order.
 var DefaultStepNames = []StepName{StepJournal, StepRead, StepSanitize, StepMapNamespaces, StepVolume, StepActions, StepModify, StepInitHooks,
-	StepRemapOwners, StepLabel, StepCreate, StepStatus, StepManagedFields, StepOperations, StepExecHooks, StepReady}
+	StepRemapOwners, StepLabel, StepCreate, StepStatus, StepManagedFields, StepOperations, StepPodVolumes, StepExecHooks, StepReady}
 
 // Object is one object on its way through the pipeline: what the steps read and change.
 type Object struct {
@@ -169,6 +172,7 @@ func (r *run) defaultSteps() []Step {
 		{Name: StepStatus, Run: r.stepStatus},
 		{Name: StepManagedFields, Run: r.stepManagedFields},
 		{Name: StepOperations, Run: r.stepOperations, Unbounded: true},
+		{Name: StepPodVolumes, Run: r.stepPodVolumes, Unbounded: true},
 		{Name: StepExecHooks, Run: r.stepExecHooks, Unbounded: true},
 		{Name: StepReady, Run: r.stepReady},
 	}

@@ -107,10 +107,11 @@ const Volumes = "restoregraph.dev/volumes"
 
 // VolumeError is a volume the plan cannot restore as its records say, and why.
 type VolumeError struct {
-	// PV is the PersistentVolume's name; Claim is "namespace/name" of the claim instead
-	// where what is wrong is the claim's.
+	// PV is the PersistentVolume's name; Claim is "namespace/name" of the claim, or Pod
+	// the Pod's, instead where what is wrong is the claim's or the Pod's.
 	PV     string
 	Claim  string
+	Pod    string
 	Method VolumeMethod
 	Reason string
 	// Err is the error Reason tells of, when there is one (an UnavailableSnapshotter's).
@@ -120,7 +121,10 @@ type VolumeError struct {
 func (e *VolumeError) Unwrap() error { return e.Err }
 
 func (e *VolumeError) Error() string {
-	if e.PV == "" {
+	switch {
+	case e.Pod != "":
+		return fmt.Sprintf("pod %s (%s): %s", e.Pod, e.Method, e.Reason)
+	case e.PV == "":
 		return fmt.Sprintf("persistentvolumeclaim %s (%s): %s", e.Claim, e.Method, e.Reason)
 	}
 	return fmt.Sprintf("persistentvolume %s (%s): %s", e.PV, e.Method, e.Reason)
@@ -144,6 +148,8 @@ type volumePlan struct {
 	claimMethod map[manifest.ID]VolumeMethod
 	// takenOn is the PersistentVolumes the restore makes, or whose claims it makes.
 	takenOn map[*manifest.Item]bool
+	// filled is the volumes Extensions.PodVolumes fills, by the Pod's item.
+	filled map[*manifest.Item][]string
 }
 
 // planVolumes decides, as Velero decides, how each PersistentVolume of the backup comes
@@ -152,7 +158,7 @@ type volumePlan struct {
 // restore takes on (excluded is what the plan leaves out already: a volume whose
 // PersistentVolume and claim are both left out is not) that cannot be restored as their
 // records say, each a *VolumeError.
-func planVolumes(backup Backup, sel Selection, vols []Volume, snapshotters map[string]VolumeSnapshotter, excluded map[*manifest.Item]exclusion) (volumePlan, map[*manifest.Item]exclusion, error) {
+func planVolumes(backup Backup, sel Selection, vols []Volume, ext Extensions, excluded map[*manifest.Item]exclusion) (volumePlan, map[*manifest.Item]exclusion, error) {
 	vp := volumePlan{method: map[*manifest.Item]VolumeMethod{}, snapshot: map[*manifest.Item]*NativeSnapshot{},
 		claimMethod: map[manifest.ID]VolumeMethod{}, takenOn: map[*manifest.Item]bool{}}
 	m := backup.Manifest()
@@ -205,7 +211,7 @@ func planVolumes(backup Backup, sel Selection, vols []Volume, snapshotters map[s
 			case v.Snapshot == nil || v.Snapshot.ID == "":
 				errs = append(errs, &VolumeError{PV: it.Name, Method: method, Reason: "the backup records no snapshot ID"})
 			default:
-				switch s := snapshotters[v.Snapshot.Location].(type) {
+				switch s := ext.VolumeSnapshotters[v.Snapshot.Location].(type) {
 				case nil:
 					errs = append(errs, &VolumeError{PV: it.Name, Method: method, Reason: fmt.Sprintf(
 						"no VolumeSnapshotter for its VolumeSnapshotLocation %q (provider %q): give the plugin that serves it", v.Snapshot.Location, v.Snapshot.Provider)})
@@ -217,9 +223,11 @@ func planVolumes(backup Backup, sel Selection, vols []Volume, snapshotters map[s
 			}
 		case VolumeAsIs:
 		case VolumeFileSystem:
-			if restorePVs {
-				errs = append(errs, &VolumeError{PV: it.Name, Method: method, Reason: "pod volume restores are not carried out yet: " +
-					"Selection.RestorePVs false (restorePVs: false) restores its claim empty"})
+			// With Extensions.PodVolumes, filled whatever restorePVs says, as Velero's
+			// restore fills pod volumes whatever it says.
+			if ext.PodVolumes == nil && restorePVs {
+				errs = append(errs, &VolumeError{PV: it.Name, Method: method, Reason: "its files come back through the PodVolumeRestores of Velero's node-agent, " +
+					"which this restore does not make without Velero (Extensions.PodVolumes); restorePVs false restores its claim empty"})
 			}
 			out[it] = exclusion{Volumes, fmt.Sprintf("%s: left out, its claim provisioned again", method)}
 		default:
@@ -360,7 +368,7 @@ func body(backup Backup, it *manifest.Item) (*unstructured.Unstructured, error) 
 var VolumeActions = map[VolumeMethod][]string{
 	VolumeCSISnapshot:  {"velero.io/csi-pvc-restorer"},
 	VolumeDataMovement: {"velero.io/csi-pvc-restorer", "velero.io/dataupload"},
-	VolumeFileSystem:   {"velero.io/pod-volume-restore"},
+	VolumeFileSystem:   {PodVolumeAction},
 }
 
 // checkVolumeActions returns a *VolumeError for each volume whose data needs an action
@@ -379,6 +387,12 @@ func (vp volumePlan) checkVolumeActions(sel Selection, running func(name string)
 				errs = append(errs, &VolumeError{PV: it.Name, Method: m, Reason: fmt.Sprintf(
 					"its data comes back through Velero's action %s, which this restore does not run: give Velero's plugins (the velero command)", action)})
 			}
+		}
+	}
+	for pod := range vp.filled {
+		if !running(PodVolumeAction) {
+			errs = append(errs, &VolumeError{Pod: pod.Namespace + "/" + pod.Name, Method: VolumeFileSystem, Reason: fmt.Sprintf(
+				"its volumes' files come back through Velero's action %s, which this restore does not run: give Velero's plugins (the velero command)", PodVolumeAction)})
 		}
 	}
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })

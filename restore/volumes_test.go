@@ -537,3 +537,105 @@ func TestDataMovedClaimsWaitForTheirDataUpload(t *testing.T) {
 	require.ErrorAs(t, err, &ve)
 	assert.EqualError(t, err, "persistentvolumeclaim shop/data (data movement): the backup holds no DataUpload velero/backup-1-x7k2p")
 }
+
+// fillingVolumes stands for Velero's node-agent: it fills the volumes of the Pods the
+// backup's file-system backups name, and records what it was asked.
+type fillingVolumes struct {
+	mu     sync.Mutex
+	byPod  map[string][]string
+	filled []string // "namespace/name uid from sourceNamespace, restore"
+	fail   error
+}
+
+func (f *fillingVolumes) Volumes(namespace, name string) []string { return f.byPod[namespace+"/"+name] }
+
+func (f *fillingVolumes) RestorePodVolumes(_ context.Context, pod *unstructured.Unstructured, sourceNamespace string, req *ria.Restore) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.filled = append(f.filled, fmt.Sprintf("%s/%s %v from %s, %s", pod.GetNamespace(), pod.GetName(), pod.GetUID() != "", sourceNamespace, req.Name))
+	return f.fail
+}
+
+type podVolumeAction struct{}
+
+func (podVolumeAction) AppliesTo() (ria.ResourceSelector, error) {
+	return ria.ResourceSelector{IncludedResources: []string{"pods"}}, nil
+}
+
+func (podVolumeAction) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error) {
+	return &ria.ExecuteOutput{UpdatedItem: in.Item}, nil
+}
+
+// A Pod whose volumes a file-system backup holds is restored before the ReplicaSet
+// that owns it, without its owner reference (its controller adopts it), and is done
+// once the PodVolumeRestorer has filled its volumes; the plan says why it comes first.
+// One whose volumes are not filled fails, named. Without a PodVolumeRestorer the plan
+// names the volume, and without Velero's pod volume action the Pod.
+func TestFileSystemVolumesAreFilledBeforeTheirPodsController(t *testing.T) {
+	ctx := context.Background()
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop", "uid": "uid-ns"}}
+	rs := map[string]any{"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": map[string]any{"name": "web", "namespace": "shop", "uid": "uid-rs"},
+		"spec": map[string]any{"replicas": int64(1), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "shop/web:1.2"}}}}}}
+	web := mounting("web-1", "data")
+	web["metadata"].(map[string]any)["ownerReferences"] = []any{map[string]any{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "uid-rs", "controller": true}}
+	sa := map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "app", "namespace": "shop", "uid": "uid-sa"}}
+	b := backupOf(t, ns, sa, persistentVolume("pv-data", "Delete", "data"), claimOf("data", "fast", "pv-data"), rs, web)
+	vols := []Volume{{PV: "pv-data", ClaimNamespace: "shop", Claim: "data", Method: VolumeFileSystem}}
+	_, tgt := cluster(t, memcluster.Options{BindVolumes: true})
+	var withAction plugin.Registry
+	require.NoError(t, withAction.Register(PodVolumeAction, plugin.V1, podVolumeAction{}))
+
+	_, err := NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Extensions: Extensions{Plugins: &withAction}})
+	var ve *VolumeError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, "pv-data", ve.PV)
+	assert.Contains(t, err.Error(), "persistentvolume pv-data (file system): its files come back through the PodVolumeRestores of Velero's node-agent")
+	no := false
+	_, err = NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Selection: Selection{RestorePVs: &no}, Extensions: Extensions{Plugins: &withAction}})
+	require.NoError(t, err, "restorePVs false restores the claim empty")
+
+	fill := &fillingVolumes{byPod: map[string][]string{"shop/web-1": {"data"}}}
+	_, err = NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Extensions: Extensions{PodVolumes: fill}})
+	require.ErrorAs(t, err, &ve)
+	assert.Contains(t, err.Error(), "pod shop/web-1 (file system): its volumes' files come back through Velero's action velero.io/pod-volume-restore, "+
+		"which this restore does not run: give Velero's plugins (the velero command)")
+
+	p, err := NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Extensions: Extensions{PodVolumes: fill, Plugins: &withAction}})
+	require.NoError(t, err)
+	var rsWaitsFor []string
+	for o := range p.Objects() {
+		if o.Name == "web" {
+			for _, d := range o.DependsOn {
+				rsWaitsFor = append(rsWaitsFor, d.Reason)
+			}
+		}
+	}
+	assert.Contains(t, strings.Join(rsWaitsFor, "\n"), "pod-volumes-first")
+	rep, err := Apply(ctx, p, tgt, RunOptions{Name: "fs-1", Retry: fastRetry})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
+	assert.Equal(t, []string{"shop/web-1 true from shop, fs-1"}, fill.filled)
+	got := map[string]ObjectResult{}
+	for o := range rep.Objects() {
+		got[o.Resource+"/"+o.Name] = o
+	}
+	assert.True(t, got["pods/web-1"].Ended.Before(got["replicasets/web"].Started), "the Pod is done, its volumes filled, before its ReplicaSet starts")
+	pod, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace("shop").Get(ctx, "web-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, pod.GetOwnerReferences(), "its controller adopts it")
+
+	_, tgt = cluster(t, memcluster.Options{BindVolumes: true})
+	broken := &fillingVolumes{byPod: fill.byPod, fail: errors.New("PodVolumeRestore velero/fs-1-x: failed: no space left")}
+	p, err = NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Extensions: Extensions{PodVolumes: broken, Plugins: &withAction}})
+	require.NoError(t, err)
+	rep, err = Apply(ctx, p, tgt, RunOptions{Name: "fs-2", Retry: fastRetry})
+	require.NoError(t, err)
+	for o := range rep.Objects() {
+		if o.Name == "web-1" {
+			assert.Equal(t, Failed, o.Status)
+			assert.Contains(t, o.Reason, "pod volumes [data]: PodVolumeRestore velero/fs-1-x: failed: no space left")
+		}
+	}
+}

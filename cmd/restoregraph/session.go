@@ -14,6 +14,7 @@ import (
 
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/restore"
+	"github.com/restoregraph/restoregraph/velero"
 )
 
 // session is what plan, restore and verify open alike: the backup, the target, the
@@ -147,6 +148,16 @@ func (f *restoreFlags) open(cmd *cobra.Command, t *target) (s *session, err erro
 		snapshotters, closeSnapshotters := client.VolumeSnapshotters(ctx, host, volumes, commands...)
 		po.Extensions.VolumeSnapshotters = snapshotters
 		closers = append(closers, closeSnapshotters)
+	}
+	if src != nil {
+		// The backup's PodVolumeBackups are read where it was; the node-agent that fills
+		// the volumes is the target's.
+		target := velero.Client{Dynamic: tgt.Dynamic, Namespace: f.velero.namespace}
+		pv, err := src.velero.PodVolumeRestorer(ctx, &velero.Backup{Name: src.backup, Location: src.store.Location}, target)
+		if err != nil {
+			return nil, veleroError(err)
+		}
+		po.Extensions.PodVolumes = pv
 	}
 	if host != nil {
 		if po.Extensions.Plugins, err = f.register(ctx, host, commands, warn); err != nil {

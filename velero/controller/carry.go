@@ -98,6 +98,12 @@ func (c *Controller) carryOut(ctx context.Context, o *unstructured.Unstructured,
 		ext.VolumeSnapshotters, closeSnapshotters = c.velero.VolumeSnapshotters(ctx, c.host, volumes, c.commands...)
 		defer closeSnapshotters()
 	}
+	pv, err := c.velero.PodVolumeRestorer(ctx, vb, c.velero)
+	if err != nil {
+		return failed(err)
+	}
+	pv.OwnedByRestore = true // deleted with the Restore, as Velero's
+	ext.PodVolumes = pv
 	p, err := restore.NewPlan(ctx, b, c.target, restore.PlanOptions{BackupName: vb.Name, Selection: sel, Volumes: volumes, Extensions: ext})
 	if err != nil {
 		return invalid(err)

@@ -1,0 +1,111 @@
+package restore
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/restoregraph/restoregraph/graph"
+	"github.com/restoregraph/restoregraph/manifest"
+	ria "github.com/restoregraph/restoregraph/plugin/restoreitemaction"
+)
+
+// PodVolumeRestorer fills the volumes of restored Pods from a file-system backup of
+// them (VolumeFileSystem), as Velero's node-agent fills them from the PodVolumeRestores
+// its restore makes. Package velero makes one from a backup's PodVolumeBackups.
+type PodVolumeRestorer interface {
+	// Volumes names the volumes of the backup's Pod namespace/name whose files the
+	// backup holds; none when it holds none.
+	Volumes(namespace, name string) []string
+	// RestorePodVolumes fills those volumes of pod, the Pod as the restore made it in
+	// the target (its name, namespace and UID), sourceNamespace being its namespace in
+	// the backup and restore the restore as plugins are told of it. It returns once each
+	// volume is filled; an error names each one that is not.
+	RestorePodVolumes(ctx context.Context, pod *unstructured.Unstructured, sourceNamespace string, restore *ria.Restore) error
+}
+
+// PodVolumeAction is Velero's action that puts the restore-wait init container into a
+// Pod whose volumes a PodVolumeRestorer fills, so that its containers start on the
+// files the backup holds.
+const PodVolumeAction = "velero.io/pod-volume-restore"
+
+// filledPods returns, by the Pod's item, the volumes that pv fills of each Pod the
+// restore makes (excluded is what the plan leaves out).
+func filledPods(m *manifest.Manifest, pv PodVolumeRestorer, excluded map[*manifest.Item]exclusion) map[*manifest.Item][]string {
+	if pv == nil {
+		return nil
+	}
+	out := map[*manifest.Item][]string{}
+	for _, it := range m.Items() {
+		if it.GroupResource() != podsResource {
+			continue
+		}
+		if _, out := excluded[it]; out {
+			continue
+		}
+		if vols := pv.Volumes(it.Namespace, it.Name); len(vols) > 0 {
+			out[it] = vols
+		}
+	}
+	return out
+}
+
+// podVolumesFirst is the plan rule that restores each Pod whose volumes are filled
+// (volumePlan.filled) before its owners, which make no edge to it (graph.Options.Detach):
+// the Pod is created without its owner references, with the init container Velero's
+// action gives it, and its controller, restored after it, adopts it, as it adopts the
+// Pods Velero restores before their controllers. Were the controller first, it would
+// make a Pod of its own, empty, before the restore made the one it fills.
+type podVolumesFirst map[*manifest.Item][]string
+
+func (podVolumesFirst) Name() string { return "pod-volumes-first" }
+
+func (r podVolumesFirst) detached(it *manifest.Item) bool {
+	_, ok := r[it]
+	return ok
+}
+
+func (r podVolumesFirst) AddEdges(b *graph.RuleBuilder) {
+	owners := map[types.UID]int{}
+	for pod := range r {
+		for _, uid := range pod.OwnerUIDs {
+			owners[uid] = -1
+		}
+	}
+	pods := make(map[*manifest.Item]int, len(r))
+	for i, it := range b.Items() {
+		if _, ok := owners[it.UID]; ok {
+			owners[it.UID] = i
+		}
+		if _, ok := r[it]; ok {
+			pods[it] = i
+		}
+	}
+	for pod, i := range pods {
+		for _, uid := range pod.OwnerUIDs {
+			if o := owners[uid]; o >= 0 {
+				b.Edge(i, o)
+			}
+		}
+	}
+}
+
+// stepPodVolumes fills the volumes of a Pod the restore created whose files the backup
+// holds, through Extensions.PodVolumes, within RunOptions.ItemOperationTimeout; the Pod
+// is done once they are filled. A Pod that existed already is left as it is, as Velero
+// leaves it.
+func (r *run) stepPodVolumes(ctx context.Context, o *Object) error {
+	vols := r.plan.volumes.filled[o.Item]
+	if len(vols) == 0 || o.DryRun || o.Result.Status != Restored || o.Target == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.ItemOperationTimeout)
+	defer cancel()
+	r.log.InfoContext(ctx, "filling pod volumes", "object", o.Item.String(), "volumes", vols)
+	if err := r.plan.ext.PodVolumes.RestorePodVolumes(ctx, o.Target, o.Item.Namespace, r.request); err != nil {
+		return fmt.Errorf("pod volumes %v: %w", vols, err)
+	}
+	return nil
+}
