@@ -53,7 +53,8 @@ func filledPods(m *manifest.Manifest, pv PodVolumeRestorer, excluded map[*manife
 }
 
 // podVolumesFirst is the plan rule that restores each Pod whose volumes are filled
-// (volumePlan.filled) before its owners, which make no edge to it (graph.Options.Detach):
+// (volumePlan.filled) before its owners and theirs, which make no edge to it
+// (graph.Options.Detach):
 // the Pod is created without its owner references, with the init container Velero's
 // action gives it, and its controller, restored after it, adopts it, as it adopts the
 // Pods Velero restores before their controllers. Were the controller first, it would
@@ -68,26 +69,28 @@ func (r podVolumesFirst) detached(it *manifest.Item) bool {
 }
 
 func (r podVolumesFirst) AddEdges(b *graph.RuleBuilder) {
-	owners := map[types.UID]int{}
-	for pod := range r {
-		for _, uid := range pod.OwnerUIDs {
-			owners[uid] = -1
-		}
+	items := b.Items()
+	byUID := make(map[types.UID]int, len(items))
+	for i, it := range items {
+		byUID[it.UID] = i
 	}
-	pods := make(map[*manifest.Item]int, len(r))
-	for i, it := range b.Items() {
-		if _, ok := owners[it.UID]; ok {
-			owners[it.UID] = i
+	for i, it := range items {
+		if _, ok := r[it]; !ok {
+			continue
 		}
-		if _, ok := r[it]; ok {
-			pods[it] = i
-		}
-	}
-	for pod, i := range pods {
-		for _, uid := range pod.OwnerUIDs {
-			if o := owners[uid]; o >= 0 {
-				b.Edge(i, o)
+		// Its owners' owners too: a Deployment restored before the Pod would make a
+		// ReplicaSet, and it a Pod, of its own.
+		seen := map[int]bool{}
+		for next := it.OwnerUIDs; len(next) > 0; {
+			var up []types.UID
+			for _, uid := range next {
+				if o, ok := byUID[uid]; ok && !seen[o] {
+					seen[o] = true
+					b.Edge(i, o)
+					up = append(up, items[o].OwnerUIDs...)
+				}
 			}
+			next = up
 		}
 	}
 }

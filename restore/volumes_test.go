@@ -567,21 +567,26 @@ func (podVolumeAction) Execute(in *ria.ExecuteInput) (*ria.ExecuteOutput, error)
 }
 
 // A Pod whose volumes a file-system backup holds is restored before the ReplicaSet
-// that owns it, without its owner reference (its controller adopts it), and is done
+// that owns it and that one's Deployment, without its owner reference (its controller adopts it), and is done
 // once the PodVolumeRestorer has filled its volumes; the plan says why it comes first.
 // One whose volumes are not filled fails, named. Without a PodVolumeRestorer the plan
 // names the volume, and without Velero's pod volume action the Pod.
 func TestFileSystemVolumesAreFilledBeforeTheirPodsController(t *testing.T) {
 	ctx := context.Background()
 	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop", "uid": "uid-ns"}}
-	rs := map[string]any{"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": map[string]any{"name": "web", "namespace": "shop", "uid": "uid-rs"},
+	dep := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "shop", "uid": "uid-dep"},
+		"spec": map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "shop/web:1.2"}}}}}}
+	rs := map[string]any{"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": map[string]any{"name": "web", "namespace": "shop", "uid": "uid-rs",
+		"ownerReferences": []any{map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "uid-dep", "controller": true}}},
 		"spec": map[string]any{"replicas": int64(1), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
 			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
 				"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "shop/web:1.2"}}}}}}
 	web := mounting("web-1", "data")
 	web["metadata"].(map[string]any)["ownerReferences"] = []any{map[string]any{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "uid-rs", "controller": true}}
 	sa := map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "app", "namespace": "shop", "uid": "uid-sa"}}
-	b := backupOf(t, ns, sa, persistentVolume("pv-data", "Delete", "data"), claimOf("data", "fast", "pv-data"), rs, web)
+	b := backupOf(t, ns, sa, persistentVolume("pv-data", "Delete", "data"), claimOf("data", "fast", "pv-data"), dep, rs, web)
 	vols := []Volume{{PV: "pv-data", ClaimNamespace: "shop", Claim: "data", Method: VolumeFileSystem}}
 	_, tgt := cluster(t, memcluster.Options{BindVolumes: true})
 	var withAction plugin.Registry
@@ -621,7 +626,9 @@ func TestFileSystemVolumesAreFilledBeforeTheirPodsController(t *testing.T) {
 	for o := range rep.Objects() {
 		got[o.Resource+"/"+o.Name] = o
 	}
-	assert.True(t, got["pods/web-1"].Ended.Before(got["replicasets/web"].Started), "the Pod is done, its volumes filled, before its ReplicaSet starts")
+	for _, owner := range []string{"replicasets/web", "deployments/web"} {
+		assert.True(t, got["pods/web-1"].Ended.Before(got[owner].Started), "the Pod is done, its volumes filled, before %s starts", owner)
+	}
 	pod, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace("shop").Get(ctx, "web-1", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, pod.GetOwnerReferences(), "its controller adopts it")
