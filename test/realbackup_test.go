@@ -494,7 +494,7 @@ func cliEnv(t *testing.T, env []string, args ...string) (int, string) {
 }
 
 // cliApart runs the command as cli does, with its standard output and error apart.
-func cliApart(t *testing.T, args ...string) (code int, stdout, stderr string) {
+func cliApart(t testing.TB, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	bin, err := cliBinary()
 	require.NoError(t, err)

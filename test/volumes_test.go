@@ -486,3 +486,141 @@ func TestVeleroDataMovementRestoreSideBySide(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, left.Items, "the DataUpload results are deleted once the restore is done")
 }
+
+// podsRunning waits until n Pods of namespace ns run: Velero backs up the volumes of
+// running Pods only.
+func podsRunning(t testing.TB, c *harness.Cluster, ns string, n int) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(c.Config)
+	require.NoError(t, err)
+	var why []string
+	if !assert.Eventually(t, func() bool {
+		pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+		running := 0
+		why = why[:0]
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Status != corev1.ConditionTrue {
+					why = append(why, p.Name+": "+c.Message)
+				}
+			}
+		}
+		return err == nil && running == n
+	}, time.Minute, 200*time.Millisecond) {
+		t.Fatalf("%d Pods of %s not running: %v", n, ns, why)
+	}
+}
+
+// podVolumeRestores returns the spec of each PodVolumeRestore in c, by its Pod's name
+// and volume, without what names the Pod's instance (its UID).
+func podVolumeRestores(t testing.TB, c *harness.Cluster) map[string]any {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(c.Config)
+	require.NoError(t, err)
+	list, err := dyn.Resource(schema.GroupVersionResource{Group: "velero.io", Version: "v1", Resource: "podvolumerestores"}).Namespace("velero").
+		List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	out := map[string]any{}
+	for _, pvr := range list.Items {
+		spec := pvr.Object["spec"].(map[string]any)
+		pod := spec["pod"].(map[string]any)
+		delete(pod, "uid")
+		volume, _ := spec["volume"].(string)
+		out[pod["name"].(string)+"/"+volume] = spec
+		for _, l := range []string{"velero.io/restore-name", "velero.io/restore-uid", "velero.io/pod-uid"} {
+			assert.Contains(t, pvr.GetLabels(), l, "PodVolumeRestore %s", pvr.GetName())
+		}
+		phase, _, _ := unstructured.NestedString(pvr.Object, "status", "phase")
+		assert.Equal(t, "Completed", phase, "PodVolumeRestore %s", pvr.GetName())
+	}
+	return out
+}
+
+// TestVeleroFileSystemRestoreSideBySide: the real Velero server backs up a namespace
+// whose claims hold files by file-system backup (--default-volumes-to-fs-backup), a
+// node-agent of Velero's contract (the harness's) copying each Pod volume into a
+// repository; velero restore create and restoregraph restore (Velero's own actions from
+// a plugin directory) each restore it into a fresh cluster. Each makes the same
+// PodVolumeRestores, field by field, the node-agent fills each volume, every claim is
+// Bound holding its file, and restoregraph reports each Pod done only once its volumes
+// are filled.
+func TestVeleroFileSystemRestoreSideBySide(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const name = "fs-backup"
+	s3srv, err := harness.StartS3(ctx, t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(s3srv.Stop)
+	withAgent := harness.VeleroOptions{NodeAgent: true}
+	storage, repo := t.TempDir(), t.TempDir()
+
+	src, srcCSI := movingCluster(t, storage, repo)
+	files := csiApp(t, src, srcCSI, "data")
+	v, err := src.StartVelero(ctx, s3srv, withAgent)
+	require.NoError(t, err)
+	podsRunning(t, src, "data", 2)
+	podsRunning(t, src, "velero", 2) // the node-agent, on each node
+	out, err := v.Run(ctx, "backup", "create", name, "--include-namespaces", "data", "--default-volumes-to-fs-backup", "--wait")
+	require.NoError(t, err, out)
+	require.Equal(t, "Completed", veleroPhase(t, src, veleroBackups, name, "Completed", "PartiallyFailed", "Failed"), "velero backup:\n%s", v.Log())
+	src.StopVelero()
+	src.Stop()
+	vols, err := velero.ReadVolumes(ctx, archive.DirSource(s3srv.Path("")), "backups/"+name+"/"+name+".tar.gz")
+	require.NoError(t, err)
+	methods := map[string]restore.VolumeMethod{}
+	for _, vol := range vols {
+		methods[vol.Claim] = vol.Method
+	}
+	require.Equal(t, map[string]restore.VolumeMethod{"uploads": restore.VolumeFileSystem, "data-db-0": restore.VolumeFileSystem}, methods)
+
+	vc, vcCSI := movingCluster(t, storage, repo)
+	vv, err := vc.StartVelero(ctx, s3srv, withAgent)
+	require.NoError(t, err)
+	veleroPhase(t, vc, veleroBackups, name, "Completed")
+	podsRunning(t, vc, "velero", 2)
+	out, err = vv.Run(ctx, "restore", "create", "velero-fs", "--from-backup", name, "--wait")
+	require.NoError(t, err, out)
+	require.Equal(t, "Completed", veleroPhase(t, vc, veleroRestores, "velero-fs", "Completed", "PartiallyFailed", "Failed"), "velero restore:\n%s", vv.Log())
+	assertVolumesHold(t, vc, vcCSI, "data", files)
+	byVelero := podVolumeRestores(t, vc)
+	vc.StopVelero()
+	vc.Stop()
+
+	rc, rcCSI := movingCluster(t, storage, repo)
+	rv, err := rc.StartVelero(ctx, s3srv, harness.VeleroOptions{NodeAgent: true,
+		DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+	require.NoError(t, err)
+	veleroPhase(t, rc, veleroBackups, name, "Completed")
+	podsRunning(t, rc, "velero", 2)
+	code, report, stderr := cliApart(t, "restore", "--from-backup", name, "--plugins", veleroWithPlugins(t, rv), "--kubeconfig", rc.Kubeconfig,
+		"--restore-name", "rg-fs", "-o", "json")
+	require.Equal(t, 0, code, "%s\n%s", stderr, report)
+	assertVolumesHold(t, rc, rcCSI, "data", files)
+	assertPodsAfterClaims(t, report)
+	assert.Equal(t, byVelero, podVolumeRestores(t, rc), "the PodVolumeRestores Velero's restore makes")
+	cs, err := kubernetes.NewForConfig(rc.Config)
+	require.NoError(t, err)
+	var seen []string
+	if !assert.Eventually(t, func() bool {
+		pods, err := cs.CoreV1().Pods("data").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		seen = seen[:0]
+		adopted := 0
+		for _, p := range pods.Items {
+			owner := "none"
+			if ref := metav1.GetControllerOf(&p); ref != nil {
+				owner = ref.Kind + "/" + ref.Name
+				adopted++
+			}
+			seen = append(seen, p.Name+" owned by "+owner)
+		}
+		return len(pods.Items) == 2 && adopted == 2
+	}, 30*time.Second, 200*time.Millisecond) {
+		t.Errorf("the two Pods restored before their controllers, adopted by them, and no more: %v", seen)
+	}
+}

@@ -26,6 +26,9 @@ var (
 	contentsGVR      = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotcontents"}
 	claimsGVR        = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
 	volumesGVR       = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}
+	podsGVR          = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	podBackupsGVR    = schema.GroupVersionResource{Group: "velero.io", Version: "v1", Resource: "podvolumebackups"}
+	podRestoresGVR   = schema.GroupVersionResource{Group: "velero.io", Version: "v1", Resource: "podvolumerestores"}
 )
 
 // dynamicPVRestoreLabel is the label Velero's claim action selects the volume of a data
@@ -55,6 +58,8 @@ func (c *Cluster) StartDataMover(csi *CSI, repo string) (stop func(), err error)
 		for ctx.Err() == nil {
 			m.pass(ctx, dataUploadsGVR, m.upload)
 			m.pass(ctx, dataDownloadsGVR, m.download)
+			m.pass(ctx, podBackupsGVR, m.backupPodVolume)
+			m.pass(ctx, podRestoresGVR, m.restorePodVolume)
 			select {
 			case <-ctx.Done():
 			case <-time.After(200 * time.Millisecond):
@@ -80,6 +85,9 @@ func (m *mover) pass(ctx context.Context, gvr schema.GroupVersionResource, do fu
 	for i := range list.Items {
 		o := &list.Items[i]
 		mover, _, _ := unstructured.NestedString(o.Object, "spec", "datamover")
+		if gvr == podBackupsGVR || gvr == podRestoresGVR {
+			mover = DataMoverName // the node-agent's own, for every pod volume
+		}
 		phase, _, _ := unstructured.NestedString(o.Object, "status", "phase")
 		if mover != DataMoverName || (phase != "" && phase != "New") {
 			continue
@@ -170,4 +178,75 @@ func dirSize(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// podVolume returns the directory of the CSI volume bound to the claim that the volume
+// named volume of the Pod ref (a PodVolumeBackup's or PodVolumeRestore's spec.pod)
+// mounts, or "" while the claim is not bound.
+func (m *mover) podVolume(ctx context.Context, ref map[string]any, volume string) (string, error) {
+	ns, _ := ref["namespace"].(string)
+	name, _ := ref["name"].(string)
+	pod, err := m.dyn.Resource(podsGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("pod %s/%s: %w", ns, name, err)
+	}
+	vols, _, _ := unstructured.NestedSlice(pod.Object, "spec", "volumes")
+	var claimName string
+	for _, v := range vols {
+		if v, _ := v.(map[string]any); v["name"] == volume {
+			claimName, _, _ = unstructured.NestedString(v, "persistentVolumeClaim", "claimName")
+		}
+	}
+	if claimName == "" {
+		return "", fmt.Errorf("pod %s/%s: no claim mounted as volume %s", ns, name, volume)
+	}
+	claim, err := m.dyn.Resource(claimsGVR).Namespace(ns).Get(ctx, claimName, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	pvName, _, _ := unstructured.NestedString(claim.Object, "spec", "volumeName")
+	if phase, _, _ := unstructured.NestedString(claim.Object, "status", "phase"); phase != "Bound" || pvName == "" {
+		return "", nil
+	}
+	pv, err := m.dyn.Resource(volumesGVR).Get(ctx, pvName, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	handle, _, _ := unstructured.NestedString(pv.Object, "spec", "csi", "volumeHandle")
+	return m.csi.Volume(handle), nil
+}
+
+// backupPodVolume copies the files of a PodVolumeBackup's volume into the repository,
+// as the node-agent's uploader does, under the PodVolumeBackup's name, its snapshot ID.
+func (m *mover) backupPodVolume(ctx context.Context, pvb *unstructured.Unstructured) (map[string]any, error) {
+	ref, _, _ := unstructured.NestedMap(pvb.Object, "spec", "pod")
+	volume, _, _ := unstructured.NestedString(pvb.Object, "spec", "volume")
+	dir, err := m.podVolume(ctx, ref, volume)
+	if err != nil || dir == "" {
+		return nil, err
+	}
+	id := pvb.GetName()
+	if err := os.CopyFS(filepath.Join(m.repo, id), os.DirFS(dir)); err != nil {
+		return nil, err
+	}
+	size := dirSize(dir)
+	return map[string]any{"phase": "Completed", "snapshotID": id, "path": dir,
+		"progress": map[string]any{"totalBytes": size, "bytesDone": size}}, nil
+}
+
+// restorePodVolume copies a PodVolumeRestore's snapshot into the volume of its Pod, once
+// the claim the volume mounts is bound, as the node-agent does.
+func (m *mover) restorePodVolume(ctx context.Context, pvr *unstructured.Unstructured) (map[string]any, error) {
+	ref, _, _ := unstructured.NestedMap(pvr.Object, "spec", "pod")
+	volume, _, _ := unstructured.NestedString(pvr.Object, "spec", "volume")
+	id, _, _ := unstructured.NestedString(pvr.Object, "spec", "snapshotID")
+	dir, err := m.podVolume(ctx, ref, volume)
+	if err != nil || dir == "" {
+		return nil, err
+	}
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(m.repo, id))); err != nil {
+		return nil, err
+	}
+	n := dirSize(dir)
+	return map[string]any{"phase": "Completed", "progress": map[string]any{"totalBytes": n, "bytesDone": n}}, nil
 }

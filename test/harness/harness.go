@@ -96,7 +96,7 @@ func memLimit(bytes int64) []string {
 }
 
 // AppControllers are the controllers that act on a typical application namespace.
-var AppControllers = []string{"garbagecollector", "namespace", "deployment", "replicaset", "statefulset", "job", "cronjob",
+var AppControllers = []string{"garbagecollector", "namespace", "deployment", "replicaset", "statefulset", "daemonset", "job", "cronjob",
 	"endpoint", "endpointslice", "serviceaccount", "root-ca-cert-publisher", "disruption", "persistentvolume-binder"}
 
 // Start starts etcd, kube-apiserver and kube-controller-manager in a new directory

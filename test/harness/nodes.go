@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 )
@@ -50,7 +51,7 @@ func (c *Cluster) startNodes(ctx context.Context, bin Binaries, n int) error {
 		}
 	}
 	// Ready once kwok has taken every node over.
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-c.exitedChan("kwok"):
 			return false, fmt.Errorf("kwok exited:\n%s", c.logTail("kwok", 3000))
@@ -70,6 +71,18 @@ func (c *Cluster) startNodes(ctx context.Context, bin Binaries, n int) error {
 		}
 		return ready == n, nil
 	})
+	if err != nil {
+		return err
+	}
+	// The API server taints a new node not-ready; the node lifecycle controller, which
+	// does not run here, would take the taint off once the node is Ready.
+	for i := range n {
+		patch := []byte(`{"spec":{"taints":null}}`)
+		if _, err := client.CoreV1().Nodes().Patch(ctx, fmt.Sprintf("kwok-node-%d", i), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("fake node: %w", err)
+		}
+	}
+	return nil
 }
 
 func fakeNode(name string) *corev1.Node {

@@ -116,6 +116,10 @@ type VeleroOptions struct {
 	// PluginDir is the directory of the plugins the server runs; default VeleroPlugins,
 	// the AWS object store's.
 	PluginDir string
+	// NodeAgent makes the node-agent DaemonSet `velero install --use-node-agent` makes,
+	// whose Pods (kwok's) Velero looks for on a Pod's node before it backs up or restores
+	// the Pod's volumes; StartDataMover does their work.
+	NodeAgent bool
 }
 
 // veleroServer is the name of Velero's process in the cluster's logs.
@@ -316,6 +320,20 @@ func (v *Velero) install(ctx context.Context, s *S3, opts VeleroOptions) error {
 			_, err := dyn.Resource(bslGVR).Namespace(ns).Create(ctx, bsl, metav1.CreateOptions{})
 			return err
 		},
+	}
+	if opts.NodeAgent {
+		objects = append(objects, func() error {
+			role := map[string]string{"name": "node-agent", "role": "node-agent"}
+			_, err := client.AppsV1().DaemonSets(ns).Create(ctx, &appsv1.DaemonSet{
+				ObjectMeta: metav1.ObjectMeta{Name: "node-agent", Labels: labels},
+				Spec: appsv1.DaemonSetSpec{
+					Selector: &metav1.LabelSelector{MatchLabels: role},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: role}, Spec: corev1.PodSpec{
+						Containers: []corev1.Container{{Name: "node-agent", Image: "velero/velero:" + veleroVersion(v.bin)}}}},
+				},
+			}, metav1.CreateOptions{})
+			return err
+		})
 	}
 	for _, create := range objects {
 		if err := create(); err != nil && !apierrors.IsAlreadyExists(err) {
