@@ -39,46 +39,52 @@
 //  4. StepMapNamespaces: it moves into the namespace Selection.NamespaceMappings names,
 //     with what refers to namespaces inside it (role binding subjects, a volume's
 //     claim).
-//  5. StepActions: applicable plugins run, newest interface first adapted from older
+//  5. StepVolume: a PersistentVolume whose data comes back from a native snapshot is
+//     pointed at a volume made of it (Extensions.VolumeSnapshotters).
+//  6. StepActions: applicable plugins run, newest interface first adapted from older
 //     ones; each call is charged to the object's ItemTimeout, so a plugin that hangs
 //     fails its object. Additional items they return are restored first, as dynamic
 //     dependencies, then waited for when the plugin asks, within the plugin's own
 //     timeout; SkipRestore is honoured.
-//  6. StepModify: the resource modifiers of Selection.Modifiers (Velero's format, package
+//  7. StepModify: the resource modifiers of Selection.Modifiers (Velero's format, package
 //     modifier) that match it change it, judged by its namespace and name in the
 //     backup, as Velero judges them; a rule that fails fails the object, naming it.
-//  7. StepInitHooks: a Pod gets the init containers of its restore hooks (its
+//  8. StepInitHooks: a Pod gets the init containers of its restore hooks (its
 //     init.hook.restore.velero.io annotations, or else Selection.Hooks; package hook)
 //     before its own.
-//  8. StepRemapOwners: an owner restored in this run gets its new UID; an owner outside
+//  9. StepRemapOwners: an owner restored in this run gets its new UID; an owner outside
 //     the backup is looked up in the target by kind, namespace and name; an owner found
 //     nowhere is dropped with a warning. No restored object points at a UID that does
-//     not exist, so the garbage collector deletes nothing restored.
-//  9. StepLabel: velero.io/backup-name and velero.io/restore-name, as Velero labels
+//     not exist, so the garbage collector deletes nothing restored. A Pod whose volumes
+//     are filled (below) has none: it comes before its owners, which adopt it.
+//  10. StepLabel: velero.io/backup-name and velero.io/restore-name, as Velero labels
 //     what it restores.
-//  10. StepCreate: it is created through the dynamic client; AlreadyExists is handled by
+//  11. StepCreate: it is created through the dynamic client; AlreadyExists is handled by
 //     the Existing policy (adopt, update or fail). Transient errors (429, 5xx, timeouts,
 //     connections refused or reset) are retried with jittered backoff for as long as
 //     the object's ItemTimeout allows.
-//  11. StepStatus: status is written as Selection.RestoreStatus and the object's
+//  12. StepStatus: status is written as Selection.RestoreStatus and the object's
 //     velero.io/restore-status annotation say.
-//  12. StepManagedFields: an object the restore created is given the managed fields
+//  13. StepManagedFields: an object the restore created is given the managed fields
 //     its backup recorded, with a merge patch, as Velero gives them back: the API
 //     server keeps none a create carries, and would leave the restore the manager of
 //     every field, so that the next server-side apply of a new value by the object's
 //     own manager (Helm, a GitOps controller) failed with a conflict. An owner
 //     reference's entry names the owner's new UID, or goes with the reference.
-//  13. StepOperations: the asynchronous operations plugins' Execute started on it
+//  14. StepOperations: the asynchronous operations plugins' Execute started on it
 //     (riav2.AsyncAction) are polled until they complete, with backoff; one that fails
 //     or outlasts ItemOperationTimeout (it is then cancelled) fails the object, and
 //     cancelling the restore cancels those under way. So exactly its dependents wait
 //     for them. The journal records them: a resumed restore polls them again. An
 //     operation of an object that fails before it is followed is cancelled.
-//  14. StepExecHooks: a restored Pod's exec hooks run once each one's container is
+//  15. StepPodVolumes: a Pod whose volumes a file-system backup holds has them filled
+//     (Extensions.PodVolumes, Velero's node-agent through package velero) within
+//     ItemOperationTimeout; it is done once they are.
+//  16. StepExecHooks: a restored Pod's exec hooks run once each one's container is
 //     running (or ready), through Target.Exec (pods/exec); onError Fail fails the Pod,
 //     Continue is a warning. Its dependents wait for them; the journal records that
 //     they ran.
-//  15. StepReady: its dependents start only once it is ready (package readiness).
+//  17. StepReady: its dependents start only once it is ready (package readiness).
 //
 // Guarantees:
 //
