@@ -61,7 +61,7 @@ func BenchmarkIntegrationVeleroRestores(b *testing.B) {
 		vc.Stop()
 
 		rc := veleroCluster(b)
-		v, err := rc.StartVelero(ctx, s, harness.VeleroOptions{DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+		v, err := rc.StartVelero(ctx, s, harness.VeleroOptions{DisableControllers: harness.RestoreControllers})
 		require.NoError(b, err)
 		veleroPhase(b, rc, veleroBackups, "apps", "Completed")
 		var metrics []string
@@ -268,7 +268,7 @@ func BenchmarkIntegrationVeleroRestoreLarge(b *testing.B) {
 		}
 
 		c := startCluster(b, harness.Options{ServiceCIDR: "10.96.0.0/16"})
-		v, err := c.StartVelero(ctx, s, harness.VeleroOptions{DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+		v, err := c.StartVelero(ctx, s, harness.VeleroOptions{DisableControllers: harness.RestoreControllers})
 		require.NoError(b, err)
 		veleroPhase(b, c, veleroBackups, "apps", "Completed")
 		controller, _ := startReplica(b, c, "replica-a", nil, "--plugins", v.PluginDir())

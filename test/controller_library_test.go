@@ -37,7 +37,7 @@ func TestControllerAsALibrary(t *testing.T) {
 	t.Parallel() // its own control plane and S3 server: beside the other tests that have theirs
 	ctx := context.Background()
 	s3srv, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"},
-		DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+		DisableControllers: harness.RestoreControllers})
 
 	dyn, err := dynamic.NewForConfig(vc.Config)
 	require.NoError(t, err)

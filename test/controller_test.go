@@ -44,7 +44,7 @@ func TestControllerCarriesOutVeleroRestores(t *testing.T) {
 	ctx := context.Background()
 	const name = fixtureBackup
 	s3srv, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"},
-		DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+		DisableControllers: harness.RestoreControllers})
 
 	bin, err := cliBinary()
 	require.NoError(t, err)
@@ -178,7 +178,7 @@ func TestControllerTakesOverADeadReplica(t *testing.T) {
 	t.Parallel() // its own control plane and S3 server: beside the other tests that have theirs
 	ctx := context.Background()
 	const name = fixtureBackup
-	_, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+	_, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{DisableControllers: harness.RestoreControllers})
 	start := func(identity string, extra ...string) (*exec.Cmd, *syncBuffer) {
 		return startReplica(t, vc, identity, nil, append([]string{"--plugins", v.PluginDir()}, extra...)...)
 	}
@@ -266,7 +266,7 @@ func startReplica(t testing.TB, vc *harness.Cluster, identity string, env []stri
 func TestControllerTakeoverFollowsTheOperationUnderWay(t *testing.T) {
 	t.Parallel() // its own control plane and S3 server: beside the other tests that have theirs
 	ctx := context.Background()
-	_, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+	_, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{DisableControllers: harness.RestoreControllers})
 	cs, err := kubernetes.NewForConfig(vc.Config)
 	require.NoError(t, err)
 	backupOfClaim(t, vc, v, "async", "async-src", "12s")
@@ -325,7 +325,7 @@ func TestControllerTakeoverFollowsTheOperationUnderWay(t *testing.T) {
 func TestControllerOverlapsOnlyDisjointRestores(t *testing.T) {
 	t.Parallel() // its own control plane and S3 server: beside the other tests that have theirs
 	ctx := context.Background()
-	_, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+	_, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{DisableControllers: harness.RestoreControllers})
 	backupOfClaim(t, vc, v, "app", "app", "6s")
 	plugins := withTestPlugins(t, v)
 	_, aLogs := startReplica(t, vc, "replica-a", nil, "--plugins", plugins, "-v")

@@ -72,7 +72,7 @@ func benchVolumes(b *testing.B, claims int) {
 
 	rc, _ := csiCluster(b, storage)
 	rv, err := rc.StartVelero(ctx, s3srv, harness.VeleroOptions{Features: []string{"EnableCSI"},
-		DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+		DisableControllers: harness.RestoreControllers})
 	require.NoError(b, err)
 	veleroPhase(b, rc, veleroBackups, name, "Completed")
 	plugins := veleroWithPlugins(b, rv)

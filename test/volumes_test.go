@@ -163,12 +163,7 @@ func TestVeleroCSIRestoreSideBySide(t *testing.T) {
 	require.Equal(t, "Completed", veleroPhase(t, src, veleroBackups, name, "Completed", "PartiallyFailed", "Failed"), "velero backup:\n%s", v.Log())
 	src.StopVelero()
 	src.Stop()
-	vols, err := velero.ReadVolumes(ctx, archive.DirSource(s3srv.Path("")), "backups/"+name+"/"+name+".tar.gz")
-	require.NoError(t, err)
-	methods := map[string]restore.VolumeMethod{}
-	for _, vol := range vols {
-		methods[vol.Claim] = vol.Method
-	}
+	methods := volumeMethods(t, s3srv, name)
 	assert.Equal(t, map[string]restore.VolumeMethod{"uploads": restore.VolumeCSISnapshot, "data-db-0": restore.VolumeCSISnapshot}, methods,
 		"Velero's volume information, as restoregraph reads it")
 
@@ -190,7 +185,7 @@ func TestVeleroCSIRestoreSideBySide(t *testing.T) {
 	// restore controllers off.
 	rc, rcCSI := csiCluster(t, storage)
 	rv, err := rc.StartVelero(ctx, s3srv, harness.VeleroOptions{Features: []string{"EnableCSI"},
-		DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+		DisableControllers: harness.RestoreControllers})
 	require.NoError(t, err)
 	veleroPhase(t, rc, veleroBackups, name, "Completed")
 	plugins := veleroWithPlugins(t, rv)
@@ -379,7 +374,7 @@ func TestVeleroNativeSnapshotRestoreSideBySide(t *testing.T) {
 
 	// restoregraph's command, where Velero runs with its restore controllers off.
 	rc := veleroCluster(t)
-	rv, err := rc.StartVelero(ctx, s3srv, harness.VeleroOptions{PluginDir: plugins, DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+	rv, err := rc.StartVelero(ctx, s3srv, harness.VeleroOptions{PluginDir: plugins, DisableControllers: harness.RestoreControllers})
 	require.NoError(t, err)
 	veleroPhase(t, rc, veleroBackups, name, "Completed")
 	code, text := cli(t, "restore", "--from-backup", name, "--plugins", plugins, "--kubeconfig", rc.Kubeconfig, "--restore-name", "rg-disks")
@@ -390,6 +385,36 @@ func TestVeleroNativeSnapshotRestoreSideBySide(t *testing.T) {
 	require.Equal(t, 0, code, text)
 	assert.Contains(t, text, "Volume    PersistentVolumeClaim disks/data: native snapshot, restored")
 	assertDiskHolds(t, rc, root, "disks", content)
+}
+
+// volumeMethods returns how the volume information of the backup name in s3srv says each
+// claim's data was backed up, by the claim's name: what restoregraph reads of it.
+func volumeMethods(t testing.TB, s3srv *harness.S3, name string) map[string]restore.VolumeMethod {
+	t.Helper()
+	vols, err := velero.ReadVolumes(context.Background(), archive.DirSource(s3srv.Path("")), "backups/"+name+"/"+name+".tar.gz")
+	require.NoError(t, err)
+	methods := map[string]restore.VolumeMethod{}
+	for _, vol := range vols {
+		methods[vol.Claim] = vol.Method
+	}
+	return methods
+}
+
+// veleroRestore starts Velero in c, with opts, and restores the backup name with
+// velero restore create --wait, as restore; it must end Completed. The server is left
+// running. With opts.NodeAgent it waits first for the node-agent to run on each node.
+func veleroRestore(t testing.TB, c *harness.Cluster, s3srv *harness.S3, opts harness.VeleroOptions, name, restore string) {
+	t.Helper()
+	ctx := context.Background()
+	v, err := c.StartVelero(ctx, s3srv, opts)
+	require.NoError(t, err)
+	veleroPhase(t, c, veleroBackups, name, "Completed")
+	if opts.NodeAgent {
+		podsRunning(t, c, "velero", 2)
+	}
+	out, err := v.Run(ctx, "restore", "create", restore, "--from-backup", name, "--wait")
+	require.NoError(t, err, out)
+	require.Equal(t, "Completed", veleroPhase(t, c, veleroRestores, restore, "Completed", "PartiallyFailed", "Failed"), "velero restore:\n%s", v.Log())
 }
 
 // movingCluster is csiCluster with the data mover of the harness moving data between
@@ -449,21 +474,11 @@ func TestVeleroDataMovementRestoreSideBySide(t *testing.T) {
 	require.Equal(t, "Completed", veleroPhase(t, src, veleroBackups, name, "Completed", "PartiallyFailed", "Failed"), "velero backup:\n%s", v.Log())
 	src.StopVelero()
 	src.Stop()
-	vols, err := velero.ReadVolumes(ctx, archive.DirSource(s3srv.Path("")), "backups/"+name+"/"+name+".tar.gz")
-	require.NoError(t, err)
-	methods := map[string]restore.VolumeMethod{}
-	for _, vol := range vols {
-		methods[vol.Claim] = vol.Method
-	}
+	methods := volumeMethods(t, s3srv, name)
 	assert.Equal(t, map[string]restore.VolumeMethod{"uploads": restore.VolumeDataMovement, "data-db-0": restore.VolumeDataMovement}, methods)
 
 	vc, vcCSI := movingCluster(t, storage, repo)
-	vv, err := vc.StartVelero(ctx, s3srv, csiOn)
-	require.NoError(t, err)
-	veleroPhase(t, vc, veleroBackups, name, "Completed")
-	out, err = vv.Run(ctx, "restore", "create", "velero-moved", "--from-backup", name, "--wait")
-	require.NoError(t, err, out)
-	require.Equal(t, "Completed", veleroPhase(t, vc, veleroRestores, "velero-moved", "Completed", "PartiallyFailed", "Failed"), "velero restore:\n%s", vv.Log())
+	veleroRestore(t, vc, s3srv, csiOn, name, "velero-moved")
 	assertVolumesHold(t, vc, vcCSI, "data", files)
 	byVelero := downloads(t, vc)
 	vc.StopVelero()
@@ -471,7 +486,7 @@ func TestVeleroDataMovementRestoreSideBySide(t *testing.T) {
 
 	rc, rcCSI := movingCluster(t, storage, repo)
 	rv, err := rc.StartVelero(ctx, s3srv, harness.VeleroOptions{Features: []string{"EnableCSI"},
-		DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+		DisableControllers: harness.RestoreControllers})
 	require.NoError(t, err)
 	veleroPhase(t, rc, veleroBackups, name, "Completed")
 	code, report, stderr := cliApart(t, "restore", "--from-backup", name, "--plugins", veleroWithPlugins(t, rv), "--kubeconfig", rc.Kubeconfig,
@@ -568,22 +583,11 @@ func TestVeleroFileSystemRestoreSideBySide(t *testing.T) {
 	require.Equal(t, "Completed", veleroPhase(t, src, veleroBackups, name, "Completed", "PartiallyFailed", "Failed"), "velero backup:\n%s", v.Log())
 	src.StopVelero()
 	src.Stop()
-	vols, err := velero.ReadVolumes(ctx, archive.DirSource(s3srv.Path("")), "backups/"+name+"/"+name+".tar.gz")
-	require.NoError(t, err)
-	methods := map[string]restore.VolumeMethod{}
-	for _, vol := range vols {
-		methods[vol.Claim] = vol.Method
-	}
+	methods := volumeMethods(t, s3srv, name)
 	require.Equal(t, map[string]restore.VolumeMethod{"uploads": restore.VolumeFileSystem, "data-db-0": restore.VolumeFileSystem}, methods)
 
 	vc, vcCSI := movingCluster(t, storage, repo)
-	vv, err := vc.StartVelero(ctx, s3srv, withAgent)
-	require.NoError(t, err)
-	veleroPhase(t, vc, veleroBackups, name, "Completed")
-	podsRunning(t, vc, "velero", 2)
-	out, err = vv.Run(ctx, "restore", "create", "velero-fs", "--from-backup", name, "--wait")
-	require.NoError(t, err, out)
-	require.Equal(t, "Completed", veleroPhase(t, vc, veleroRestores, "velero-fs", "Completed", "PartiallyFailed", "Failed"), "velero restore:\n%s", vv.Log())
+	veleroRestore(t, vc, s3srv, withAgent, name, "velero-fs")
 	assertVolumesHold(t, vc, vcCSI, "data", files)
 	byVelero := podVolumeRestores(t, vc)
 	vc.StopVelero()
@@ -591,7 +595,7 @@ func TestVeleroFileSystemRestoreSideBySide(t *testing.T) {
 
 	rc, rcCSI := movingCluster(t, storage, repo)
 	rv, err := rc.StartVelero(ctx, s3srv, harness.VeleroOptions{NodeAgent: true,
-		DisableControllers: []string{"restore", "restore-operations", "restore-finalizer"}})
+		DisableControllers: harness.RestoreControllers})
 	require.NoError(t, err)
 	veleroPhase(t, rc, veleroBackups, name, "Completed")
 	podsRunning(t, rc, "velero", 2)

@@ -122,6 +122,10 @@ type VeleroOptions struct {
 	NodeAgent bool
 }
 
+// RestoreControllers are the Velero server's controllers of restores, for
+// VeleroOptions.DisableControllers where restoregraph stands in for them.
+var RestoreControllers = []string{"restore", "restore-operations", "restore-finalizer"}
+
 // veleroServer is the name of Velero's process in the cluster's logs.
 const veleroServer = "velero-server"
 
