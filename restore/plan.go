@@ -117,7 +117,8 @@ type PlannedObject struct {
 	// ExcludedBy which rule says so.
 	Excluded   string `json:"excluded,omitempty"`
 	ExcludedBy string `json:"excludedBy,omitempty"`
-	// Volume is how the data of a PersistentVolume, or of a claim's volume, comes back.
+	// Volume is how the data of a PersistentVolume, or of a claim's volume, comes back;
+	// VolumeFileSystem for a Pod whose volumes are filled.
 	Volume VolumeMethod `json:"volume,omitempty"`
 	// Gate says of a claim whether the Pods that mount it wait until it is Bound, and
 	// why.

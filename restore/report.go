@@ -33,7 +33,8 @@ type ObjectResult struct {
 	ObjectRef
 	NewUID types.UID `json:"newUID,omitempty"`
 	Status Status    `json:"status"`
-	// Volume is how the data of a PersistentVolume, or of a claim's volume, came back.
+	// Volume is how the data of a PersistentVolume, or of a claim's volume, came back;
+	// VolumeFileSystem for a Pod whose volumes were filled.
 	Volume VolumeMethod `json:"volume,omitempty"`
 	// Reason says why an object failed or was skipped; Err is the same as an error to
 	// inspect with errors.Is and errors.As (see ErrBlocked for the kinds).

@@ -136,7 +136,7 @@ func (r *Report) WriteText(out io.Writer) error {
 	}
 	var volumes []string
 	for o := range r.volumeObjects() {
-		if o.Resource == persistentVolumeClaims.Resource {
+		if o.Resource == persistentVolumeClaims.Resource || o.Resource == podsResource.Resource {
 			volumes = append(volumes, fmt.Sprintf("Volume    %s %s: %s, %s", o.Kind, qualifiedName(o.InTarget()), o.Volume, strings.ToLower(string(o.Status))))
 		}
 	}

@@ -530,13 +530,18 @@ func (r *run) stepVolume(ctx context.Context, o *Object) error {
 	return nil
 }
 
-// volumeOf is how the data of it comes back, when it is a PersistentVolume or a claim.
+// volumeOf is how the data of it comes back, when it is a PersistentVolume, a claim, or
+// a Pod whose volumes are filled.
 func (p *Plan) volumeOf(it *manifest.Item) VolumeMethod {
 	switch it.GroupResource() {
 	case persistentVolumes:
 		return p.volumes.method[it]
 	case persistentVolumeClaims:
 		return p.volumes.claimMethod[manifest.ID{Resource: it.Resource, Namespace: it.Namespace, Name: it.Name}]
+	case podsResource:
+		if _, ok := p.volumes.filled[it]; ok {
+			return VolumeFileSystem
+		}
 	}
 	return ""
 }

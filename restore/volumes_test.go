@@ -622,6 +622,9 @@ func TestFileSystemVolumesAreFilledBeforeTheirPodsController(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
 	assert.Equal(t, []string{"shop/web-1 true from shop, fs-1"}, fill.filled)
+	var text strings.Builder
+	require.NoError(t, rep.WriteText(&text))
+	assert.Contains(t, text.String(), "Volume    Pod shop/web-1: file system, restored", "the report says how the Pod's volumes came back")
 	got := map[string]ObjectResult{}
 	for o := range rep.Objects() {
 		got[o.Resource+"/"+o.Name] = o
