@@ -62,11 +62,14 @@ type PodVolumeRestorer struct {
 // another's.
 func (v Client) PodVolumeRestorer(ctx context.Context, backup *Backup, target Client) (*PodVolumeRestorer, error) {
 	sel := labels.SelectorFromSet(labels.Set{velerov1.BackupNameLabel: label.GetValidName(backup.Name)})
+	r := &PodVolumeRestorer{v: target, location: backup.Location.Name, byPod: map[string][]velerov1.PodVolumeBackup{}}
 	list, err := v.Dynamic.Resource(podVolumeBackupsResource).Namespace(v.namespace()).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if apierrors.IsNotFound(err) {
+		return r, nil // a Velero without file-system backups' resource made none
+	}
 	if err != nil {
 		return nil, fmt.Errorf("the PodVolumeBackups of backup %s: %w", backup.Name, err)
 	}
-	r := &PodVolumeRestorer{v: target, location: backup.Location.Name, byPod: map[string][]velerov1.PodVolumeBackup{}}
 	for _, o := range list.Items {
 		var pvb velerov1.PodVolumeBackup
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &pvb); err != nil {
@@ -123,7 +126,8 @@ func (r *PodVolumeRestorer) RestorePodVolumes(ctx context.Context, pod *unstruct
 			} `json:"persistentVolumeClaim"`
 		} `json:"volumes"`
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object["spec"].(map[string]any), &spec); err != nil {
+	podSpec, _, _ := unstructured.NestedMap(live.Object, "spec")
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(podSpec, &spec); err != nil {
 		return fmt.Errorf("pod %s/%s: %w", pod.GetNamespace(), pod.GetName(), err)
 	}
 	var made []string
