@@ -573,6 +573,7 @@ func TestVeleroFileSystemRestoreSideBySide(t *testing.T) {
 	storage, repo := t.TempDir(), t.TempDir()
 
 	src, srcCSI := movingCluster(t, storage, repo)
+	require.NoError(t, src.Schedule(ctx)) // Velero backs up the volumes of running Pods
 	files := csiApp(t, src, srcCSI, "data")
 	v, err := src.StartVelero(ctx, s3srv, withAgent)
 	require.NoError(t, err)
@@ -587,6 +588,7 @@ func TestVeleroFileSystemRestoreSideBySide(t *testing.T) {
 	require.Equal(t, map[string]restore.VolumeMethod{"uploads": restore.VolumeFileSystem, "data-db-0": restore.VolumeFileSystem}, methods)
 
 	vc, vcCSI := movingCluster(t, storage, repo)
+	require.NoError(t, vc.Schedule(ctx)) // the node-agent runs on each node
 	veleroRestore(t, vc, s3srv, withAgent, name, "velero-fs")
 	assertVolumesHold(t, vc, vcCSI, "data", files)
 	byVelero := podVolumeRestores(t, vc)
@@ -594,6 +596,7 @@ func TestVeleroFileSystemRestoreSideBySide(t *testing.T) {
 	vc.Stop()
 
 	rc, rcCSI := movingCluster(t, storage, repo)
+	require.NoError(t, rc.Schedule(ctx))
 	rv, err := rc.StartVelero(ctx, s3srv, harness.VeleroOptions{NodeAgent: true,
 		DisableControllers: harness.RestoreControllers})
 	require.NoError(t, err)

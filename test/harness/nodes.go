@@ -71,15 +71,26 @@ func (c *Cluster) startNodes(ctx context.Context, bin Binaries, n int) error {
 		}
 		return ready == n, nil
 	})
+	return err
+}
+
+// Schedule takes off the fake nodes the not-ready taint the API server gives a new node,
+// which the node lifecycle controller (not run here) would take off once the node is
+// Ready: kube-scheduler then places Pods, and kwok runs them. Without it Pods stay
+// Pending, unscheduled, which most tests rely on.
+func (c *Cluster) Schedule(ctx context.Context) error {
+	client, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
 		return err
 	}
-	// The API server taints a new node not-ready; the node lifecycle controller, which
-	// does not run here, would take the taint off once the node is Ready.
-	for i := range n {
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, node := range nodes.Items {
 		patch := []byte(`{"spec":{"taints":null}}`)
-		if _, err := client.CoreV1().Nodes().Patch(ctx, fmt.Sprintf("kwok-node-%d", i), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			return fmt.Errorf("fake node: %w", err)
+		if _, err := client.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("fake node %s: %w", node.Name, err)
 		}
 	}
 	return nil
