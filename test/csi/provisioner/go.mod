@@ -1,7 +1,10 @@
 // The CSI external provisioner the integration tests run, built from its module at a
 // pinned version (make builds it into ~/.cache/restoregraph). It requires
 // k8s.io/kubernetes, whose staging modules a requiring module must replace as its own
-// go.mod does: the block below is its own.
+// go.mod does: the block below is its own, at v0.37.2 where its release has v0.36.1, and
+// its client-go, apimachinery, api and apiserver are raised from v0.37.0 to v0.37.2: the
+// versions the kube binaries and the library take, so that a cold build compiles them
+// once for all three.
 module github.com/restoregraph/restoregraph/test/csi/provisioner
 
 go 1.26.0
@@ -100,16 +103,16 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
-	k8s.io/api v0.37.0 // indirect
-	k8s.io/apimachinery v0.37.0 // indirect
-	k8s.io/apiserver v0.37.0 // indirect
-	k8s.io/client-go v0.37.0 // indirect
-	k8s.io/component-base v0.37.0 // indirect
+	k8s.io/api v0.37.2 // indirect
+	k8s.io/apimachinery v0.37.2 // indirect
+	k8s.io/apiserver v0.37.2 // indirect
+	k8s.io/client-go v0.37.2 // indirect
+	k8s.io/component-base v0.37.2 // indirect
 	k8s.io/component-helpers v0.36.1 // indirect
 	k8s.io/csi-translation-lib v0.36.1 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260821135717-be32def86098 // indirect
-	k8s.io/streaming v0.37.0 // indirect
+	k8s.io/streaming v0.37.2 // indirect
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.37.0 // indirect
 	sigs.k8s.io/controller-runtime v0.25.2 // indirect
@@ -121,68 +124,68 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-replace k8s.io/cli-runtime => k8s.io/cli-runtime v0.36.1
+replace k8s.io/cli-runtime => k8s.io/cli-runtime v0.37.2
 
-replace k8s.io/cloud-provider => k8s.io/cloud-provider v0.36.1
+replace k8s.io/cloud-provider => k8s.io/cloud-provider v0.37.2
 
-replace k8s.io/cluster-bootstrap => k8s.io/cluster-bootstrap v0.36.1
+replace k8s.io/cluster-bootstrap => k8s.io/cluster-bootstrap v0.37.2
 
-replace k8s.io/code-generator => k8s.io/code-generator v0.36.1
+replace k8s.io/code-generator => k8s.io/code-generator v0.37.2
 
-replace k8s.io/controller-manager => k8s.io/controller-manager v0.36.1
+replace k8s.io/controller-manager => k8s.io/controller-manager v0.37.2
 
-replace k8s.io/cri-api => k8s.io/cri-api v0.36.1
+replace k8s.io/cri-api => k8s.io/cri-api v0.37.2
 
-replace k8s.io/cri-client => k8s.io/cri-client v0.36.1
+replace k8s.io/cri-client => k8s.io/cri-client v0.37.2
 
-replace k8s.io/dynamic-resource-allocation => k8s.io/dynamic-resource-allocation v0.36.1
+replace k8s.io/dynamic-resource-allocation => k8s.io/dynamic-resource-allocation v0.37.2
 
-replace k8s.io/endpointslice => k8s.io/endpointslice v0.36.1
+replace k8s.io/endpointslice => k8s.io/endpointslice v0.37.2
 
-replace k8s.io/externaljwt => k8s.io/externaljwt v0.36.1
+replace k8s.io/externaljwt => k8s.io/externaljwt v0.37.2
 
-replace k8s.io/kms => k8s.io/kms v0.36.1
+replace k8s.io/kms => k8s.io/kms v0.37.2
 
-replace k8s.io/kube-aggregator => k8s.io/kube-aggregator v0.36.1
+replace k8s.io/kube-aggregator => k8s.io/kube-aggregator v0.37.2
 
-replace k8s.io/kube-controller-manager => k8s.io/kube-controller-manager v0.36.1
+replace k8s.io/kube-controller-manager => k8s.io/kube-controller-manager v0.37.2
 
-replace k8s.io/kube-proxy => k8s.io/kube-proxy v0.36.1
+replace k8s.io/kube-proxy => k8s.io/kube-proxy v0.37.2
 
-replace k8s.io/kube-scheduler => k8s.io/kube-scheduler v0.36.1
+replace k8s.io/kube-scheduler => k8s.io/kube-scheduler v0.37.2
 
-replace k8s.io/kubectl => k8s.io/kubectl v0.36.1
+replace k8s.io/kubectl => k8s.io/kubectl v0.37.2
 
-replace k8s.io/kubelet => k8s.io/kubelet v0.36.1
+replace k8s.io/kubelet => k8s.io/kubelet v0.37.2
 
-replace k8s.io/metrics => k8s.io/metrics v0.36.1
+replace k8s.io/metrics => k8s.io/metrics v0.37.2
 
-replace k8s.io/mount-utils => k8s.io/mount-utils v0.36.1
+replace k8s.io/mount-utils => k8s.io/mount-utils v0.37.2
 
-replace k8s.io/pod-security-admission => k8s.io/pod-security-admission v0.36.1
+replace k8s.io/pod-security-admission => k8s.io/pod-security-admission v0.37.2
 
-replace k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.36.1
+replace k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.37.2
 
-replace k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.36.1
+replace k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.37.2
 
-replace k8s.io/sample-controller => k8s.io/sample-controller v0.36.1
+replace k8s.io/sample-controller => k8s.io/sample-controller v0.37.2
 
-replace k8s.io/api => k8s.io/api v0.36.1
+replace k8s.io/api => k8s.io/api v0.37.2
 
-replace k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.36.1
+replace k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.37.2
 
-replace k8s.io/apimachinery => k8s.io/apimachinery v0.36.1
+replace k8s.io/apimachinery => k8s.io/apimachinery v0.37.2
 
-replace k8s.io/apiserver => k8s.io/apiserver v0.36.1
+replace k8s.io/apiserver => k8s.io/apiserver v0.37.2
 
-replace k8s.io/client-go => k8s.io/client-go v0.36.1
+replace k8s.io/client-go => k8s.io/client-go v0.37.2
 
-replace k8s.io/component-base => k8s.io/component-base v0.36.1
+replace k8s.io/component-base => k8s.io/component-base v0.37.2
 
-replace k8s.io/component-helpers => k8s.io/component-helpers v0.36.1
+replace k8s.io/component-helpers => k8s.io/component-helpers v0.37.2
 
-replace k8s.io/cri-streaming => k8s.io/cri-streaming v0.36.1
+replace k8s.io/cri-streaming => k8s.io/cri-streaming v0.37.2
 
-replace k8s.io/csi-translation-lib => k8s.io/csi-translation-lib v0.36.1
+replace k8s.io/csi-translation-lib => k8s.io/csi-translation-lib v0.37.2
 
-replace k8s.io/streaming => k8s.io/streaming v0.36.1
+replace k8s.io/streaming => k8s.io/streaming v0.37.2
