@@ -18,7 +18,9 @@ var (
 // volumeBinding: a claim that names its volume, and a volume whose claimRef names its
 // claim, are Bound to each other, whichever is made first, as a restore makes them: the
 // volume's claimRef takes the claim's UID, the claim its volumeName. A claim that names
-// no volume and has no class stays Pending.
+// no volume, has no class and asks for more than any volume holds stays Pending. (The
+// real binder gives a claim without a volume name any Available volume that satisfies
+// it, so its request must not fit pv-b, or it could take pv-b before data-b does.)
 func (s *suite) volumeBinding(t *testing.T) {
 	ctx := s.ctx(t)
 	cl, vol := s.client.Resource(claims).Namespace(s.ns), s.client.Resource(volumes)
@@ -31,9 +33,9 @@ func (s *suite) volumeBinding(t *testing.T) {
 		}
 		return obj("v1", "PersistentVolume", "", s.ns+"-"+name, map[string]any{"spec": spec})
 	}
-	claim := func(name, volume string) *unstructured.Unstructured {
+	claim := func(name, volume, size string) *unstructured.Unstructured {
 		spec := map[string]any{"accessModes": []any{"ReadWriteOnce"}, "storageClassName": "",
-			"resources": map[string]any{"requests": map[string]any{"storage": "1Gi"}}}
+			"resources": map[string]any{"requests": map[string]any{"storage": size}}}
 		if volume != "" {
 			spec["volumeName"] = s.ns + "-" + volume
 		}
@@ -47,13 +49,13 @@ func (s *suite) volumeBinding(t *testing.T) {
 	// The volume first, claimed by name; the claim first, naming its volume.
 	_, err := vol.Create(ctx, volume("pv-a", "data-a"), metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = cl.Create(ctx, claim("data-a", "pv-a"), metav1.CreateOptions{})
+	_, err = cl.Create(ctx, claim("data-a", "pv-a", "1Gi"), metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = cl.Create(ctx, claim("data-b", "pv-b"), metav1.CreateOptions{})
+	_, err = cl.Create(ctx, claim("data-b", "pv-b", "1Gi"), metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = vol.Create(ctx, volume("pv-b", ""), metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = cl.Create(ctx, claim("data-none", ""), metav1.CreateOptions{})
+	_, err = cl.Create(ctx, claim("data-none", "", "5Gi"), metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	phase := func(u *unstructured.Unstructured) string {
@@ -81,5 +83,5 @@ func (s *suite) volumeBinding(t *testing.T) {
 	}
 	none, err := cl.Get(ctx, "data-none", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Contains(t, []string{"", "Pending"}, phase(none), "nothing binds a claim without a volume or a class")
+	assert.Contains(t, []string{"", "Pending"}, phase(none), "nothing binds a claim no volume satisfies")
 }
