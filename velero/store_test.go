@@ -301,7 +301,7 @@ func TestRecordRestore(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 
-	require.NoError(t, v.CheckRestoreName(ctx, "shop-restore"))
+	require.NoError(t, v.CheckRestoreName(ctx, "shop-restore", false))
 	rec := RestoreRecord{Name: "shop-restore", Backup: "shop-and-fleet", Started: time.Unix(1700000000, 0), Completed: time.Unix(1700000060, 0),
 		Log: []byte("40 objects in 1m0s: 39 restored, 1 failed\n"), Total: 40, Restored: 39}
 	rec.AddResource("apps", "v1", "Deployment", "shop2", "web", ItemCreated)
@@ -329,8 +329,38 @@ func TestRecordRestore(t *testing.T) {
 	assert.Equal(t, "PartiallyFailed", phase)
 	assert.Equal(t, int64(1), errs)
 	assert.Equal(t, "shop-and-fleet", backup)
-	assert.ErrorIs(t, v.CheckRestoreName(ctx, "shop-restore"), ErrRestoreExists)
+	assert.ErrorIs(t, v.CheckRestoreName(ctx, "shop-restore", true), ErrRestoreExists, "not one restoregraph began")
 	assert.ErrorIs(t, v.RecordRestore(ctx, st, rec), ErrRestoreExists, "never recorded twice")
+
+	// A restore restoregraph carries out is begun before it runs, InProgress, so that
+	// what plugins make for it is owned by a Restore that is there; a run again from the
+	// journal takes it on, under the same UID, and the record finishes it.
+	uid, err := v.BeginRestore(ctx, "moved", "shop-and-fleet", map[string]any{"restorePVs": true}, time.Unix(1700000000, 0))
+	require.NoError(t, err)
+	begun, err := v.Dynamic.Resource(RestoresResource).Namespace("velero").Get(ctx, "moved", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, uid, begun.GetUID())
+	phase, _, _ = unstructured.NestedString(begun.Object, "status", "phase")
+	assert.Equal(t, "InProgress", phase)
+	backup, _, _ = unstructured.NestedString(begun.Object, "spec", "backupName")
+	assert.Equal(t, "shop-and-fleet", backup)
+	assert.ErrorIs(t, v.CheckRestoreName(ctx, "moved", false), ErrRestoreExists, "a new restore under its name")
+	require.NoError(t, v.CheckRestoreName(ctx, "moved", true), "the restore run again")
+	again, err := v.BeginRestore(ctx, "moved", "shop-and-fleet", nil, time.Now())
+	require.NoError(t, err)
+	assert.Equal(t, uid, again)
+	moved := rec
+	moved.Name = "moved"
+	require.NoError(t, v.RecordRestore(ctx, st, moved))
+	done, err := v.Dynamic.Resource(RestoresResource).Namespace("velero").Get(ctx, "moved", metav1.GetOptions{})
+	require.NoError(t, err)
+	phase, _, _ = unstructured.NestedString(done.Object, "status", "phase")
+	assert.Equal(t, "PartiallyFailed", phase)
+	assert.Equal(t, uid, done.GetUID())
+	_, err = v.BeginRestore(ctx, "moved", "shop-and-fleet", nil, time.Now())
+	assert.ErrorIs(t, err, ErrRestoreExists, "a finished restore is not begun again")
+	_, err = v.BeginRestore(ctx, "shop-restore", "shop-and-fleet", nil, time.Now())
+	assert.ErrorIs(t, err, ErrRestoreExists, "nor one restoregraph did not begin")
 
 	// Deleted as velero restore delete has Velero delete them: the restore's files, and
 	// not those of a restore whose name it begins.

@@ -69,7 +69,7 @@ func newRestoreCmd() *cobra.Command {
 			}
 			record = record && s.velero != nil
 			if record {
-				if err := s.velero.velero.CheckRestoreName(ctx, opts.Name); err != nil {
+				if err := s.velero.velero.CheckRestoreName(ctx, opts.Name, journal != ""); err != nil {
 					return veleroError(err)
 				}
 			}
@@ -99,9 +99,25 @@ func newRestoreCmd() *cobra.Command {
 				return err
 			}
 			opts.Request = veleroRequest(rf, opts.Name, spec)
+			if velero.MovesData(p.Volumes) && !record {
+				return badInput("the backup's volumes are restored by data movement, whose DataDownloads Velero's action makes owned by the Restore: " +
+					"the restore must be recorded in Velero (--from-backup or --from-schedule, without --record-in-velero=false)")
+			}
+			if record {
+				// The Restore is there while the restore runs, under the UID plugins
+				// are given: what they make for it is owned by it.
+				uid, err := s.velero.velero.BeginRestore(ctx, opts.Name, s.velero.backup, spec, time.Now())
+				if err != nil {
+					return veleroError(err)
+				}
+				opts.Request.UID = uid
+			}
 			rep, err := restore.Apply(ctx, p, tgt, opts)
 			prog.Finish()
 			if rep == nil {
+				if record {
+					failBegun(cmd.ErrOrStderr(), s, opts.Name, err)
+				}
 				return &exitError{code: exitBadInput, err: err}
 			}
 			write := rep.WriteText
@@ -164,6 +180,16 @@ func recordInVelero(warn io.Writer, s *session, rep *restore.Report, name string
 	}
 	fmt.Fprintf(warn, "recorded in Velero as restore %s/%s (%s): velero restore describe %s --details\n",
 		s.velero.velero.Namespace, name, rec.Phase(), name)
+}
+
+// failBegun marks the Restore BeginRestore made Failed, with err as its reason, for a
+// restore that could not start.
+func failBegun(warn io.Writer, s *session, name string, err error) {
+	if uerr := s.velero.velero.UpdateRestoreStatus(s.ctx, name, func(st *velerov1.RestoreStatus) {
+		st.Phase, st.FailureReason = velerov1.RestorePhaseFailed, err.Error()
+	}); uerr != nil {
+		fmt.Fprintf(warn, "restoregraph: warning: restore %s stays InProgress in Velero: %v\n", name, uerr)
+	}
 }
 
 // veleroSpec is the spec of the Velero Restore the restore of p carries out: what
