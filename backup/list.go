@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/restoregraph/restoregraph/internal/discoverctx"
 )
 
 // resource is one listable group-resource with every version the cluster serves.
@@ -28,8 +30,7 @@ type resource struct {
 
 // discover lists every listable resource at every version the cluster serves.
 func discover(ctx context.Context, d discovery.DiscoveryInterface) ([]resource, []*metav1.APIResourceList, []*ListError, error) {
-	dc := discovery.ToDiscoveryInterfaceWithContext(d)
-	groups, err := dc.ServerGroupsWithContext(ctx)
+	groups, err := discoverctx.ServerGroups(ctx, d)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("backup: discovery: %w", err)
 	}
@@ -39,7 +40,7 @@ func discover(ctx context.Context, d discovery.DiscoveryInterface) ([]resource, 
 	byGR := map[schema.GroupResource]int{}
 	for _, g := range groups.Groups {
 		for _, gv := range g.Versions {
-			list, err := dc.ServerResourcesForGroupVersionWithContext(ctx, gv.GroupVersion)
+			list, err := discoverctx.ServerResourcesForGroupVersion(ctx, d, gv.GroupVersion)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil, nil, nil, ctx.Err()

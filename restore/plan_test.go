@@ -81,7 +81,7 @@ func widgetTarget(t *testing.T) Target {
 	_, err := tgt.Dynamic.Resource(crdGVR).Create(context.Background(), widgetCRD("v1", "v2"), metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		_, lists, err := tgt.Discovery.ServerGroupsAndResourcesWithContext(context.Background())
+		_, lists, err := tgt.Discovery.ServerGroupsAndResources()
 		return err == nil && slices.ContainsFunc(lists, func(l *metav1.APIResourceList) bool { return l.GroupVersion == "example.io/v2" })
 	}, 5*time.Second, 10*time.Millisecond)
 	return tgt

@@ -156,8 +156,8 @@ type hideGroup struct {
 	group string
 }
 
-func (h hideGroup) ServerGroupsAndResourcesWithContext(ctx context.Context) ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
-	groups, lists, err := h.Target.Discovery.ServerGroupsAndResourcesWithContext(ctx)
+func (h hideGroup) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	groups, lists, err := h.Target.Discovery.ServerGroupsAndResources()
 	var g []*metav1.APIGroup
 	for _, x := range groups {
 		if x.Name != h.group {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"sync"
 
-	"github.com/restoregraph/restoregraph/filter"
-	"github.com/restoregraph/restoregraph/manifest"
-	"github.com/restoregraph/restoregraph/versionselect"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/restoregraph/restoregraph/filter"
+	"github.com/restoregraph/restoregraph/internal/discoverctx"
+	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/versionselect"
 )
 
 // Filtered names the plan's rule for objects the Options' filter leaves out.
@@ -25,14 +27,18 @@ type onceDiscovery struct {
 }
 
 func (o *onceDiscovery) ServerGroupsAndResourcesWithContext(ctx context.Context) ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
-	o.once.Do(func() { o.groups, o.lists, o.err = o.d.ServerGroupsAndResourcesWithContext(ctx) })
+	o.once.Do(func() { o.groups, o.lists, o.err = discoverctx.ServerGroupsAndResources(ctx, o.d) })
 	return o.groups, o.lists, o.err
+}
+
+func (o *onceDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	return o.ServerGroupsAndResourcesWithContext(context.Background())
 }
 
 // catalog is every resource name the backup and the target answer to: the backup's
 // group-resources and kinds, its CRDs' names, and the target's discovery.
 func catalog(ctx context.Context, backup Backup, disc versionselect.Discovery) filter.Catalog {
-	_, lists, _ := disc.ServerGroupsAndResourcesWithContext(ctx) // a failed discovery was reported by the plan
+	_, lists, _ := discoverctx.ServerGroupsAndResources(ctx, disc) // a failed discovery was reported by the plan
 	c := filter.FromDiscovery(lists)
 	m := backup.Manifest()
 	kinds := map[schema.GroupResource]string{}

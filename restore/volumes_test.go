@@ -377,7 +377,7 @@ func TestClaimsBringTheirCSISnapshots(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Eventually(t, func() bool {
-		_, lists, err := tgt.Discovery.ServerGroupsAndResourcesWithContext(ctx)
+		_, lists, err := tgt.Discovery.ServerGroupsAndResources()
 		return err == nil && slices.ContainsFunc(lists, func(l *metav1.APIResourceList) bool {
 			return l.GroupVersion == "snapshot.storage.k8s.io/v1" && len(l.APIResources) == 2
 		})
@@ -490,7 +490,7 @@ func TestDataMovedClaimsWaitForTheirDataUpload(t *testing.T) {
 	_, err := tgt.Dynamic.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		_, lists, err := tgt.Discovery.ServerGroupsAndResourcesWithContext(ctx)
+		_, lists, err := tgt.Discovery.ServerGroupsAndResources()
 		return err == nil && slices.ContainsFunc(lists, func(l *metav1.APIResourceList) bool { return l.GroupVersion == "velero.io/v2alpha1" })
 	}, 5*time.Second, 10*time.Millisecond)
 	shopOnly := Selection{Filter: filter.Spec{IncludeNamespaces: []string{"shop"}}, NonRestorable: DefaultNonRestorable}

@@ -7,15 +7,17 @@ import (
 	"strings"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+
+	"github.com/restoregraph/restoregraph/internal/discoverctx"
 )
 
-// Discovery is the part of client-go's discovery client that Discover uses.
-type Discovery interface {
-	ServerGroupsAndResourcesWithContext(ctx context.Context) ([]*metav1.APIGroup, []*metav1.APIResourceList, error)
-}
+// Discovery is the part of client-go's discovery client that Discover uses: the method
+// every client-go release the library builds with has. A Discovery that also has
+// ServerGroupsAndResourcesWithContext, as client-go's has from v0.37, is asked through
+// it; one without it is asked apart, and Discover returns when its context ends.
+type Discovery = discoverctx.GroupsAndResources
 
 // TargetResource is what the target serves, or will serve, of one group-resource.
 type TargetResource struct {
@@ -36,7 +38,7 @@ type Target map[schema.GroupResource]TargetResource
 // highest-priority version. When some groups fail to load, the rest is returned with an
 // error wrapping *discovery.ErrGroupDiscoveryFailed; callers may go on with a warning.
 func Discover(ctx context.Context, d Discovery) (Target, error) {
-	groups, lists, err := d.ServerGroupsAndResourcesWithContext(ctx)
+	groups, lists, err := discoverctx.ServerGroupsAndResources(ctx, d)
 	var partial *discovery.ErrGroupDiscoveryFailed
 	if err != nil && !errors.As(err, &partial) {
 		return nil, fmt.Errorf("versionselect: discovery: %w", err)

@@ -27,7 +27,7 @@ type stubDiscovery struct {
 	err    error
 }
 
-func (s stubDiscovery) ServerGroupsAndResourcesWithContext(context.Context) ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+func (s stubDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
 	return s.groups, s.lists, s.err
 }
 
