@@ -1,6 +1,11 @@
 # restoregraph — every target works on a fresh machine with Go installed.
 GO        ?= go
 PKGS      ?= ./...
+# The library's go.mod asks for the oldest releases it builds and passes its tests with
+# (what a backup tool embedding it must take at least); deps/newest.mod, a second module
+# file, for the newest releases the project tests, which the other modules and the
+# servers build with. The unit tests run at both; benchmarks at the newest.
+NEWEST    := -modfile=deps/newest.mod
 # The CLI is a module of its own, so that its command-line dependencies stay out of the
 # library's go.mod.
 CLI       := cmd/restoregraph
@@ -48,7 +53,7 @@ FUZZTIME  ?= 15s
 BENCHTIME ?= 1x
 BENCH     ?= .
 
-.PHONY: all test test-faults unit plugins integration integration-bins bench-integration etcd lint fmt bench fuzz demo pictures velero-stack fixtures docs
+.PHONY: all test test-faults unit plugins tidy integration integration-bins bench-integration etcd lint fmt bench fuzz demo pictures velero-stack fixtures docs
 
 all: test
 
@@ -59,9 +64,12 @@ test: lint unit plugins integration
 # checks, over the same packages and their tests, and go test -race would vet every
 # dependency once more from source.
 unit:
-	$(GO) test -race -vet=off -count=1 -timeout 20m $(PKGS)
+	@# With the race detector at the newest releases, whose compile with -race the velero
+	@# and test modules share; at the floor without it, whose compile lint's go vet made.
+	$(GO) test $(NEWEST) -race -vet=off -count=1 -timeout 20m $(PKGS)
+	$(GO) test -vet=off -count=1 -timeout 20m $(PKGS)
 	@# Memory bounds are measured without the race detector (their files build with !race).
-	$(GO) test -vet=off -count=1 -run 'MemoryIsBounded' ./backup
+	$(GO) test $(NEWEST) -vet=off -count=1 -run 'MemoryIsBounded' ./backup
 	cd $(CLI) && $(GO) test -race -vet=off -count=1 -timeout 20m ./...
 	cd $(PEERS) && $(GO) test -race -vet=off -count=1 ./...
 	cd $(DEMO) && $(GO) test -race -vet=off -count=1 ./...
@@ -82,9 +90,17 @@ lint:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-## plugins: the velero module (the plugin host, locations, records, the controller) against plugins built with Velero's framework and the velero command
+## tidy: go mod tidy of the library at its floor and at the newest releases
+tidy:
+	$(GO) mod tidy
+	$(GO) mod tidy $(NEWEST)
+
+## plugins: the velero module (the plugin host, locations, records, the controller) against plugins built with Velero's framework and the velero command, and the library built inside Velero's module graph
 plugins: $(VELERO_BIN)/.built
 	cd $(VELERO) && $(GO) test -race -vet=off -count=1 -timeout 20m ./...
+	@# The library embedded in Velero v1.18.3's module graph: a restore of a backup Velero
+	@# wrote, and none of Velero's requirements raised (its compile is the velero command's).
+	cd test/velero && $(GO) test -vet=off -count=1 ./cmd/embedded
 
 # -X sets what `velero version` prints: the server refuses nothing without it, but a
 # client and server that both say "<no value>" hide which Velero answered.
@@ -183,7 +199,7 @@ $(KUBE_BIN)/.built:
 ## the strategy and overhead tables and chart into BENCH_OUT (docs/bench)
 bench:
 	@mkdir -p out
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem -timeout 60m $(PKGS) > out/bench.txt || { cat out/bench.txt; exit 1; }
+	$(GO) test $(NEWEST) -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem -timeout 60m $(PKGS) > out/bench.txt || { cat out/bench.txt; exit 1; }
 	cd $(PEERS) && $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -timeout 60m . > ../../out/bench-peers.txt || { cat ../../out/bench-peers.txt; exit 1; }
 	cat out/bench.txt out/bench-peers.txt
 	cat out/bench.txt out/bench-peers.txt | (cd $(PEERS) && $(GO) run ./cmd/benchreport -out ../../$(BENCH_OUT))
