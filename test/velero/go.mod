@@ -4,9 +4,17 @@ go 1.26.8
 
 require (
 	github.com/sirupsen/logrus v1.9.4
+	github.com/stretchr/testify v1.11.1
 	github.com/vmware-tanzu/velero v1.18.3
 	github.com/vmware-tanzu/velero-plugin-for-aws v1.14.3
 	k8s.io/apimachinery v0.33.12
+)
+
+require (
+	github.com/go-json-experiment/json v0.0.0-20250725192818-e39067aee2d2 // indirect
+	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
+	gonum.org/v1/gonum v0.17.0 // indirect
+	sigs.k8s.io/cli-utils v0.37.2 // indirect
 )
 
 require (
@@ -138,6 +146,7 @@ require (
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.67.4 // indirect
 	github.com/prometheus/procfs v0.16.1 // indirect
+	github.com/restoregraph/restoregraph v0.0.0
 	github.com/rogpeppe/go-internal v1.14.1 // indirect
 	github.com/rs/xid v1.6.0 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
@@ -164,7 +173,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	golang.org/x/crypto v0.56.0 // indirect
 	golang.org/x/exp v0.0.0-20240719175910-8a7402abbf56 // indirect
-	golang.org/x/mod v0.40.0 // indirect
+	golang.org/x/mod v0.40.0
 	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
@@ -189,12 +198,12 @@ require (
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-aggregator v0.33.12 // indirect
 	k8s.io/kube-openapi v0.0.0-20250318190949-c8a335a9a2ff // indirect
-	k8s.io/utils v0.0.0-20241210054802-24370beab758 // indirect
+	k8s.io/utils v0.0.0-20241210054802-24370beab758
 	sigs.k8s.io/controller-runtime v0.21.0 // indirect
 	sigs.k8s.io/json v0.0.0-20241010143419-9aa6b5e7a4b3 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v4 v4.6.0 // indirect
-	sigs.k8s.io/yaml v1.4.0 // indirect
+	sigs.k8s.io/yaml v1.4.0
 )
 
 // As Velero's own go.mod, which a requiring module must repeat.
@@ -202,3 +211,5 @@ replace github.com/kopia/kopia => github.com/project-velero/kopia v0.0.0-2025123
 
 // v0.33.12, which Velero requires, is refused by the module proxy.
 replace k8s.io/cli-runtime => k8s.io/cli-runtime v0.33.10
+
+replace github.com/restoregraph/restoregraph => ../..
