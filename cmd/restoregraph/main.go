@@ -27,6 +27,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -106,6 +107,7 @@ func newRoot() (*cobra.Command, func() error) {
 order: owners before dependents, CRDs before their resources, namespaces before what
 they hold, each object as soon as what it depends on is restored and ready, at an API
 version the target serves, with owner UIDs remapped.`,
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -129,6 +131,22 @@ version the target serves, with owner UIDs remapped.`,
 	root.AddCommand(newPlanCmd(), newRestoreCmd(), newBackupCmd(), newVerifyCmd(), newManifestCmd(), newControllerCmd())
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return badInput("%v\n%s", err, c.UsageString()) })
 	return root, func() error { return stopProfiles() }
+}
+
+// releaseVersion is set by the release build (-ldflags -X main.releaseVersion=V).
+var releaseVersion string
+
+// version is the command's version: the release's, or as the go command recorded it
+// in the binary (the module's version for go install ...@VERSION, else "(devel)" or
+// the commit's pseudo-version).
+func version() string {
+	if releaseVersion != "" {
+		return releaseVersion
+	}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		return info.Main.Version
+	}
+	return "(devel)"
 }
 
 // logger is the run's logger as the root's flags ask: none without -v or --log-format
