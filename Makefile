@@ -53,7 +53,7 @@ FUZZTIME  ?= 15s
 BENCHTIME ?= 1x
 BENCH     ?= .
 
-.PHONY: all test test-faults unit plugins tidy integration integration-bins bench-integration etcd lint fmt bench fuzz demo pictures velero-stack fixtures docs
+.PHONY: all test test-faults unit plugins tidy release release-gomod deploy integration integration-bins bench-integration etcd lint fmt bench fuzz demo pictures velero-stack fixtures docs
 
 all: test
 
@@ -73,6 +73,8 @@ unit:
 	cd $(CLI) && $(GO) test -race -vet=off -count=1 -timeout 20m ./...
 	cd $(PEERS) && $(GO) test -race -vet=off -count=1 ./...
 	cd $(DEMO) && $(GO) test -race -vet=off -count=1 ./...
+	cd release && $(GO) test -vet=off -count=1 ./...
+	cd deploy && $(GO) test -vet=off -count=1 ./...
 
 ## lint: gofmt and go vet
 lint:
@@ -86,6 +88,8 @@ lint:
 	cd $(PEERS) && $(GO) vet ./...
 	cd test/velero && $(GO) vet ./...
 	cd test/csi/driver && $(GO) vet ./...
+	cd release && $(GO) vet ./...
+	cd deploy && $(GO) vet ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -203,6 +207,41 @@ bench:
 	cd $(PEERS) && $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -timeout 60m . > ../../out/bench-peers.txt || { cat ../../out/bench-peers.txt; exit 1; }
 	cat out/bench.txt out/bench-peers.txt
 	cat out/bench.txt out/bench-peers.txt | (cd $(PEERS) && $(GO) run ./cmd/benchreport -out ../../$(BENCH_OUT))
+
+## release: the command for linux and darwin, amd64 and arm64, static, with SHA256SUMS, and the controller's image
+## for linux/amd64 and linux/arm64 as an OCI image layout, all in out/release, built without a container daemon
+## (VERSION=v1.2.3 names them; push the image with crane push or skopeo copy --all)
+VERSION           ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+IMAGE_PLATFORMS   ?= linux/amd64 linux/arm64
+release:
+	rm -rf out/release && mkdir -p out/release
+	@set -e; for p in $(RELEASE_PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; dir=out/release/$${os}_$${arch}; mkdir -p $$dir; \
+	  echo "building restoregraph $(VERSION) for $$os/$$arch"; \
+	  (cd $(CLI) && CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
+	    -ldflags "-s -w -X main.releaseVersion=$(VERSION)" -o $(CURDIR)/$$dir/restoregraph .); \
+	  tar -C $$dir --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner \
+	    -czf out/release/restoregraph_$(VERSION)_$${os}_$${arch}.tar.gz restoregraph; \
+	done
+	cd out/release && sha256sum restoregraph_*.tar.gz > SHA256SUMS
+	cd release && $(GO) run ./cmd/image -out $(CURDIR)/out/release/image -version $(VERSION) \
+	  $(foreach p,$(IMAGE_PLATFORMS),-platform $(p)=$(CURDIR)/out/release/$(subst /,_,$(p))/restoregraph)
+
+## release-gomod: the nested modules' go.mod files as a release commit has them (VERSION=v1.2.3): requiring the
+## library and the velero module at VERSION, with no replace directive, which go install ...@VERSION refuses
+release-gomod:
+	@case "$(VERSION)" in v[0-9]*.[0-9]*.[0-9]*) ;; *) echo "VERSION=vX.Y.Z, not $(VERSION)"; exit 2;; esac
+	cd $(VELERO) && $(GO) mod edit -require=github.com/restoregraph/restoregraph@$(VERSION) \
+	  -dropreplace=github.com/restoregraph/restoregraph
+	cd $(CLI) && $(GO) mod edit -require=github.com/restoregraph/restoregraph@$(VERSION) \
+	  -require=github.com/restoregraph/restoregraph/velero@$(VERSION) \
+	  -dropreplace=github.com/restoregraph/restoregraph -dropreplace=github.com/restoregraph/restoregraph/velero \
+	  -dropreplace=github.com/kopia/kopia
+
+## deploy: deploy/restoregraph.yaml, the Helm chart rendered with its default values (its test checks it is current)
+deploy:
+	cd deploy && $(GO) test -count=1 -run '^TestRenderedIsCurrent$$' . -update
 
 ## docs: docs/reference/cli.md from the command's definitions (the unit tests check that it is current)
 docs:

@@ -39,11 +39,13 @@ func TestControllerAsALibrary(t *testing.T) {
 	s3srv, vc, v, _ := veleroWithFixture(t, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"},
 		DisableControllers: harness.RestoreControllers})
 
-	dyn, err := dynamic.NewForConfig(vc.Config)
+	// The controller runs as the chart's ServiceAccount, with its RBAC alone.
+	asSA := asChart(t, vc)
+	dyn, err := dynamic.NewForConfig(asSA)
 	require.NoError(t, err)
-	cs, err := kubernetes.NewForConfig(vc.Config)
+	cs, err := kubernetes.NewForConfig(asSA)
 	require.NoError(t, err)
-	tgt, err := restore.NewTarget(vc.Config)
+	tgt, err := restore.NewTarget(asSA)
 	require.NoError(t, err)
 	commands, err := pluginhost.Executables(v.PluginDir())
 	require.NoError(t, err)

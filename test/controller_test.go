@@ -20,7 +20,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/restoregraph/restoregraph/test/harness"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +30,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/restoregraph/restoregraph/test/harness"
 )
 
 // TestControllerCarriesOutVeleroRestores: Velero's server runs with its restore
@@ -240,12 +241,14 @@ func TestControllerTakesOverADeadReplica(t *testing.T) {
 
 // startReplica starts a controller process of the given identity on cluster vc, with a
 // Lease of 6 s, its metrics on a free port, env added to its environment and extra
-// flags; it is killed when the test ends, and when the test process dies.
+// flags; it runs as the chart's ServiceAccount, with the chart's RBAC alone (applied to
+// vc on first use). It is killed when the test ends, and when the test process dies.
 func startReplica(t testing.TB, vc *harness.Cluster, identity string, env []string, extra ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
+	asChart(t, vc)
 	bin, err := cliBinary()
 	require.NoError(t, err)
-	cmd := exec.Command(bin, append([]string{"controller", "--kubeconfig", vc.Kubeconfig, "-v",
+	cmd := exec.Command(bin, append([]string{"controller", "--kubeconfig", vc.Kubeconfig, "--as", chartAccount, "-v",
 		"--identity", identity, "--lease-duration", "6s", "--metrics-address", "127.0.0.1:0"}, extra...)...)
 	cmd.Env = append(os.Environ(), env...)
 	var logs syncBuffer
@@ -262,7 +265,7 @@ func startReplica(t testing.TB, vc *harness.Cluster, identity string, env []stri
 // through the journal the first kept in the cluster, follows the same operation to its
 // end rather than starting another: Execute once across both, the Pod that mounts the
 // claim made after the copy, the Restore Completed. The backup is one the real Velero
-// server wrote of a live namespace; the replicas run as deploy/'s ServiceAccount.
+// server wrote of a live namespace; the replicas run as the chart's ServiceAccount.
 func TestControllerTakeoverFollowsTheOperationUnderWay(t *testing.T) {
 	t.Parallel() // its own control plane and S3 server: beside the other tests that have theirs
 	ctx := context.Background()
@@ -274,13 +277,7 @@ func TestControllerTakeoverFollowsTheOperationUnderWay(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "async.log")
 	env := []string{"ASYNC_LOG=" + log}
 
-	// Both replicas run as the ServiceAccount of deploy/, with its RBAC alone.
-	rbac, err := os.ReadFile("../deploy/rbac.yaml")
-	require.NoError(t, err)
-	applyYAML(t, vc, string(rbac))
-	asSA := []string{"--plugins", plugins, "--as", "system:serviceaccount:velero:restoregraph"}
-
-	a, aLogs := startReplica(t, vc, "replica-a", env, asSA...)
+	a, aLogs := startReplica(t, vc, "replica-a", env, "--plugins", plugins)
 	out, err := v.Run(ctx, "restore", "create", "async-taken", "--from-backup", "async", "--namespace-mappings", "async-src:async-dst")
 	require.NoError(t, err, out)
 	journal := func() string {
@@ -292,7 +289,7 @@ func TestControllerTakeoverFollowsTheOperationUnderWay(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return strings.Contains(journal(), `"phase":"InProgress"`) }, 2*time.Minute, 50*time.Millisecond,
 		"replica-a starts the copy and journals it in the cluster:\n%s", aLogs)
-	_, bLogs := startReplica(t, vc, "replica-b", env, asSA...)
+	_, bLogs := startReplica(t, vc, "replica-b", env, "--plugins", plugins)
 	time.Sleep(time.Second) // b stands for the Restore
 	require.NoError(t, a.Process.Signal(syscall.SIGKILL))
 	killed := time.Now()

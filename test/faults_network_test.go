@@ -127,7 +127,7 @@ func TestRestoreUnderPriorityAndFairness(t *testing.T) {
 }
 
 // applyYAML creates the objects of a YAML stream as the admin.
-func applyYAML(t *testing.T, c *harness.Cluster, docs string) {
+func applyYAML(t testing.TB, c *harness.Cluster, docs string) {
 	t.Helper()
 	tgt, err := restore.NewTarget(c.Config)
 	require.NoError(t, err)

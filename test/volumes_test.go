@@ -198,11 +198,13 @@ func TestVeleroCSIRestoreSideBySide(t *testing.T) {
 	t.Logf("restoregraph: every claim Bound and its Pods made in %s", took.Round(time.Millisecond))
 	assertPodsAfterClaims(t, report)
 
-	dyn, err := dynamic.NewForConfig(rc.Config)
+	// The controller runs as the chart's ServiceAccount, with its RBAC alone.
+	asSA := asChart(t, rc)
+	dyn, err := dynamic.NewForConfig(asSA)
 	require.NoError(t, err)
-	cs, err := kubernetes.NewForConfig(rc.Config)
+	cs, err := kubernetes.NewForConfig(asSA)
 	require.NoError(t, err)
-	tgt, err := restore.NewTarget(rc.Config)
+	tgt, err := restore.NewTarget(asSA)
 	require.NoError(t, err)
 	found, err := pluginhost.Executables(plugins)
 	require.NoError(t, err)
