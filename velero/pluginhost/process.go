@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -153,7 +152,7 @@ func kill(insts []*instance) {
 func (p *process) startInstance() (*instance, error) {
 	cmd := exec.Command(p.command, p.args...)
 	cmd.Env = append(os.Environ(), p.env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = dieWithParent()
 	plugins := map[string]goplugin.Plugin{kindPluginLister: grpcConn{}, KindRestoreItemAction: grpcConn{}, KindRestoreItemActionV2: grpcConn{}, KindObjectStore: grpcConn{},
 		KindVolumeSnapshotter: grpcConn{}}
 	client := goplugin.NewClient(&goplugin.ClientConfig{
