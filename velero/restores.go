@@ -40,8 +40,12 @@ func (v Client) CheckRestoreName(ctx context.Context, name string, resuming bool
 	o, err := v.Dynamic.Resource(RestoresResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case err == nil:
-		if resuming && begun(o) {
+		switch {
+		case begun(o) && resuming:
 			return nil
+		case begun(o):
+			return fmt.Errorf("%w: %s/%s, begun by restoregraph and not finished (run it again with its --journal, or velero restore delete it)",
+				ErrRestoreExists, ns, name)
 		}
 		return fmt.Errorf("%w: %s/%s (--restore-name names another)", ErrRestoreExists, ns, name)
 	case apierrors.IsNotFound(err):
