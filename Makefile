@@ -227,17 +227,13 @@ release:
 	cd out/release && sha256sum restoregraph_*.tar.gz > SHA256SUMS
 	cd release && $(GO) run ./cmd/image -out $(CURDIR)/out/release/image -version $(VERSION) \
 	  $(foreach p,$(IMAGE_PLATFORMS),-platform $(p)=$(CURDIR)/out/release/$(subst /,_,$(p))/restoregraph)
+	@# go install ...@VERSION of a release, from a module proxy holding the release commit's modules.
+	cd release && RESTOREGRAPH_GOINSTALL=1 $(GO) test -count=1 -run '^TestGoInstallAtARelease$$' ./gomod
 
 ## release-gomod: the nested modules' go.mod files as a release commit has them (VERSION=v1.2.3): requiring the
 ## library and the velero module at VERSION, with no replace directive, which go install ...@VERSION refuses
 release-gomod:
-	@case "$(VERSION)" in v[0-9]*.[0-9]*.[0-9]*) ;; *) echo "VERSION=vX.Y.Z, not $(VERSION)"; exit 2;; esac
-	cd $(VELERO) && $(GO) mod edit -require=github.com/restoregraph/restoregraph@$(VERSION) \
-	  -dropreplace=github.com/restoregraph/restoregraph
-	cd $(CLI) && $(GO) mod edit -require=github.com/restoregraph/restoregraph@$(VERSION) \
-	  -require=github.com/restoregraph/restoregraph/velero@$(VERSION) \
-	  -dropreplace=github.com/restoregraph/restoregraph -dropreplace=github.com/restoregraph/restoregraph/velero \
-	  -dropreplace=github.com/kopia/kopia
+	cd release && $(GO) run ./cmd/gomod -repo .. -version $(VERSION)
 
 ## deploy: deploy/restoregraph.yaml, the Helm chart rendered with its default values (its test checks it is current)
 deploy:

@@ -8,6 +8,7 @@ go 1.26.0
 require (
 	github.com/google/go-containerregistry v0.22.1
 	github.com/stretchr/testify v1.12.1
+	golang.org/x/mod v0.40.0
 )
 
 require (
