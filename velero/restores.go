@@ -71,18 +71,9 @@ func begun(o *unstructured.Unstructured) bool {
 // finishes it.
 func (v Client) BeginRestore(ctx context.Context, name, backup string, spec map[string]any, started time.Time) (types.UID, error) {
 	client := v.Dynamic.Resource(RestoresResource).Namespace(v.namespace())
-	spec = maps.Clone(spec)
-	if spec == nil {
-		spec = map[string]any{}
-	}
-	spec["backupName"] = backup
-	o := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": velerov1.SchemeGroupVersion.String(), "kind": "Restore",
-		"metadata": map[string]any{"name": name, "namespace": v.namespace(), "annotations": map[string]any{BegunBy: "restoregraph"}},
-		"spec":     spec,
-		"status": map[string]any{"phase": string(velerov1.RestorePhaseInProgress),
-			"startTimestamp": started.UTC().Truncate(time.Second).Format(time.RFC3339)},
-	}}
+	o := v.restoreObject(name, backup, spec, map[string]any{"phase": string(velerov1.RestorePhaseInProgress),
+		"startTimestamp": started.UTC().Truncate(time.Second).Format(time.RFC3339)})
+	o.SetAnnotations(map[string]string{BegunBy: "restoregraph"})
 	made, err := client.Create(ctx, o, metav1.CreateOptions{})
 	if err == nil {
 		return made.GetUID(), nil
@@ -100,6 +91,22 @@ func (v Client) BeginRestore(ctx context.Context, name, backup string, spec map[
 	return there.GetUID(), nil
 }
 
+// restoreObject is Restore name of backup in Velero's namespace, with spec (not
+// changed: the backup's name is set on a copy) and status.
+func (v Client) restoreObject(name, backup string, spec, status map[string]any) *unstructured.Unstructured {
+	spec = maps.Clone(spec)
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	spec["backupName"] = backup
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": velerov1.SchemeGroupVersion.String(), "kind": "Restore",
+		"metadata": map[string]any{"name": name, "namespace": v.namespace()},
+		"spec":     spec,
+		"status":   status,
+	}}
+}
+
 // RecordRestore records rec as Velero records its own restores: the results, the
 // resource list and the log under restores/NAME/ in store, and then a Restore object in
 // Velero's namespace, finished (Velero's restore controller takes on only New ones):
@@ -109,22 +116,13 @@ func (v Client) RecordRestore(ctx context.Context, store *Store, rec RestoreReco
 	if err := store.PutRestoreFiles(ctx, rec); err != nil {
 		return err
 	}
-	spec := maps.Clone(rec.Spec)
-	if spec == nil {
-		spec = map[string]any{}
-	}
-	spec["backupName"] = rec.Backup
 	st := rec.Status()
 	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
 	if err != nil {
 		return fmt.Errorf("recording restore %s: %w", rec.Name, err)
 	}
-	o := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": velerov1.SchemeGroupVersion.String(), "kind": "Restore",
-		"metadata": map[string]any{"name": rec.Name, "namespace": v.namespace()},
-		"spec":     spec,
-		"status":   status,
-	}}
+	o := v.restoreObject(rec.Name, rec.Backup, rec.Spec, status)
+	spec := o.Object["spec"]
 	client := v.Dynamic.Resource(RestoresResource).Namespace(v.namespace())
 	_, err = client.Create(ctx, o, metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
