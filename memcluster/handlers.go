@@ -376,6 +376,11 @@ func (s *Server) replace(req *request, obj object) (*stored, error) {
 		old["status"] = obj["status"] // old is this request's own copy
 		obj, md = old, oldMD
 	} else {
+		if req.rt.gr == podsGR {
+			if err := podUpdateForbidden(req.name, old, obj); err != nil {
+				return nil, err
+			}
+		}
 		for _, f := range []string{"uid", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"} {
 			if v, ok := oldMD[f]; ok {
 				md[f] = v

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strconv"
 
@@ -20,7 +21,46 @@ import (
 var (
 	servicesGR = schema.GroupResource{Resource: "services"}
 	jobsGR     = schema.GroupResource{Group: "batch", Resource: "jobs"}
+	podsGR     = schema.GroupResource{Resource: "pods"}
 )
+
+// podUpdatable are the fields of a Pod's spec an update may change, as kube-apiserver's
+// Pod validation has them (tolerations by additions, the grace period from a negative
+// value, and scheduling gates by removal; this server takes any change of them).
+var podUpdatable = []string{"activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates"}
+
+// podUpdateForbidden refuses, as kube-apiserver does, an update of a Pod whose spec
+// changes anything but what podUpdatable and the containers' images name: the node it
+// is bound to among them.
+func podUpdateForbidden(name string, old, obj object) error {
+	masked := func(o object) map[string]any {
+		spec, _ := o["spec"].(map[string]any)
+		m := maps.Clone(spec)
+		for _, f := range podUpdatable {
+			delete(m, f)
+		}
+		for _, list := range []string{"containers", "initContainers"} {
+			cs, _ := m[list].([]any)
+			out := make([]any, len(cs))
+			for i, c := range cs {
+				cm, _ := c.(map[string]any)
+				cm = maps.Clone(cm)
+				delete(cm, "image")
+				out[i] = cm
+			}
+			if cs != nil {
+				m[list] = out
+			}
+		}
+		return m
+	}
+	if reflect.DeepEqual(masked(old), masked(obj)) {
+		return nil
+	}
+	return apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, name, field.ErrorList{field.Forbidden(field.NewPath("spec"),
+		"pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"+
+			"`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)")})
+}
 
 // Node ports, as kube-apiserver's default --service-node-port-range.
 const (

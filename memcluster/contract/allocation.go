@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"context"
 	"net/netip"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 var (
 	services = schema.GroupVersionResource{Version: "v1", Resource: "services"}
 	jobs     = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	pods     = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 )
 
 func service(ns, name string, spec map[string]any) *unstructured.Unstructured {
@@ -99,6 +101,36 @@ func (s *suite) jobSelector(t *testing.T) {
 	require.True(t, apierrors.IsInvalid(err), "a selector from another Job: %v", err)
 	assert.True(t, strings.Contains(err.Error(), "`selector` not auto-generated"), err.Error())
 	assert.Contains(t, err.Error(), "must be '", "the template's controller-uid must be the Job's own")
+}
+
+// podUpdates: a Pod's spec cannot change in an update but for its images and a few
+// scheduling fields; the node it is bound to is not one of them. Its metadata can.
+func (s *suite) podUpdates(t *testing.T) {
+	client := s.client.Resource(pods).Namespace(s.ns)
+	ctx := s.ctx(t)
+	pod, err := client.Create(ctx, obj("v1", "Pod", s.ns, "bound", map[string]any{"spec": map[string]any{"nodeName": "contract-node",
+		"containers": []any{map[string]any{"name": "c", "image": "busybox:1.37"}}}}), metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = client.Delete(context.Background(), "bound", metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	})
+
+	containers, _, _ := unstructured.NestedSlice(pod.Object, "spec", "containers")
+	containers[0].(map[string]any)["image"] = "busybox:1.36"
+	require.NoError(t, unstructured.SetNestedSlice(pod.Object, containers, "spec", "containers"))
+	pod.SetLabels(map[string]string{"updated": "yes"})
+	pod, err = client.Update(ctx, pod, metav1.UpdateOptions{})
+	require.NoError(t, err, "an image and the labels change in place")
+
+	unbound := pod.DeepCopy()
+	unstructured.RemoveNestedField(unbound.Object, "spec", "nodeName")
+	_, err = client.Update(ctx, unbound, metav1.UpdateOptions{})
+	require.True(t, apierrors.IsInvalid(err), "the node a Pod is bound to cannot be taken away: %v", err)
+	assert.Contains(t, err.Error(), "pod updates may not change fields other than")
+	got, err := client.Get(ctx, "bound", metav1.GetOptions{})
+	require.NoError(t, err)
+	nodeName, _, _ := unstructured.NestedString(got.Object, "spec", "nodeName")
+	assert.Equal(t, "contract-node", nodeName, "nothing of a refused update is kept")
 }
 
 // paging: a list with a limit comes in pages joined by continue tokens, every object

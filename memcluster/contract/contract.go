@@ -85,6 +85,7 @@ func Run(t *testing.T, cfg *rest.Config, prefix string, opts Options) {
 	t.Run("Namespaces", s.namespaceLifecycle)
 	t.Run("ServiceAllocation", s.serviceAllocation)
 	t.Run("JobSelector", s.jobSelector)
+	t.Run("PodUpdates", s.podUpdates)
 	t.Run("Paging", s.paging)
 	if opts.GC {
 		t.Run("GarbageCollection", s.garbageCollection)
