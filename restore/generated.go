@@ -8,7 +8,8 @@ import (
 // generatedFields are fields the API server or a controller fills in on create that
 // cannot change afterwards, and that the restore leaves out of what it creates so that
 // the target fills them in anew: a Job's selector and the labels it selects its Pods by
-// (its own UID), a Service's cluster IPs, the volume a claim is bound to.
+// (its own UID), a Service's cluster IPs, the volume a claim is bound to, the node a
+// Pod was scheduled to.
 var generatedFields = map[schema.GroupResource][][]string{
 	{Group: "batch", Resource: "jobs"}: {
 		{"spec", "selector"},
@@ -17,6 +18,7 @@ var generatedFields = map[schema.GroupResource][][]string{
 	},
 	{Resource: "services"}:               {{"spec", "clusterIP"}, {"spec", "clusterIPs"}},
 	{Resource: "persistentvolumeclaims"}: {{"spec", "volumeName"}},
+	{Resource: "pods"}:                   {{"spec", "nodeName"}},
 }
 
 // keepGenerated copies into body, the update of an object that exists in the target,

@@ -30,7 +30,9 @@ const (
 	// Adopt leaves the existing object as it is and takes its UID for the dependents'
 	// owner references. The default.
 	Adopt Existing = "adopt"
-	// Update replaces the existing object with the backup's.
+	// Update replaces the existing object with the backup's. One the target refuses
+	// to change so (Invalid: a Pod's spec beyond its images) is adopted instead, with
+	// only its labels updated and the refusal as a warning, as Velero leaves it.
 	Update Existing = "update"
 	// Fail fails the object, and so skips its dependents.
 	Fail Existing = "fail"

@@ -447,6 +447,18 @@ func (r *run) create(ctx context.Context, o *Object) (*unstructured.Unstructured
 				return err
 			})
 		})
+		if apierrors.IsInvalid(err) {
+			// What the target will not change in place (a Pod's spec beyond its images,
+			// a field its validation holds) stays as it is, labelled with this backup and
+			// restore, as Velero's restore leaves it, with the refusal as a warning.
+			kept, lerr := r.labelExisting(ctx, o)
+			if lerr != nil {
+				return nil, lerr
+			}
+			res.Status = Adopted
+			res.Warnings = append(res.Warnings, "not updated, left as it is: the target refuses the backup's version: "+err.Error())
+			return kept, nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -454,6 +466,38 @@ func (r *run) create(ctx context.Context, o *Object) (*unstructured.Unstructured
 		return updated, nil
 	}
 	return nil, fmt.Errorf("%s already exists in the target (policy %s): %w", it, policy, err)
+}
+
+// labelExisting gives the object in the target the labels stepLabel gave o.Body (the
+// backup's and the restore's names) and changes nothing else of it.
+func (r *run) labelExisting(ctx context.Context, o *Object) (*unstructured.Unstructured, error) {
+	want := o.Body.GetLabels()
+	var kept *unstructured.Unstructured
+	err := r.retry(ctx, o, func() error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := o.Client.Get(ctx, o.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			labels, changed := cur.GetLabels(), false
+			for _, k := range []string{BackupNameLabel, RestoreNameLabel} {
+				if v, ok := want[k]; ok && labels[k] != v {
+					if labels == nil {
+						labels = map[string]string{}
+					}
+					labels[k], changed = v, true
+				}
+			}
+			if !changed {
+				kept = cur
+				return nil
+			}
+			cur.SetLabels(labels)
+			kept, err = o.Client.Update(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+	})
+	return kept, err
 }
 
 func (r *run) stepStatus(ctx context.Context, o *Object) error {

@@ -402,6 +402,56 @@ func TestResumeWithoutJournal(t *testing.T) {
 	assertComplete(t, cfg, b)
 }
 
+// With the update policy, what the target will not change in place is left as it is
+// and labelled by the restore, with the refusal as a warning, as Velero's restore does:
+// a scheduled Pod whose spec differs from the backup's beyond its images. One that
+// differs only by the node it was scheduled to is updated, keeping its node.
+func TestUpdateLeavesWhatTheTargetWillNotChange(t *testing.T) {
+	pod := func(name, env string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": name, "namespace": "shop", "uid": "uid-" + name},
+			"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "busybox:1.37",
+				"env": []any{map[string]any{"name": "MODE", "value": env}}}}}}
+	}
+	b := backupOf(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop", "uid": "uid-ns"}},
+		pod("same", "backup"), pod("changed", "backup"))
+	_, tgt := cluster(t, memcluster.Options{})
+	ctx := context.Background()
+	pods := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace("shop")
+	_, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx,
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	for name, env := range map[string]string{"same": "backup", "changed": "target"} {
+		p := pod(name, env)
+		p["spec"].(map[string]any)["nodeName"] = "node-a"
+		delete(p["metadata"].(map[string]any), "uid")
+		_, err := pods.Create(ctx, &unstructured.Unstructured{Object: p}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+
+	rep, err := restoreAll(ctx, tgt, b, testOptions{Existing: Update, Retry: fastRetry, BackupName: "nightly"})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
+	results := map[string]ObjectResult{}
+	for o := range rep.Objects() {
+		results[o.Name] = o
+	}
+	assert.Equal(t, Updated, results["same"].Status)
+	assert.Equal(t, Adopted, results["changed"].Status)
+	require.Len(t, results["changed"].Warnings, 1)
+	assert.Contains(t, results["changed"].Warnings[0], "not updated, left as it is")
+	assert.Contains(t, results["changed"].Warnings[0], "pod updates may not change fields other than")
+	for name, env := range map[string]string{"same": "backup", "changed": "target"} {
+		got, err := pods.Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err)
+		node, _, _ := unstructured.NestedString(got.Object, "spec", "nodeName")
+		assert.Equal(t, "node-a", node, "%s keeps its node", name)
+		containers, _, _ := unstructured.NestedSlice(got.Object, "spec", "containers")
+		assert.Equal(t, env, containers[0].(map[string]any)["env"].([]any)[0].(map[string]any)["value"], name)
+		assert.Equal(t, "nightly", got.GetLabels()[BackupNameLabel], "%s is labelled by the restore", name)
+		assert.NotEmpty(t, got.GetLabels()[RestoreNameLabel], name)
+	}
+}
+
 func TestExistingPolicies(t *testing.T) {
 	b := capiBackup(t, 1)
 	for _, policy := range []Existing{Adopt, Update, Fail, Update + " in-process"} {
