@@ -43,6 +43,8 @@ func (r *run) stepJournal(ctx context.Context, o *Object) error {
 		switch {
 		case slices.ContainsFunc(o.ops, func(op Operation) bool { return op.Phase == OperationInProgress }):
 			o.SkipTo(StepOperations)
+		case o.Item.GroupResource() == podsResource && !o.hooksRan && len(r.plan.volumes.filled[o.Item]) > 0:
+			o.SkipTo(StepPodVolumes) // what an earlier run started filling is followed
 		case o.Item.GroupResource() == podsResource && !o.hooksRan:
 			o.SkipTo(StepExecHooks) // none when it has no hooks
 		default:

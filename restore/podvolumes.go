@@ -22,7 +22,9 @@ type PodVolumeRestorer interface {
 	// RestorePodVolumes fills those volumes of pod, the Pod as the restore made it in
 	// the target (its name, namespace and UID), sourceNamespace being its namespace in
 	// the backup and restore the restore as plugins are told of it. It returns once each
-	// volume is filled; an error names each one that is not.
+	// volume is filled; an error names each one that is not. Called again for the same
+	// Pod and restore (a run again from the journal), it follows what it started then
+	// rather than start it again.
 	RestorePodVolumes(ctx context.Context, pod *unstructured.Unstructured, sourceNamespace string, restore *ria.Restore) error
 }
 
@@ -98,7 +100,7 @@ func (r podVolumesFirst) AddEdges(b *graph.RuleBuilder) {
 // stepPodVolumes fills the volumes of a Pod the restore created whose files the backup
 // holds, through Extensions.PodVolumes, within RunOptions.ItemOperationTimeout; the Pod
 // is done once they are filled. A Pod that existed already is left as it is, as Velero
-// leaves it.
+// leaves it; one an earlier run restored (the journal's) has what it started followed.
 func (r *run) stepPodVolumes(ctx context.Context, o *Object) error {
 	vols := r.plan.volumes.filled[o.Item]
 	if len(vols) == 0 || o.DryRun || o.Result.Status != Restored || o.Target == nil {

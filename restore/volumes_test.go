@@ -649,3 +649,39 @@ func TestFileSystemVolumesAreFilledBeforeTheirPodsController(t *testing.T) {
 		}
 	}
 }
+
+// A Pod an earlier run created whose volumes it was filling, found in the journal when
+// the restore runs again, has its volumes' filling followed again (the restorer finds
+// what it started), not taken as done.
+func TestAJournaledPodsVolumesAreFollowed(t *testing.T) {
+	ctx := context.Background()
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop", "uid": "uid-ns"}}
+	b := backupOf(t, ns, persistentVolume("pv-data", "Delete", "data"), claimOf("data", "fast", "pv-data"), mounting("web-1", "data"))
+	vols := []Volume{{PV: "pv-data", ClaimNamespace: "shop", Claim: "data", Method: VolumeFileSystem}}
+	_, tgt := cluster(t, memcluster.Options{BindVolumes: true})
+	var withAction plugin.Registry
+	require.NoError(t, withAction.Register(PodVolumeAction, plugin.V1, podVolumeAction{}))
+	path := t.TempDir() + "/journal"
+
+	stopped := &fillingVolumes{byPod: map[string][]string{"shop/web-1": {"data"}}, fail: context.Canceled}
+	journal := openJournal(t, path)
+	rep, err := Run(ctx, b, tgt, PlanOptions{Volumes: vols, Extensions: Extensions{PodVolumes: stopped, Plugins: &withAction}},
+		RunOptions{Name: "fs-1", Journal: journal, Retry: fastRetry})
+	require.NoError(t, err)
+	require.False(t, rep.OK(), "the first run ends before the volumes are filled")
+	require.NoError(t, journal.Close())
+
+	again := &fillingVolumes{byPod: stopped.byPod}
+	journal = openJournal(t, path)
+	defer journal.Close()
+	rep, err = Run(ctx, b, tgt, PlanOptions{Volumes: vols, Extensions: Extensions{PodVolumes: again, Plugins: &withAction}},
+		RunOptions{Name: "fs-1", Journal: journal, Retry: fastRetry})
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "summary %v, first failure: %v", rep.Summary, firstFailure(rep))
+	assert.Equal(t, []string{"shop/web-1 true from shop, fs-1"}, again.filled, "the journaled Pod's volumes are followed")
+	for o := range rep.Objects() {
+		if o.Name == "web-1" {
+			assert.True(t, o.FromJournal)
+		}
+	}
+}

@@ -97,10 +97,10 @@ func (r *PodVolumeRestorer) Volumes(namespace, name string) []string {
 }
 
 // RestorePodVolumes makes a PodVolumeRestore for each volume of pod that the backup
-// holds, and waits until each has ended. A volume whose source is projected or the
-// downward API is left as Velero leaves it. Without Velero's node-agent DaemonSet, or
-// with none of its Pods running on pod's node once it is scheduled there, it fails
-// saying so rather than wait.
+// holds, unless one this restore made is there already, and waits until each has
+// ended. A volume whose source is projected or the downward API is left as Velero
+// leaves it. Without Velero's node-agent DaemonSet, or with none of its Pods running on
+// pod's node once it is scheduled there, it fails saying so rather than wait.
 func (r *PodVolumeRestorer) RestorePodVolumes(ctx context.Context, pod *unstructured.Unstructured, sourceNamespace string, req *ria.Restore) error {
 	pvbs := r.byPod[sourceNamespace+"/"+pod.GetName()]
 	if len(pvbs) == 0 {
@@ -130,9 +130,25 @@ func (r *PodVolumeRestorer) RestorePodVolumes(ctx context.Context, pod *unstruct
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(podSpec, &spec); err != nil {
 		return fmt.Errorf("pod %s/%s: %w", pod.GetNamespace(), pod.GetName(), err)
 	}
+	// What this restore made for this Pod before (a run again from the journal) is
+	// followed, not made again.
+	sel := labels.SelectorFromSet(labels.Set{velerov1.PodUIDLabel: string(pod.GetUID()), velerov1.RestoreUIDLabel: string(req.UID)})
+	earlier, err := v.Dynamic.Resource(podVolumeRestoresResource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return fmt.Errorf("the PodVolumeRestores of pod %s/%s: %w", pod.GetNamespace(), pod.GetName(), err)
+	}
+	madeFor := map[string]string{}
+	for _, o := range earlier.Items {
+		volume, _, _ := unstructured.NestedString(o.Object, "spec", "volume")
+		madeFor[volume] = o.GetName()
+	}
 	var made []string
 	var errs []error
 	for _, pvb := range pvbs {
+		if name, ok := madeFor[pvb.Spec.Volume]; ok {
+			made = append(made, name)
+			continue
+		}
 		i := -1
 		for j, vol := range spec.Volumes {
 			if vol.Name == pvb.Spec.Volume {
