@@ -550,6 +550,12 @@ func podVolumeRestores(t testing.TB, c *harness.Cluster) map[string]any {
 		for _, l := range []string{"velero.io/restore-name", "velero.io/restore-uid", "velero.io/pod-uid"} {
 			assert.Contains(t, pvr.GetLabels(), l, "PodVolumeRestore %s", pvr.GetName())
 		}
+		// Owned by the Restore it is labelled with: deleted with it.
+		if refs := pvr.GetOwnerReferences(); assert.Len(t, refs, 1, "PodVolumeRestore %s is owned by its Restore", pvr.GetName()) {
+			assert.Equal(t, "Restore", refs[0].Kind)
+			assert.Equal(t, pvr.GetLabels()["velero.io/restore-name"], refs[0].Name)
+			assert.Equal(t, pvr.GetLabels()["velero.io/restore-uid"], string(refs[0].UID))
+		}
 		phase, _, _ := unstructured.NestedString(pvr.Object, "status", "phase")
 		assert.Equal(t, "Completed", phase, "PodVolumeRestore %s", pvr.GetName())
 	}

@@ -50,7 +50,8 @@ type PodVolumeRestorer struct {
 	byPod map[string][]velerov1.PodVolumeBackup
 	// OwnedByRestore makes each PodVolumeRestore owned by the Restore object the restore
 	// carries out (its ria.Restore's UID), as Velero's are, so that deleting the Restore
-	// deletes them: true only when that object exists (the controller's).
+	// deletes them: true only when that object exists in the cluster restored into (the
+	// controller's; the command's when it records the restore there).
 	OwnedByRestore bool
 	// Poll is how often the PodVolumeRestores and the repository are looked at; default 1 s.
 	Poll time.Duration

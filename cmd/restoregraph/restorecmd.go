@@ -111,6 +111,11 @@ func newRestoreCmd() *cobra.Command {
 					return veleroError(err)
 				}
 				opts.Request.UID = uid
+				if s.podVolumes != nil && rf.velero.sourceKubeconfig == "" {
+					// The Restore is in the cluster restored into: its PodVolumeRestores
+					// are deleted with it, as Velero's are.
+					s.podVolumes.OwnedByRestore = true
+				}
 			}
 			rep, err := restore.Apply(ctx, p, tgt, opts)
 			prog.Finish()

@@ -22,14 +22,17 @@ import (
 type session struct {
 	backup *archive.Backup
 	velero *veleroSource // the backup was read through Velero
-	target restore.Target
-	ctx    context.Context
-	plan   restore.PlanOptions
-	run    restore.RunOptions
-	saved  *restore.SavedPlan // --plan
-	replan bool
-	warn   io.Writer
-	close  func()
+	// podVolumes fills the file-system backups' volumes, when the backup was read
+	// through Velero.
+	podVolumes *velero.PodVolumeRestorer
+	target     restore.Target
+	ctx        context.Context
+	plan       restore.PlanOptions
+	run        restore.RunOptions
+	saved      *restore.SavedPlan // --plan
+	replan     bool
+	warn       io.Writer
+	close      func()
 }
 
 // makePlan plans the restore, or opens the saved plan: refused, with what changed, when
@@ -149,6 +152,7 @@ func (f *restoreFlags) open(cmd *cobra.Command, t *target) (s *session, err erro
 		po.Extensions.VolumeSnapshotters = snapshotters
 		closers = append(closers, closeSnapshotters)
 	}
+	var podVolumes *velero.PodVolumeRestorer
 	if src != nil {
 		// The backup's PodVolumeBackups are read where it was; the node-agent that fills
 		// the volumes is the target's.
@@ -157,14 +161,14 @@ func (f *restoreFlags) open(cmd *cobra.Command, t *target) (s *session, err erro
 		if err != nil {
 			return nil, veleroError(err)
 		}
-		po.Extensions.PodVolumes = pv
+		po.Extensions.PodVolumes, podVolumes = pv, pv
 	}
 	if host != nil {
 		if po.Extensions.Plugins, err = f.register(ctx, host, commands, warn); err != nil {
 			return nil, err
 		}
 	}
-	return &session{backup: b, velero: src, target: tgt, ctx: ctx, plan: po, run: ro, saved: saved, replan: f.replan, warn: warn, close: closeAll}, nil
+	return &session{backup: b, velero: src, podVolumes: podVolumes, target: tgt, ctx: ctx, plan: po, run: ro, saved: saved, replan: f.replan, warn: warn, close: closeAll}, nil
 }
 
 // readPlan reads the --plan file. Its backup is read from where the plan says, unless
