@@ -18,15 +18,17 @@ var (
 // volumeBinding: a claim that names its volume, and a volume whose claimRef names its
 // claim, are Bound to each other, whichever is made first, as a restore makes them: the
 // volume's claimRef takes the claim's UID, the claim its volumeName. A claim that names
-// no volume, has no class and asks for more than any volume holds stays Pending. (The
-// real binder gives a claim without a volume name any Available volume that satisfies
-// it, so its request must not fit pv-b, or it could take pv-b before data-b does.)
+// no volume and asks for more than any volume holds stays Pending. (The real binder
+// gives a claim without a volume name any Available volume of its class that satisfies
+// it: the volumes' class is the run's own, so that no claim of another test takes pv-b
+// before data-b does, and data-none asks for more than pv-b holds.)
 func (s *suite) volumeBinding(t *testing.T) {
 	ctx := s.ctx(t)
 	cl, vol := s.client.Resource(claims).Namespace(s.ns), s.client.Resource(volumes)
+	class := s.ns + "-static" // no StorageClass of the name: bound as it names, at once
 	volume := func(name, claim string) *unstructured.Unstructured {
 		spec := map[string]any{"capacity": map[string]any{"storage": "1Gi"}, "accessModes": []any{"ReadWriteOnce"},
-			"persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+			"persistentVolumeReclaimPolicy": "Retain", "storageClassName": class,
 			"hostPath": map[string]any{"path": "/tmp/" + name}}
 		if claim != "" {
 			spec["claimRef"] = map[string]any{"kind": "PersistentVolumeClaim", "namespace": s.ns, "name": claim}
@@ -34,7 +36,7 @@ func (s *suite) volumeBinding(t *testing.T) {
 		return obj("v1", "PersistentVolume", "", s.ns+"-"+name, map[string]any{"spec": spec})
 	}
 	claim := func(name, volume, size string) *unstructured.Unstructured {
-		spec := map[string]any{"accessModes": []any{"ReadWriteOnce"}, "storageClassName": "",
+		spec := map[string]any{"accessModes": []any{"ReadWriteOnce"}, "storageClassName": class,
 			"resources": map[string]any{"requests": map[string]any{"storage": size}}}
 		if volume != "" {
 			spec["volumeName"] = s.ns + "-" + volume
