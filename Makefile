@@ -54,7 +54,7 @@ FUZZTIME  ?= 15s
 BENCHTIME ?= 1x
 BENCH     ?= .
 
-.PHONY: all test test-faults test-floor unit plugins tidy release release-check release-gomod deploy integration integration-bins bench-integration etcd lint fmt bench fuzz demo pictures velero-stack fixtures docs
+.PHONY: all test test-faults test-floor unit plugins tidy align release release-check release-gomod deploy integration integration-bins bench-integration etcd lint fmt bench fuzz demo pictures velero-stack fixtures docs
 
 all: test
 
@@ -73,10 +73,11 @@ unit:
 	cd $(PEERS) && $(GO) test -race -vet=off -count=1 ./...
 	cd $(DEMO) && $(GO) test -race -vet=off -count=1 ./...
 
-## lint: gofmt and go vet
+## lint: gofmt, the modules on one version of what they share (make align), and go vet
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	cd release && $(GO) run ./cmd/align -repo .. -check
 	$(GO) vet $(NEWEST) $(PKGS)
 	cd $(CLI) && $(GO) vet ./...
 	cd test && $(GO) vet ./...
@@ -99,6 +100,12 @@ fmt:
 tidy:
 	$(GO) mod tidy
 	$(GO) mod tidy $(NEWEST)
+
+## align: raise the modules make test compiles (the library at the newest, the command, velero, demo, the tests and
+## the CSI sidecars' builds) to one version of each module they share, the highest any takes: a cold build then
+## compiles what they share once (make lint checks it)
+align:
+	cd release && $(GO) run ./cmd/align -repo ..
 
 ## plugins: the velero module (the plugin host, locations, records, the controller) against plugins built with Velero's framework and the velero command, and the library built inside Velero's module graph
 plugins: $(VELERO_BIN)/.built
