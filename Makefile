@@ -217,7 +217,8 @@ bench:
 	cat out/bench.txt out/bench-peers.txt | (cd $(PEERS) && $(GO) run ./cmd/benchreport -out ../../$(BENCH_OUT))
 
 ## release: the command for linux and darwin, amd64 and arm64, static, with SHA256SUMS, and the controller's image
-## for linux/amd64 and linux/arm64 as an OCI image layout, all in out/release, built without a container daemon
+## (the command and Velero's) for linux/amd64 and linux/arm64 as an OCI image layout, all in out/release, built
+## without a container daemon
 ## (VERSION=v1.2.3 names them; push the image with crane push or skopeo copy --all)
 VERSION           ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
@@ -233,8 +234,18 @@ release: release-check
 	    -czf out/release/restoregraph_$(VERSION)_$${os}_$${arch}.tar.gz restoregraph; \
 	done
 	cd out/release && sha256sum restoregraph_*.tar.gz > SHA256SUMS
+	@# Velero's own command for the image, which the controller runs for Velero's built-in
+	@# actions: from Velero's module at the version test/velero pins, with its dependencies.
+	@set -e; for p in $(IMAGE_PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; mkdir -p out/release/$${os}_$${arch}; \
+	  echo "building velero $(VELERO_VERSION) for $$os/$$arch"; \
+	  (cd test/velero && CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
+	    -ldflags "-s -w -X github.com/vmware-tanzu/velero/pkg/buildinfo.Version=$(VELERO_VERSION)" \
+	    -o $(CURDIR)/out/release/$${os}_$${arch}/velero github.com/vmware-tanzu/velero/cmd/velero); \
+	done
 	cd release && $(GO) run ./cmd/image -out $(CURDIR)/out/release/image -version $(VERSION) \
-	  $(foreach p,$(IMAGE_PLATFORMS),-platform $(p)=$(CURDIR)/out/release/$(subst /,_,$(p))/restoregraph)
+	  $(foreach p,$(IMAGE_PLATFORMS),-platform $(p)=$(CURDIR)/out/release/$(subst /,_,$(p))/restoregraph \
+	    -velero $(p)=$(CURDIR)/out/release/$(subst /,_,$(p))/velero)
 	@# go install ...@VERSION of a release, from a module proxy holding the release commit's modules.
 	cd release && RESTOREGRAPH_GOINSTALL=1 $(GO) test -count=1 -run '^TestGoInstallAtARelease$$' ./gomod
 

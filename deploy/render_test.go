@@ -52,10 +52,11 @@ func TestChartLints(t *testing.T) {
 }
 
 // By default: two replicas in the release's namespace, a PodDisruptionBudget keeping
-// one, the AWS plugin copied in, the image of the chart's version running as 65532 on
-// a read-only root file system, the RBAC of the controller, and no ServiceMonitor.
-// Values change each: replicas, the plugins' init containers, the image, a
-// ServiceMonitor with its labels, the admission namespace.
+// one, the AWS plugin copied in and Velero's command in the image run for its actions,
+// the image of the chart's version running as 65532 on a read-only root file system,
+// the RBAC of the controller, and no ServiceMonitor.
+// Values change each: replicas, the plugins' init containers, the image, Velero's
+// command in it, a ServiceMonitor with its labels, the admission namespace.
 func TestChartValues(t *testing.T) {
 	objs := objects(t, must(Render("chart", Default, nil)))
 	deployment := objs["Deployment/restoregraph"]
@@ -68,7 +69,7 @@ func TestChartValues(t *testing.T) {
 	controller := pod["containers"].([]any)[0].(map[string]any)
 	assert.Equal(t, "restoregraph:v0.1.0", controller["image"], "the chart's appVersion")
 	assert.Equal(t, true, controller["securityContext"].(map[string]any)["readOnlyRootFilesystem"])
-	assert.Subset(t, controller["args"], []any{"controller", "--plugins=/plugins", "--velero-namespace=velero",
+	assert.Subset(t, controller["args"], []any{"controller", "--plugins=/plugins", "--plugin=/velero", "--velero-namespace=velero",
 		"--admission-namespace=restoregraph-admission", "--identity=$(POD_NAME)", "-v"})
 	inits := pod["initContainers"].([]any)
 	require.Len(t, inits, 1)
@@ -90,6 +91,7 @@ func TestChartValues(t *testing.T) {
 			map[string]any{"name": "velero-plugin-for-csi", "image": "example/csi:v1"},
 		},
 		"admissionNamespace": "rg-admission",
+		"veleroCommand":      "",
 		"verbosity":          2,
 		"metrics":            map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}},
 	})))
@@ -101,6 +103,9 @@ func TestChartValues(t *testing.T) {
 	controller = pod["containers"].([]any)[0].(map[string]any)
 	assert.Equal(t, "registry.example/restoregraph:v9", controller["image"])
 	assert.Subset(t, controller["args"], []any{"--velero-namespace=backup", "--admission-namespace=rg-admission", "-vv"})
+	for _, a := range controller["args"].([]any) {
+		assert.NotContains(t, a, "--plugin=", "no Velero command: an image without one")
+	}
 	var images []any
 	for _, c := range pod["initContainers"].([]any) {
 		images = append(images, c.(map[string]any)["image"])

@@ -19,6 +19,7 @@ func newControllerCmd() *cobra.Command {
 	var (
 		cfg            controller.Config
 		pluginDir      string
+		pluginPaths    []string
 		metricsAddress string
 	)
 	t := &target{flags: genericclioptions.NewConfigFlags(true)}
@@ -63,7 +64,7 @@ Restore deleted (velero restore delete) has its files removed from the location 
 			if err != nil {
 				return err
 			}
-			rf := restoreFlags{pluginDir: pluginDir}
+			rf := restoreFlags{pluginDir: pluginDir, pluginPaths: pluginPaths}
 			host, commands, stopHost, err := rf.pluginHost(rc, cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -92,6 +93,8 @@ Restore deleted (velero restore delete) has its files removed from the location 
 	f := cmd.Flags()
 	f.StringVar(&cfg.Velero.Namespace, "velero-namespace", "velero", "the namespace Velero runs in: its Restores, Backups and locations")
 	f.StringVar(&pluginDir, "plugins", "", "the directory of Velero's plugins, as Velero's /plugins: the object stores of the locations, and RestoreItemActions")
+	f.StringArrayVar(&pluginPaths, "plugin", nil, "a Velero plugin executable beside --plugins (repeatable): Velero's own command, named velero, serves Velero's built-in actions, "+
+		"those that restore volumes among them (/velero in restoregraph's image)")
 	f.IntVar(&cfg.Restores, "restores", 4, "Restores carried out at once by this process (those that touch the same objects wait for each other)")
 	f.DurationVar(&cfg.Run.ItemTimeout, "item-timeout", 5*time.Minute, "how long one object's own work may take")
 	f.StringVar(&cfg.AdmissionNamespace, "admission-namespace", "restoregraph-admission", "the namespace of the admission Leases")

@@ -4,7 +4,9 @@
 // its platform; the CA certificates it trusts; /etc/passwd and /etc/group naming the
 // non-root user 65532 it runs as, with its home; and /tmp. Nothing else is in the file
 // system, and nothing in it is written at run time but /tmp (which the Deployment
-// mounts, its root file system read-only). Files carry fixed times and owners, so the
+// mounts, its root file system read-only). With Velero's own command beside it (at
+// /velero, where Velero's image has it), the controller runs Velero's built-in actions:
+// the CSI, pod-volume and data-movement ones that restore volumes. Files carry fixed times and owners, so the
 // same binaries make the same image, digest for digest.
 package image
 
@@ -31,6 +33,11 @@ const User = 65532
 // Entrypoint is where the command is in the image, and what it runs.
 const Entrypoint = "/restoregraph"
 
+// Velero is where Velero's own command is in the image, when it holds one: the
+// controller runs it as Velero's server runs itself, for Velero's built-in plugins
+// (restoregraph controller --plugin /velero).
+const Velero = "/velero"
+
 // CACertificates is where the CA bundle is in the image: where Go's crypto/x509 looks
 // first on Linux.
 const CACertificates = "/etc/ssl/certs/ca-certificates.crt"
@@ -41,6 +48,9 @@ type Platform struct {
 	// Binary is the path of the restoregraph command built for the platform, static
 	// (CGO_ENABLED=0).
 	Binary string
+	// Velero is the path of Velero's velero command built for the platform, static,
+	// put at /velero; "" for none.
+	Velero string
 }
 
 // Options say what Write writes.
@@ -94,7 +104,13 @@ func platformImage(p Platform, certs []byte, opts Options) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image: %s/%s: %w", p.OS, p.Architecture, err)
 	}
-	files, err := fileSystem(bin, certs)
+	var velero []byte
+	if p.Velero != "" {
+		if velero, err = os.ReadFile(p.Velero); err != nil {
+			return nil, fmt.Errorf("image: %s/%s: Velero's command: %w", p.OS, p.Architecture, err)
+		}
+	}
+	files, err := fileSystem(bin, velero, certs)
 	if err != nil {
 		return nil, err
 	}
@@ -122,8 +138,9 @@ func platformImage(p Platform, certs []byte, opts Options) (v1.Image, error) {
 	return mutate.ConfigFile(img, cfg)
 }
 
-// fileSystem is the layer's tar: every directory and file of the image.
-func fileSystem(bin, certs []byte) ([]byte, error) {
+// fileSystem is the layer's tar: every directory and file of the image; Velero's
+// command only when velero is not nil.
+func fileSystem(bin, velero, certs []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	dir := func(name string, mode int64, owner int) error {
@@ -149,6 +166,12 @@ func fileSystem(bin, certs []byte) ([]byte, error) {
 		func() error { return dir("home/nonroot/", 0o700, User) },
 		func() error { return dir("tmp/", 0o1777, 0) },
 		func() error { return file(Entrypoint[1:], 0o755, bin) },
+		func() error {
+			if velero == nil {
+				return nil
+			}
+			return file(Velero[1:], 0o755, velero)
+		},
 	} {
 		if err := step(); err != nil {
 			return nil, fmt.Errorf("image: layer: %w", err)

@@ -15,8 +15,9 @@ import (
 
 // The layout holds an image per platform, read back as a registry or containerd reads
 // it: each runs the command as 65532, not root, for its own OS and architecture; its
-// file system is the command, the CA bundle and the user's files, nothing writable by
-// the user but its home and /tmp; and the same binaries make the same digests.
+// file system is the command, Velero's command where one is given, the CA bundle and
+// the user's files, nothing writable by the user but its home and /tmp; and the same
+// binaries make the same digests.
 func TestImageConfigurationReadBack(t *testing.T) {
 	dir := t.TempDir()
 	bins := map[string]string{}
@@ -24,7 +25,12 @@ func TestImageConfigurationReadBack(t *testing.T) {
 	for _, arch := range []string{"amd64", "arm64"} {
 		bins[arch] = filepath.Join(dir, "restoregraph-"+arch)
 		require.NoError(t, os.WriteFile(bins[arch], []byte("the command for "+arch), 0o755))
-		platforms = append(platforms, Platform{OS: "linux", Architecture: arch, Binary: bins[arch]})
+		p := Platform{OS: "linux", Architecture: arch, Binary: bins[arch]}
+		if arch == "amd64" {
+			p.Velero = filepath.Join(dir, "velero-"+arch)
+			require.NoError(t, os.WriteFile(p.Velero, []byte("Velero's command for "+arch), 0o755))
+		}
+		platforms = append(platforms, p)
 	}
 	certs := filepath.Join(dir, "ca.crt")
 	require.NoError(t, os.WriteFile(certs, []byte("-----BEGIN CERTIFICATE-----\n"), 0o644))
@@ -97,7 +103,14 @@ func TestImageConfigurationReadBack(t *testing.T) {
 			}
 		}
 		assert.EqualValues(t, 0o1777, files["tmp/"].Mode)
-		assert.Len(t, files, 10, "nothing else in the file system")
+		if arch == "amd64" {
+			assert.Equal(t, "Velero's command for amd64", contents["velero"], "Velero's command at /velero")
+			assert.EqualValues(t, 0o755, files["velero"].Mode)
+			assert.Len(t, files, 11, "nothing else in the file system")
+		} else {
+			assert.NotContains(t, files, "velero", "none given, none in the image")
+			assert.Len(t, files, 10, "nothing else in the file system")
+		}
 	}
 
 	again, err := Write(filepath.Join(dir, "again"), opts)
@@ -109,7 +122,8 @@ func TestImageConfigurationReadBack(t *testing.T) {
 	assert.Equal(t, d1, d2, "the same binaries, the same image")
 }
 
-// A platform whose command is missing names it; so does a missing CA bundle.
+// A platform whose command or Velero's is missing names it; so does a missing CA
+// bundle.
 func TestImageRefusesWhatIsMissing(t *testing.T) {
 	dir := t.TempDir()
 	certs := filepath.Join(dir, "ca.crt")
@@ -120,4 +134,7 @@ func TestImageRefusesWhatIsMissing(t *testing.T) {
 	_, err = Write(filepath.Join(dir, "out"), Options{CACertificates: filepath.Join(dir, "none"), Version: "v1",
 		Platforms: []Platform{{OS: "linux", Architecture: "amd64", Binary: certs}}})
 	require.ErrorContains(t, err, "CA certificates")
+	_, err = Write(filepath.Join(dir, "out"), Options{CACertificates: certs, Version: "v1",
+		Platforms: []Platform{{OS: "linux", Architecture: "amd64", Binary: certs, Velero: filepath.Join(dir, "nope")}}})
+	require.ErrorContains(t, err, "linux/amd64: Velero's command")
 }

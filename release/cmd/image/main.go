@@ -3,7 +3,7 @@
 // `crane push out/image REGISTRY/restoregraph:VERSION` or `skopeo copy --all
 // oci:out/image docker://REGISTRY/restoregraph:VERSION`.
 //
-//	image -out DIR -version V -ca FILE -platform linux/amd64=BINARY [-platform linux/arm64=BINARY ...]
+//	image -out DIR -version V -ca FILE -platform linux/amd64=BINARY [-velero linux/amd64=VELERO] [-platform linux/arm64=BINARY ...]
 package main
 
 import (
@@ -29,6 +29,20 @@ func (p *platforms) Set(v string) error {
 	return nil
 }
 
+// veleros are Velero's commands, by OS/ARCH.
+type veleros map[string]string
+
+func (v veleros) String() string { return fmt.Sprint(map[string]string(v)) }
+
+func (v veleros) Set(s string) error {
+	osArch, bin, ok := strings.Cut(s, "=")
+	if !ok || !strings.Contains(osArch, "/") || bin == "" {
+		return fmt.Errorf("%q: want OS/ARCH=VELERO, as linux/amd64=out/release/linux_amd64/velero", s)
+	}
+	v[osArch] = bin
+	return nil
+}
+
 func main() {
 	var opts image.Options
 	var ps platforms
@@ -37,7 +51,18 @@ func main() {
 	flag.StringVar(&opts.CACertificates, "ca", "/etc/ssl/certs/ca-certificates.crt", "the PEM bundle of CA certificates the image trusts")
 	flag.StringVar(&opts.Source, "source", "https://github.com/restoregraph/restoregraph", "the image's source label")
 	flag.Var(&ps, "platform", "OS/ARCH=BINARY: a platform and the static restoregraph built for it (repeated)")
+	vs := veleros{}
+	flag.Var(vs, "velero", "OS/ARCH=VELERO: Velero's velero command built static for a platform, put at /velero (repeated)")
 	flag.Parse()
+	for i, p := range ps {
+		key := p.OS + "/" + p.Architecture
+		ps[i].Velero = vs[key]
+		delete(vs, key)
+	}
+	for osArch := range vs {
+		fmt.Fprintf(os.Stderr, "image: -velero %s: no -platform %s\n", osArch, osArch)
+		os.Exit(2)
+	}
 	opts.Platforms = ps
 	if *out == "" || opts.Version == "" {
 		fmt.Fprintln(os.Stderr, "image: -out and -version are needed")
