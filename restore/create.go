@@ -9,6 +9,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +18,7 @@ import (
 	"github.com/restoregraph/restoregraph/hook"
 	"github.com/restoregraph/restoregraph/internal/direct"
 	"github.com/restoregraph/restoregraph/internal/jsontree"
+	"github.com/restoregraph/restoregraph/manifest"
 )
 
 // createBody creates o.Body in the target: through the REST client under a Dynamic
@@ -216,3 +218,49 @@ func decodeBackup(data []byte, unread bool) (*unstructured.Unstructured, *jsontr
 	}
 	return &unstructured.Unstructured{Object: m}, made, nil
 }
+
+// bindingRefused explains err, the API server's answer to the create of a RoleBinding
+// or ClusterRoleBinding it (body), when the role the binding names is not there: the
+// server looks a binding's role up only to check that the user who creates the binding
+// holds every right the role grants, which it does when the user may not bind the role
+// (no bind or escalate on it), and answers NotFound under the binding's resource and the
+// role's name, which says neither which kind of object is missing nor why it was looked
+// up. The error then says both.
+func bindingRefused(it *manifest.Item, body *unstructured.Unstructured, err error) error {
+	if it.Group != rbacGroup || (it.Resource != "rolebindings" && it.Resource != "clusterrolebindings") {
+		return err
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return err
+	}
+	var ref struct{ Kind, Name string }
+	switch r := body.Object["roleRef"].(type) {
+	case map[string]any:
+		ref.Kind, _ = r["kind"].(string)
+		ref.Name, _ = r["name"].(string)
+	case jsontree.Raw: // a body the restore left unread
+		if jsonv1.Unmarshal(r, &ref) != nil {
+			return err
+		}
+	}
+	kind, name := ref.Kind, ref.Name
+	st := status.Status()
+	if st.Reason != metav1.StatusReasonNotFound || st.Details == nil || st.Details.Group != rbacGroup || st.Details.Name != name || name == "" {
+		return err
+	}
+	switch st.Details.Kind {
+	case "roles", "clusterroles", "rolebindings", "clusterrolebindings":
+	default:
+		return err
+	}
+	resource := map[string]string{"Role": "roles", "ClusterRole": "clusterroles"}[kind]
+	if resource == "" {
+		return err
+	}
+	return fmt.Errorf("%w: the %s %q it binds is not there, and the API server looks it up to check that the user restoring "+
+		"holds its rights, since that user may not bind it (no bind or escalate on %s.%s)", err, kind, name, resource, rbacGroup)
+}
+
+// rbacGroup is the API group of roles and their bindings.
+const rbacGroup = "rbac.authorization.k8s.io"

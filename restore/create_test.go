@@ -7,9 +7,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/restoregraph/restoregraph/internal/jsontree"
+	"github.com/restoregraph/restoregraph/manifest"
 	"github.com/restoregraph/restoregraph/readiness"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -147,4 +150,38 @@ func TestRestoredObjectsCarryTheRunsLabels(t *testing.T) {
 	assert.Equal(t, labelValue(restoreName), cm.GetLabels()[RestoreNameLabel])
 	assert.Empty(t, validation.IsValidLabelValue(cm.GetLabels()[RestoreNameLabel]))
 	assert.NotEqual(t, restoreName, cm.GetLabels()[RestoreNameLabel])
+}
+
+// A binding whose role is not there, which the API server looked up because the user
+// restoring may not bind it, says which role and why it was looked up: the server's
+// NotFound names the binding's resource and the role's name (kube-apiserver v1.37;
+// TestABindingRefusedForARoleNotThereSaysWhy holds it to that), or the role's. Other
+// NotFounds, and a NotFound of another kind of object, are left as they are; each is
+// still a NotFound to apierrors.
+func TestABindingsMissingRoleSaysWhyItWasLookedUp(t *testing.T) {
+	binding := &manifest.Item{Type: &manifest.Type{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings", Kind: "RoleBinding"},
+		Namespace: "shop", Name: "readers"}
+	body := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+		"metadata": map[string]any{"name": "readers", "namespace": "shop"},
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"}}}
+	// A body the restore left unread holds its roleRef as the backup's JSON.
+	unread := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+		"metadata": map[string]any{"name": "readers", "namespace": "shop"},
+		"roleRef":  jsontree.Raw(`{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"reader"}`)}}
+	for i, resource := range []string{"rolebindings", "roles"} {
+		notFound := apierrors.NewNotFound(schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: resource}, "reader")
+		err := bindingRefused(binding, []*unstructured.Unstructured{body, unread}[i], notFound)
+		assert.EqualError(t, err, resource+`.rbac.authorization.k8s.io "reader" not found: the Role "reader" it binds is not there, `+
+			`and the API server looks it up to check that the user restoring holds its rights, since that user may not bind it `+
+			`(no bind or escalate on roles.rbac.authorization.k8s.io)`)
+		assert.True(t, apierrors.IsNotFound(err))
+	}
+
+	roleGone := apierrors.NewNotFound(schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "roles"}, "reader")
+	namespaceGone := apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "shop")
+	assert.Same(t, namespaceGone, bindingRefused(binding, body, namespaceGone))
+	otherName := apierrors.NewNotFound(schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "roles"}, "writer")
+	assert.Same(t, otherName, bindingRefused(binding, body, otherName))
+	configMap := &manifest.Item{Type: &manifest.Type{Version: "v1", Resource: "configmaps", Kind: "ConfigMap"}, Namespace: "shop", Name: "reader"}
+	assert.Same(t, roleGone, bindingRefused(configMap, body, roleGone))
 }

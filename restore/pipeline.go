@@ -413,7 +413,7 @@ func (r *run) create(ctx context.Context, o *Object) (*unstructured.Unstructured
 		return created, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
-		return nil, err
+		return nil, bindingRefused(it, o.Body, err)
 	}
 	var existing *unstructured.Unstructured
 	if err := r.retry(ctx, o, func() (err error) {
@@ -529,7 +529,11 @@ func (r *run) stepReady(ctx context.Context, o *Object) error {
 		// What mounts the claim starts once it is Bound: a Pod on a claim not yet bound
 		// would wait in Pending for it anyway, and its data may be restored first.
 		if res, err := r.claims.Wait(ctx, o.Resource, o.Target.GetNamespace(), o.Target.GetName(), o.budget.remaining()); err != nil {
-			return fmt.Errorf("not Bound (%s): %w", res.Reason, err)
+			reason := res.Reason
+			if why := r.unboundWhy(ctx, o); why != "" {
+				reason += "; " + why
+			}
+			return fmt.Errorf("not Bound (%s): %w", reason, err)
 		}
 	} else if rr := r.plan.ext.Readiness.Check(o.Target); !rr.Ready {
 		if _, err := r.waiter.Wait(ctx, o.Resource, o.Target.GetNamespace(), o.Target.GetName(), o.budget.remaining()); err != nil {
