@@ -7,6 +7,7 @@ import (
 	"iter"
 	"sort"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -559,4 +560,45 @@ func (r *Report) volumeObjects() iter.Seq[ObjectResult] {
 			}
 		}
 	}
+}
+
+// unboundWhy says, of claim o that did not become Bound, what its provisioner was left
+// waiting for, where the restore can read it: the VolumeSnapshot it is to be made from,
+// when that is not ready to use. The snapshot controller and the CSI snapshotter record
+// why on the snapshot and on its content (a snapshot the driver no longer has, a
+// VolumeSnapshotClass that is not there), which the provisioner's events on the claim
+// only repeat as "not ready". It returns "" for a claim made from no VolumeSnapshot.
+func (r *run) unboundWhy(ctx context.Context, o *Object) string {
+	source, _, _ := unstructured.NestedStringMap(o.Body.Object, "spec", "dataSource")
+	if source["kind"] != "VolumeSnapshot" || source["apiGroup"] != volumeSnapshots.Group || source["name"] == "" {
+		return ""
+	}
+	// The claim's own deadline has passed: the reads have a few seconds of their own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	ns, name := o.Target.GetNamespace(), source["name"]
+	vs, err := r.target.Dynamic.Resource(volumeSnapshots.WithVersion("v1")).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Sprintf("its VolumeSnapshot %s/%s: %v", ns, name, err)
+	}
+	if msg, _, _ := unstructured.NestedString(vs.Object, "status", "error", "message"); msg != "" {
+		return fmt.Sprintf("its VolumeSnapshot %s/%s: %s", ns, name, msg)
+	}
+	content, _, _ := unstructured.NestedString(vs.Object, "status", "boundVolumeSnapshotContentName")
+	if content == "" {
+		content, _, _ = unstructured.NestedString(vs.Object, "spec", "source", "volumeSnapshotContentName")
+	}
+	if content != "" {
+		vsc, err := r.target.Dynamic.Resource(volumeSnapshotContents.WithVersion("v1")).Get(ctx, content, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Sprintf("its VolumeSnapshot %s/%s, content %s: %v", ns, name, content, err)
+		}
+		if msg, _, _ := unstructured.NestedString(vsc.Object, "status", "error", "message"); msg != "" {
+			return fmt.Sprintf("its VolumeSnapshot %s/%s, content %s: %s", ns, name, content, msg)
+		}
+	}
+	if ready, _, _ := unstructured.NestedBool(vs.Object, "status", "readyToUse"); !ready {
+		return fmt.Sprintf("its VolumeSnapshot %s/%s is not ready to use", ns, name)
+	}
+	return ""
 }

@@ -426,6 +426,75 @@ func TestClaimsBringTheirCSISnapshots(t *testing.T) {
 	assert.EqualError(t, err, "persistentvolumeclaim shop/data (csi snapshot): the backup holds no VolumeSnapshot shop/snap-gone")
 }
 
+// A claim to be made from a VolumeSnapshot that is not ready to use fails naming the
+// snapshot and what the snapshot controller or the CSI snapshotter recorded on it or on
+// its content, not only its own phase: its provisioner waits for the snapshot, and says
+// no more on the claim than that it is not ready.
+func TestAClaimNotBoundNamesItsSnapshotsError(t *testing.T) {
+	fromSnapshot := func(name, snapshot string) map[string]any {
+		c := pending(claimOf(name, "fast", ""))
+		c["spec"].(map[string]any)["dataSource"] = map[string]any{"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": snapshot}
+		return c
+	}
+	b := backupOf(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop", "uid": "uid-ns"}},
+		fromSnapshot("gone", "snap-gone"), mounting("web-gone", "gone"),
+		fromSnapshot("content-gone", "snap-content-gone"), fromSnapshot("unready", "snap-unready"), fromSnapshot("absent", "snap-absent"))
+	_, tgt := cluster(t, memcluster.Options{})
+	ctx := context.Background()
+	_, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}).Create(ctx,
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+			"metadata": map[string]any{"name": "fast"}, "provisioner": "disk.example.io", "volumeBindingMode": "Immediate"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	for _, crd := range []*unstructured.Unstructured{snapshotsCRD("volumesnapshots", "VolumeSnapshot", "Namespaced"),
+		snapshotsCRD("volumesnapshotcontents", "VolumeSnapshotContent", "Cluster")} {
+		_, err := tgt.Dynamic.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		_, lists, err := tgt.Discovery.ServerGroupsAndResources()
+		return err == nil && slices.ContainsFunc(lists, func(l *metav1.APIResourceList) bool {
+			return l.GroupVersion == "snapshot.storage.k8s.io/v1" && len(l.APIResources) == 2
+		})
+	}, 5*time.Second, 10*time.Millisecond)
+	_, err = tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx,
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	// As the snapshot controller and the CSI snapshotter leave them.
+	snapshots := tgt.Dynamic.Resource(schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshots"}).Namespace("shop")
+	for name, status := range map[string]map[string]any{
+		"snap-gone":         {"readyToUse": false, "error": map[string]any{"message": `can not find snapshot for snapshotID "h-1"`}},
+		"snap-content-gone": {"readyToUse": false, "boundVolumeSnapshotContentName": "content-2"},
+		"snap-unready":      {"readyToUse": false},
+	} {
+		_, err := snapshots.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+			"metadata": map[string]any{"name": name, "namespace": "shop"}, "spec": map[string]any{}, "status": status}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	_, err = tgt.Dynamic.Resource(schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotcontents"}).Create(ctx,
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshotContent",
+			"metadata": map[string]any{"name": "content-2"}, "spec": map[string]any{},
+			"status": map[string]any{"readyToUse": false, "error": map[string]any{"message": "VolumeSnapshotClass \"gone\" not found"}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	p, err := NewPlan(ctx, b, tgt, PlanOptions{})
+	require.NoError(t, err)
+	rep, err := Apply(ctx, p, tgt, RunOptions{Retry: fastRetry, ItemTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	results := byName(rep)
+	for claim, why := range map[string]string{
+		"gone":         `its VolumeSnapshot shop/snap-gone: can not find snapshot for snapshotID "h-1"`,
+		"content-gone": `its VolumeSnapshot shop/snap-content-gone, content content-2: VolumeSnapshotClass "gone" not found`,
+		"unready":      "its VolumeSnapshot shop/snap-unready is not ready to use",
+		"absent":       `its VolumeSnapshot shop/snap-absent: volumesnapshots.snapshot.storage.k8s.io "snap-absent" not found`,
+	} {
+		res := results["persistentvolumeclaims/"+claim]
+		assert.Equal(t, Failed, res.Status, claim)
+		assert.Contains(t, res.Reason, "not Bound (phase is Pending; "+why+")", claim)
+	}
+	assert.Equal(t, Failed, results["pods/web-gone"].Status)
+	assert.Contains(t, results["pods/web-gone"].Reason, "PersistentVolumeClaim shop/gone Failed")
+}
+
 // veleroActions stands for Velero's DataUpload action and CSI claim action of a data
 // movement restore: the first leaves a result the second reads, as Velero's leave a
 // ConfigMap; the claim action fails a claim whose result is not there yet.

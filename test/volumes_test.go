@@ -225,6 +225,47 @@ func TestVeleroCSIRestoreSideBySide(t *testing.T) {
 	require.NoError(t, err, out)
 	require.Equal(t, "Completed", veleroPhase(t, rc, veleroRestores, "ctl-csi", "Completed", "PartiallyFailed", "Failed", "FailedValidation"))
 	assertVolumesHold(t, rc, rcCSI, "data-ctl", files)
+
+	// The driver no longer has the snapshot of uploads: that claim fails, naming its
+	// VolumeSnapshot and what the CSI snapshotter recorded, its Pod is not made, and the
+	// rest is restored.
+	snapshots := dyn.Resource(schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshots"})
+	uploads, err := cs.CoreV1().PersistentVolumeClaims("data-ctl").Get(ctx, "uploads", metav1.GetOptions{})
+	require.NoError(t, err)
+	vs, err := snapshots.Namespace("data-ctl").Get(ctx, uploads.Spec.DataSource.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	handle, _, _ := unstructured.NestedString(vs.Object, "status", "boundVolumeSnapshotContentName")
+	vsc, err := dyn.Resource(schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotcontents"}).
+		Get(ctx, handle, metav1.GetOptions{})
+	require.NoError(t, err)
+	handle, _, _ = unstructured.NestedString(vsc.Object, "status", "snapshotHandle")
+	require.NotEmpty(t, handle)
+	require.NoError(t, os.RemoveAll(filepath.Join(storage, "snapshots", handle)))
+	code, report, stderr = cliApart(t, "restore", "--from-backup", name, "--plugins", plugins, "--kubeconfig", rc.Kubeconfig,
+		"--restore-name", "rg-gone", "--namespace-mappings", "data:data-gone", "--item-timeout", "30s", "-o", "json")
+	require.Equal(t, 1, code, stderr)
+	var rep struct {
+		Objects []restore.ObjectResult `json:"objects"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(report), &rep))
+	results := map[string]restore.ObjectResult{}
+	for _, o := range rep.Objects {
+		results[o.Resource+"/"+o.Name] = o
+	}
+	t.Logf("the claim whose snapshot is gone: %s", results["persistentvolumeclaims/uploads"].Reason)
+	assert.Equal(t, restore.Failed, results["persistentvolumeclaims/uploads"].Status)
+	assert.Contains(t, results["persistentvolumeclaims/uploads"].Reason, "not Bound (phase is Pending; its VolumeSnapshot data-gone/")
+	assert.Contains(t, results["persistentvolumeclaims/uploads"].Reason, handle, "what the CSI snapshotter recorded names the snapshot")
+	assert.Equal(t, restore.Restored, results["persistentvolumeclaims/data-db-0"].Status)
+	for key, o := range results {
+		switch {
+		case strings.HasPrefix(key, "pods/web-"):
+			assert.Equal(t, restore.Failed, o.Status, "%s waited for uploads: %s", key, o.Reason)
+		case strings.HasPrefix(key, "pods/db-"): // the StatefulSet's controller may make it first
+			assert.Contains(t, []restore.Status{restore.Restored, restore.Adopted}, o.Status, key)
+		}
+	}
+	assertVolumesHold(t, rc, rcCSI, "data-gone", map[string]string{"data-db-0": files["data-db-0"]})
 }
 
 // assertPodsAfterClaims checks, from a restore's JSON report, that each Pod that mounts
