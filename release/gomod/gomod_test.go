@@ -94,11 +94,17 @@ func TestGoInstallAtARelease(t *testing.T) {
 	}
 	upstream, err := exec.Command("go", "env", "GOPROXY").Output()
 	require.NoError(t, err)
+	shared, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	require.NoError(t, err)
 	bin := t.TempDir()
 	install := exec.Command("go", "install", Library+"/cmd/restoregraph@"+version)
 	install.Dir = t.TempDir() // outside any module
-	install.Env = append(os.Environ(), "GOBIN="+bin, "GOFLAGS=", "GOWORK=off",
-		"GOPROXY=file://"+filepath.ToSlash(proxy)+","+strings.TrimSpace(string(upstream)),
+	// A module cache of its own: the shared one would keep the first v0.1.0 it was given
+	// and build every later run from it. The shared cache's downloads serve the rest as
+	// a proxy, ahead of the network.
+	install.Env = append(os.Environ(), "GOBIN="+bin, "GOFLAGS=-modcacherw", "GOWORK=off", "GOMODCACHE="+t.TempDir(),
+		"GOPROXY=file://"+filepath.ToSlash(proxy)+",file://"+filepath.ToSlash(filepath.Join(strings.TrimSpace(string(shared)), "cache", "download"))+
+			","+strings.TrimSpace(string(upstream)),
 		"GONOSUMDB="+Library, "GOPRIVATE=")
 	out, err := install.CombinedOutput()
 	require.NoError(t, err, "%s", out)
