@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/restoregraph/restoregraph/internal/jsontree"
 	"github.com/restoregraph/restoregraph/manifest"
+	"github.com/restoregraph/restoregraph/memcluster"
 	"github.com/restoregraph/restoregraph/readiness"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -184,4 +186,57 @@ func TestABindingsMissingRoleSaysWhyItWasLookedUp(t *testing.T) {
 	assert.Same(t, otherName, bindingRefused(binding, body, otherName))
 	configMap := &manifest.Item{Type: &manifest.Type{Version: "v1", Resource: "configmaps", Kind: "ConfigMap"}, Namespace: "shop", Name: "reader"}
 	assert.Same(t, roleGone, bindingRefused(configMap, body, roleGone))
+}
+
+// A Namespace whose create the target forbids (a namespace's admin restoring into their
+// own) but which the user may read is handled as one that exists, by the Existing
+// policy, and what is in it is restored; one the user may not read either fails, named
+// by the target's refusal.
+func TestANamespaceTheUserMayReadButNotCreateIsAdopted(t *testing.T) {
+	b := backupOf(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop", "uid": "uid-ns"}},
+		map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "settings", "namespace": "shop", "uid": "uid-cm"}})
+	for _, readable := range []bool{true, false} {
+		_, tgt := cluster(t, memcluster.Options{})
+		ctx := context.Background()
+		_, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx,
+			&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop"}}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		forbid := func(steps []Step) []Step {
+			i := slices.IndexFunc(steps, func(s Step) bool { return s.Name == StepCreate })
+			return slices.Insert(steps, i, Step{Name: "namespace-admin", Run: func(_ context.Context, o *Object) error {
+				if o.Item.Resource == "namespaces" {
+					o.Client = namespaceAdmin{o.Client, readable}
+				}
+				return nil
+			}})
+		}
+		rep, err := restoreAll(ctx, tgt, b, testOptions{Retry: fastRetry, Steps: forbid})
+		require.NoError(t, err)
+		results := byName(rep)
+		if readable {
+			assert.Equal(t, Adopted, results["namespaces/shop"].Status)
+			assert.Equal(t, Restored, results["configmaps/settings"].Status)
+			continue
+		}
+		assert.Equal(t, Failed, results["namespaces/shop"].Status)
+		assert.Contains(t, results["namespaces/shop"].Reason, `namespaces is forbidden: User "alice" cannot create resource "namespaces"`)
+	}
+}
+
+// namespaceAdmin is a client as a namespace's admin has it: Namespaces cannot be
+// created, and are read only when readable.
+type namespaceAdmin struct {
+	dynamic.ResourceInterface
+	readable bool
+}
+
+func (c namespaceAdmin) Create(context.Context, *unstructured.Unstructured, metav1.CreateOptions, ...string) (*unstructured.Unstructured, error) {
+	return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "", errors.New(`User "alice" cannot create resource "namespaces" in API group "" at the cluster scope`))
+}
+
+func (c namespaceAdmin) Get(ctx context.Context, name string, opts metav1.GetOptions, sub ...string) (*unstructured.Unstructured, error) {
+	if !c.readable {
+		return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, name, errors.New(`User "alice" cannot get resource "namespaces"`))
+	}
+	return c.ResourceInterface.Get(ctx, name, opts, sub...)
 }

@@ -404,7 +404,19 @@ func (r *run) stepCreate(ctx context.Context, o *Object) error {
 	return r.restored(o, created.GetUID())
 }
 
-// create creates o.Body, handling AlreadyExists by the Existing policy.
+// namespaceThere reports whether err, the refusal of the create of Namespace o, hides
+// that the namespace exists: whoever may not create namespaces (a namespace's admin) may
+// still read their own, which the restore then handles as one that exists.
+func (r *run) namespaceThere(ctx context.Context, o *Object, err error) bool {
+	if !apierrors.IsForbidden(err) || !isNamespace(o.Item) {
+		return false
+	}
+	_, gerr := o.Client.Get(ctx, o.Name, metav1.GetOptions{})
+	return gerr == nil
+}
+
+// create creates o.Body, handling AlreadyExists by the Existing policy, and a Namespace
+// the user restoring may not create but may read as one that exists.
 func (r *run) create(ctx context.Context, o *Object) (*unstructured.Unstructured, error) {
 	res, it := o.Result, o.Item
 	created, err := r.createBody(ctx, o)
@@ -412,7 +424,7 @@ func (r *run) create(ctx context.Context, o *Object) (*unstructured.Unstructured
 		res.Status = Restored
 		return created, nil
 	}
-	if !apierrors.IsAlreadyExists(err) {
+	if !apierrors.IsAlreadyExists(err) && !r.namespaceThere(ctx, o, err) {
 		return nil, bindingRefused(it, o.Body, err)
 	}
 	var existing *unstructured.Unstructured
