@@ -56,7 +56,8 @@ func TestChartLints(t *testing.T) {
 // the image of the chart's version running as 65532 on a read-only root file system,
 // the RBAC of the controller, and no ServiceMonitor.
 // Values change each: replicas, the plugins' init containers, the image, Velero's
-// command in it, a ServiceMonitor with its labels, the admission namespace.
+// command in it, a ServiceMonitor with its labels, the admission namespace, Restores
+// carried out as whoever created them.
 func TestChartValues(t *testing.T) {
 	objs := objects(t, must(Render("chart", Default, nil)))
 	deployment := objs["Deployment/restoregraph"]
@@ -93,6 +94,7 @@ func TestChartValues(t *testing.T) {
 		"admissionNamespace": "rg-admission",
 		"veleroCommand":      "",
 		"verbosity":          2,
+		"asRequester":        true,
 		"metrics":            map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}},
 	})))
 	deployment = objs["Deployment/rg-restoregraph"]
@@ -117,6 +119,15 @@ func TestChartValues(t *testing.T) {
 	assert.Contains(t, objs, "Service/rg-restoregraph-metrics")
 	assert.Contains(t, objs, "Role/rg-restoregraph-admission")
 	assert.Equal(t, "rg-admission", objs["Role/rg-restoregraph-admission"]["metadata"].(map[string]any)["namespace"])
+	// Restores carried out as whoever created them: the policy that records who did, its
+	// binding, and the right to impersonate them.
+	assert.Contains(t, controller["args"], "--as-requester")
+	for _, name := range []string{"MutatingAdmissionPolicy/restoregraph-requester", "MutatingAdmissionPolicyBinding/restoregraph-requester",
+		"ClusterRole/rg-restoregraph-requester", "ClusterRoleBinding/rg-restoregraph-requester"} {
+		assert.Contains(t, objs, name)
+	}
+	rules := objs["ClusterRole/rg-restoregraph-requester"]["rules"].([]any)
+	assert.Equal(t, map[string]any{"apiGroups": []any{""}, "resources": []any{"users", "groups"}, "verbs": []any{"impersonate"}}, rules[0])
 }
 
 func must(b []byte, err error) []byte {

@@ -43,6 +43,18 @@ func (m *Modifiers) Candidates(id Identity) []Candidate {
 	return out
 }
 
+// RulesFor returns the rules whose groupResource matches gr, whatever else their
+// conditions say: the rules that may change an object of gr.
+func (m *Modifiers) RulesFor(gr schema.GroupResource) []int {
+	var out []int
+	for i := range m.rules {
+		if m.rules[i].gr.Match(gr.String()) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // holds reports whether every condition of r but matches holds for id.
 func (r *rule) holds(id Identity) bool {
 	if id.Namespace != "" && len(r.namespaces) > 0 {

@@ -311,3 +311,24 @@ func FuzzParse(f *testing.F) {
 		_, _ = m.Apply(obj, deployments, "shop", "web") // never panics
 	})
 }
+
+// RulesFor names the rules that may change objects of a group-resource, by their
+// groupResource alone, whatever their other conditions. A wildcard matches as it does
+// when the rules are applied: "*" within one dot-separated part, "**" across them.
+func TestRulesForNamesTheRulesThatMayChangeAResource(t *testing.T) {
+	m := parse(t, `
+version: v1
+resourceModifierRules:
+- conditions: {groupResource: deployments.apps, namespaces: [shop]}
+  patches: [{operation: replace, path: /spec/replicas, value: "1"}]
+- conditions: {groupResource: "*.rbac.authorization.k8s.io", resourceNameRegex: "^admin"}
+  mergePatches: [{patchData: "{metadata: {labels: {a: b}}}"}]
+- conditions: {groupResource: "**"}
+  mergePatches: [{patchData: "{metadata: {labels: {a: b}}}"}]
+- conditions: {groupResource: "*"}
+  mergePatches: [{patchData: "{metadata: {labels: {a: b}}}"}]
+`)
+	assert.Equal(t, []int{0, 2}, m.RulesFor(deployments))
+	assert.Equal(t, []int{1, 2}, m.RulesFor(schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"}))
+	assert.Equal(t, []int{2, 3}, m.RulesFor(pvcs))
+}

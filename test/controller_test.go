@@ -132,6 +132,21 @@ func TestControllerCarriesOutVeleroRestores(t *testing.T) {
 	require.Len(t, errs, 1)
 	assert.Contains(t, errs[0], "spec.resourcePolicy")
 
+	// A namespace mapped onto kube-system, which the controller protects by default:
+	// FailedValidation, naming the mapping, and nothing written there.
+	_, err = dyn.Resource(veleroRestores).Namespace("velero").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "velero.io/v1", "kind": "Restore", "metadata": map[string]any{"name": "onto-kube-system", "namespace": "velero"},
+		"spec": map[string]any{"backupName": name, "namespaceMapping": map[string]any{"shop": "kube-system"}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "FailedValidation", veleroPhase(t, vc, veleroRestores, "onto-kube-system", "Completed", "PartiallyFailed", "Failed", "FailedValidation"))
+	r, err = dyn.Resource(veleroRestores).Namespace("velero").Get(ctx, "onto-kube-system", metav1.GetOptions{})
+	require.NoError(t, err)
+	errs, _, _ = unstructured.NestedStringSlice(r.Object, "status", "validationErrors")
+	assert.Equal(t, []string{"spec.namespaceMapping: shop maps onto kube-system, a protected namespace the controller restores nothing into"}, errs)
+	cms, err := kubernetes.NewForConfigOrDie(vc.Config).CoreV1().ConfigMaps("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "velero.io/restore-name=onto-kube-system"})
+	require.NoError(t, err)
+	assert.Empty(t, cms.Items)
+
 	// velero restore delete: the Restore goes once its files are removed from the bucket,
 	// as Velero's restore controller does it.
 	files := func() []string {

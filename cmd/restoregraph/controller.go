@@ -8,7 +8,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
+	"github.com/restoregraph/restoregraph/restore"
 	"github.com/restoregraph/restoregraph/velero/controller"
 	"github.com/restoregraph/restoregraph/velero/controller/metrics"
 )
@@ -21,6 +23,7 @@ func newControllerCmd() *cobra.Command {
 		pluginDir      string
 		pluginPaths    []string
 		metricsAddress string
+		asRequester    bool
 	)
 	t := &target{flags: genericclioptions.NewConfigFlags(true)}
 	cmd := &cobra.Command{
@@ -38,7 +41,13 @@ the same objects wait for each other through Leases (--admission-namespace), acr
 processes, in the order they were created. Several processes may run (the replicas of a
 Deployment): each Restore is carried out by the one holding its Lease, and taken over by
 another when that one dies, following the journal the first kept in the cluster. A
-Restore deleted (velero restore delete) has its files removed from the location first.`,
+Restore deleted (velero restore delete) has its files removed from the location first.
+Beyond what Velero checks, a Restore that would reach where its creator's rights may not
+fails validation, the reason on it: a namespace mapping onto a protected namespace
+(--protected-namespaces), or a backup holding such a namespace's objects, resource
+modifiers that change RBAC (--allow-rbac-modifiers), a backup in a location not listed
+(--locations). With --as-requester a Restore is carried out with the rights of the user
+who created it, and refused, naming the rights they lack, before anything is written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
@@ -75,6 +84,13 @@ Restore deleted (velero restore delete) has its files removed from the location 
 			}
 			cfg.Velero.Dynamic, cfg.Velero.Secrets = dyn, cs.CoreV1()
 			cfg.Kubernetes, cfg.Target, cfg.Plugins, cfg.PluginCommands = cs, tgt, host, commands
+			if asRequester {
+				cfg.AsRequester = func(r controller.Requester) (restore.Target, error) {
+					as := rest.CopyConfig(rc)
+					as.Impersonate = rest.ImpersonationConfig{UserName: r.User, Groups: r.Groups}
+					return restore.NewTarget(as)
+				}
+			}
 			cfg.Logger = controllerLogger(cmd)
 			var c *controller.Controller
 			m := metrics.NewPrometheus(func() int { return c.Electing() })
@@ -99,6 +115,12 @@ Restore deleted (velero restore delete) has its files removed from the location 
 	f.DurationVar(&cfg.Run.ItemTimeout, "item-timeout", 5*time.Minute, "how long one object's own work may take")
 	f.StringVar(&cfg.AdmissionNamespace, "admission-namespace", "restoregraph-admission", "the namespace of the admission Leases")
 	f.StringVar(&cfg.Identity, "identity", "", "this process's name in the Restores' Leases, their Events and the Restores' taken-by annotation (a Pod's name; default HOSTNAME-PID)")
+	f.StringSliceVar(&cfg.Guard.ProtectedNamespaces, "protected-namespaces", controller.DefaultProtectedNamespaces,
+		"namespaces no Restore restores into, by a namespace mapping or as its backup holds them (Velero's namespace always; \"\" for none but it)")
+	f.BoolVar(&cfg.Guard.RBACModifiers, "allow-rbac-modifiers", false, "let resource modifiers change Roles, ClusterRoles and their bindings")
+	f.StringSliceVar(&cfg.Guard.Locations, "locations", nil, "the backup storage locations whose backups may be restored (default: any)")
+	f.BoolVar(&asRequester, "as-requester", false, "carry out each Restore with the rights of the user who created it (impersonated), "+
+		"as the MutatingAdmissionPolicy restoregraph-requester records them; refuse a Restore they may not carry out")
 	f.StringVar(&metricsAddress, "metrics-address", ":8090", "where /metrics (Prometheus), /healthz and /readyz are served")
 	f.DurationVar(&cfg.LeaseDuration, "lease-duration", 15*time.Second, "how long a Restore's Lease holds without renewal: how soon another process takes over the Restore of one that died")
 	t.addFlags(cmd)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,6 +45,33 @@ func (c *Controller) carryOut(ctx context.Context, o *unstructured.Unstructured,
 	if err != nil {
 		return invalid(err)
 	}
+	sel := spec.Selection
+	if err := c.guard.checkMappings(sel, c.velero.Namespace); err != nil {
+		return invalid(err)
+	}
+	target := c.target
+	var req Requester
+	if c.asRequester != nil {
+		if req, err = c.requester(ctx, o); err != nil {
+			return invalid(err)
+		}
+		if target, err = c.asRequester(req); err != nil {
+			return failed(fmt.Errorf("restoring as %s: %w", req.User, err))
+		}
+		log = log.With("as", req.User)
+	}
+	if spec.ModifierConfigMap != "" {
+		cm, err := c.clients.CoreV1().ConfigMaps(c.velero.Namespace).Get(ctx, spec.ModifierConfigMap, metav1.GetOptions{})
+		if err != nil {
+			return invalid(fmt.Errorf("spec.resourceModifier: %w", err))
+		}
+		if sel.Modifiers, err = modifier.FromConfigMap(cm); err != nil {
+			return invalid(fmt.Errorf("spec.resourceModifier: %w", err))
+		}
+		if err := c.guard.checkModifiers(sel.Modifiers); err != nil {
+			return invalid(err)
+		}
+	}
 	var vb *velero.Backup
 	if spec.Schedule != "" {
 		vb, err = c.velero.LatestOfSchedule(ctx, spec.Schedule, false)
@@ -51,6 +79,9 @@ func (c *Controller) carryOut(ctx context.Context, o *unstructured.Unstructured,
 		vb, err = c.velero.Backup(ctx, spec.Backup)
 	}
 	if err != nil {
+		return invalid(err)
+	}
+	if err := c.guard.checkLocation(vb); err != nil {
 		return invalid(err)
 	}
 	store, err := c.velero.OpenLocation(ctx, c.host, vb.Location, c.commands...)
@@ -66,16 +97,6 @@ func (c *Controller) carryOut(ctx context.Context, o *unstructured.Unstructured,
 	volumes, err := velero.ReadVolumes(ctx, store, vb.Key())
 	if err != nil {
 		return failed(fmt.Errorf("backup %s: %w", vb.Name, err))
-	}
-	sel := spec.Selection
-	if spec.ModifierConfigMap != "" {
-		cm, err := c.clients.CoreV1().ConfigMaps(c.velero.Namespace).Get(ctx, spec.ModifierConfigMap, metav1.GetOptions{})
-		if err != nil {
-			return invalid(fmt.Errorf("spec.resourceModifier: %w", err))
-		}
-		if sel.Modifiers, err = modifier.FromConfigMap(cm); err != nil {
-			return invalid(fmt.Errorf("spec.resourceModifier: %w", err))
-		}
 	}
 	// Velero's own ConfigMap of version priorities, when there is one; a bad line is
 	// skipped, as Velero skips it.
@@ -104,9 +125,17 @@ func (c *Controller) carryOut(ctx context.Context, o *unstructured.Unstructured,
 	}
 	pv.OwnedByRestore = true // deleted with the Restore, as Velero's
 	ext.PodVolumes = pv
-	p, err := restore.NewPlan(ctx, b, c.target, restore.PlanOptions{BackupName: vb.Name, Selection: sel, Volumes: volumes, Extensions: ext})
+	p, err := restore.NewPlan(ctx, b, target, restore.PlanOptions{BackupName: vb.Name, Selection: sel, Volumes: volumes, Extensions: ext})
 	if err != nil {
 		return invalid(err)
+	}
+	if err := c.guard.checkPlan(p, c.velero.Namespace); err != nil {
+		return invalid(err)
+	}
+	if c.asRequester != nil {
+		if err := checkRights(ctx, p, target, req, sel.Existing == restore.Update, c.namespaceExists); err != nil {
+			return invalid(err)
+		}
 	}
 	// The journal is in the cluster, beside the Restore and owned by it: whoever takes the
 	// Restore over follows the operations plugins started, rather than starting them again.
@@ -137,7 +166,7 @@ func (c *Controller) carryOut(ctx context.Context, o *unstructured.Unstructured,
 		}
 	}
 	stopProgress := c.progress(ctx, o.GetName(), len(takenOn), &done)
-	rep, err := restore.Apply(ctx, p, c.target, opts)
+	rep, err := restore.Apply(ctx, p, target, opts)
 	stopProgress()
 	if rep == nil {
 		return failed(err)
@@ -212,4 +241,17 @@ func endMessage(s velerov1.RestoreStatus) string {
 		total, restored = p.TotalItems, p.ItemsRestored
 	}
 	return fmt.Sprintf("%d of %d objects restored, %d errors, %d warnings", restored, total, s.Errors, s.Warnings)
+}
+
+// namespaceExists reports whether the cluster has namespace name, read with the
+// controller's own rights.
+func (c *Controller) namespaceExists(ctx context.Context, name string) (bool, error) {
+	_, err := c.clients.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("namespace %s: %w", name, err)
 }

@@ -57,6 +57,17 @@ type Config struct {
 	// Run are the options of every restore (ItemTimeout, Workers, ...). Its Name,
 	// Logger, Journal, Admitter, OnEvent and ItemOperationTimeout are set per Restore.
 	Run restore.RunOptions
+	// Guard is what the controller refuses of a Restore beyond what Velero checks:
+	// namespace mappings onto protected namespaces, resource modifiers that rewrite RBAC,
+	// backups of locations it does not list.
+	Guard Guard
+	// AsRequester, when set, has each Restore carried out with the rights of the user
+	// who created it: it returns the target as that user (rest.Config's Impersonate).
+	// Who created a Restore is read from what RequesterPolicy recorded on it; a Restore
+	// without that record, or whose creator may not write what it restores (asked of the
+	// API server as them before anything is written), fails validation, named. The
+	// controller's own reads and Velero's plugins keep the controller's rights.
+	AsRequester func(Requester) (restore.Target, error)
 	// Logger receives the controller's records; default none.
 	Logger *slog.Logger
 	// Metrics is told what the controller does; default nothing is told.
@@ -75,8 +86,11 @@ type Controller struct {
 	commands [][]string
 	admitter admission.Admitter
 	run      restore.RunOptions
-	log      *slog.Logger
-	identity string
+	guard    Guard
+	// asRequester makes a Restore's target as its creator; nil: the controller's own.
+	asRequester func(Requester) (restore.Target, error)
+	log         *slog.Logger
+	identity    string
 	// leaseDuration is how long a Restore's Lease holds without renewal.
 	leaseDuration time.Duration
 	slots         chan struct{} // a place per Restore carried out at once
@@ -135,7 +149,7 @@ func New(cfg Config) (*Controller, error) {
 		cfg.Metrics = nopMetrics{}
 	}
 	return &Controller{velero: cfg.Velero, clients: cfg.Kubernetes, target: cfg.Target, host: cfg.Plugins, commands: cfg.PluginCommands,
-		admitter: cfg.Admitter, run: cfg.Run, log: cfg.Logger, identity: cfg.Identity, leaseDuration: cfg.LeaseDuration,
+		admitter: cfg.Admitter, run: cfg.Run, guard: cfg.Guard, asRequester: cfg.AsRequester, log: cfg.Logger, identity: cfg.Identity, leaseDuration: cfg.LeaseDuration,
 		slots: make(chan struct{}, cfg.Restores), metrics: cfg.Metrics, events: cfg.Events, electing: map[string]*election{}}, nil
 }
 

@@ -34,6 +34,12 @@
 //     those that touch the same objects wait for each other (Config.Admitter, across
 //     processes through Leases), those that do not run at once, Config.Restores at a
 //     time in each process.
+//   - Guarded. A Restore that would reach where Velero's own checks let anyone who
+//     may create a Restore reach (Config.Guard: a protected namespace, resource
+//     modifiers that rewrite RBAC, a location not listed) fails validation before its
+//     backup is read. With Config.AsRequester a Restore is carried out with the rights
+//     of the user who created it, as RequesterPolicy recorded them, and refused, each
+//     missing right named, before anything is written when they lack any.
 //   - Observable. Events on each Restore (Taken, TakenOver, WaitingForAdmission, its
 //     end), structured logs, and Metrics (package metrics serves them to Prometheus).
 //
