@@ -157,7 +157,7 @@ $(KUBE_BIN)/.scheduler: $(KUBE_BIN)/.built
 
 ## integration: the tests against a real kube-apiserver, etcd and garbage collector, and beside the real Velero server
 ## (the faults of test-faults apart)
-FAULT_TESTS := ^(TestRestoreOutlastsServerRestarts|TestRestoreThroughACutConnection|TestRestoreUnderPriorityAndFairness|TestRestoreMeetsQuotaAndWebhook|TestConcurrentOperationsOneKilled)$$
+FAULT_TESTS := ^(TestRestoreOutlastsServerRestarts|TestAnOutageLongerThanTheItemTimeout|TestRestoreThroughACutConnection|TestRestoreUnderPriorityAndFairness|TestRestoreMeetsQuotaAndWebhook|TestConcurrentOperationsOneKilled)$$
 integration: integration-bins
 	cd test && $(GO) test -race -vet=off -count=1 -timeout 30m -skip '$(FAULT_TESTS)' ./...
 
@@ -174,7 +174,7 @@ $(CSI_BIN)/.built:
 	@touch $@
 
 ## test-faults: restores through faults of the real control plane (kube-apiserver killed and started again after 5 s
-## and 60 s, etcd after 5 s), of the network (connections reset and stalled), of its policies (429s of API Priority and
+## and 60 s, etcd after 5 s, and an outage longer than --item-timeout, finished by the same command run again), of the network (connections reset and stalled), of its policies (429s of API Priority and
 ## Fairness, a ResourceQuota, a webhook that denies and times out), and of other writers (a restore SIGKILLed while
 ## another waits and a backup runs); CI runs it after make test
 test-faults: etcd $(KUBE_BIN)/.built

@@ -182,3 +182,66 @@ func TestRestoreOutlastsServerRestarts(t *testing.T) {
 }
 
 func tail(s string, n int) string { return s[max(0, len(s)-n):] }
+
+// TestAnOutageLongerThanTheItemTimeout: kube-apiserver is away (SIGKILL, started again
+// 40 s later) for longer than --item-timeout (10 s) in the middle of a restore of 3,010
+// objects. The run ends by itself, exit 1, each object it could not restore failed with
+// its reason, none left hanging; the same command run again, with the same journal,
+// finishes the restore: exit 0, every object once and whole.
+func TestAnOutageLongerThanTheItemTimeout(t *testing.T) {
+	const namespaces, perNamespace = 10, 300
+	tarball := wideBackup(t, "outage", namespaces, perNamespace)
+	requireCLI(t)
+	c := startCluster(t, harness.Options{})
+	ctx := context.Background()
+	faulted := make(chan error, 1)
+	go func() {
+		time.Sleep(5 * time.Second)
+		if err := c.Kill("kube-apiserver"); err != nil {
+			faulted <- err
+			return
+		}
+		time.Sleep(40 * time.Second)
+		if err := c.Restart("kube-apiserver"); err != nil {
+			faulted <- err
+			return
+		}
+		faulted <- c.WaitReady(ctx, 2*time.Minute)
+	}()
+	journal := filepath.Join(t.TempDir(), "journal")
+	args := []string{"restore", "--backup", tarball, "--kubeconfig", c.Kubeconfig, "-o", "json", "--journal", journal,
+		"--client-qps", "200", "--client-burst", "200", "--workers", "8", "--item-timeout", "10s"}
+	first := runCLI(t, args...)
+	require.NoError(t, <-faulted, "kube-apiserver was restarted\n%s", c.Log("kube-apiserver"))
+	require.Equal(t, 1, first.exit, "after %s\n%s", first.took, tail(first.stderr, 4000))
+	statuses := map[restore.Status]int{}
+	var failed restore.ObjectResult
+	for _, o := range first.report(t).Objects {
+		statuses[o.Status]++
+		if o.Status == restore.Failed && failed.Name == "" {
+			failed = o
+		}
+		if o.Status == restore.Failed || o.Status == restore.Skipped {
+			assert.NotEmpty(t, o.Reason, "%s/%s says why", o.Namespace, o.Name)
+		}
+	}
+	t.Logf("first run: exit 1 after %s: %v; a failure: %s/%s: %s", first.took.Round(100*time.Millisecond), statuses,
+		failed.Namespace, failed.Name, failed.Reason)
+	assert.Positive(t, statuses[restore.Restored], "restored before the outage")
+	require.NotEmpty(t, failed.Name, "objects failed during the outage")
+	assert.Contains(t, failed.Reason, "item timeout (10s)", "named as the item timeout")
+	assert.Equal(t, namespaces*(1+perNamespace), len(first.report(t).Objects), "every object accounted for")
+
+	again := runCLI(t, args...)
+	require.Zero(t, again.exit, "the run again, after %s\n%s", again.took, tail(again.stderr, 4000))
+	fromJournal := 0
+	for _, o := range again.report(t).Objects {
+		assert.Contains(t, []restore.Status{restore.Restored}, o.Status, "%s/%s", o.Namespace, o.Name)
+		if o.FromJournal {
+			fromJournal++
+		}
+	}
+	t.Logf("run again: exit 0 after %s, %d objects from the journal", again.took.Round(100*time.Millisecond), fromJournal)
+	assert.Equal(t, statuses[restore.Restored], fromJournal, "what the first run restored is taken from its journal")
+	assertWhole(t, c, "outage", namespaces, perNamespace)
+}
