@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -556,9 +557,23 @@ func (r *run) stepReady(ctx context.Context, o *Object) error {
 	return nil
 }
 
+// settling reports whether the target's API server says it is not ready yet (its
+// /readyz), or does not answer: a server that has just started may refuse what its
+// authorizer has not read yet. A target reached otherwise than through NewTarget's
+// client cannot tell, and is never settling.
+func (r *run) settling(ctx context.Context) bool {
+	rd, ok := r.target.Dynamic.(*restDynamic)
+	if !ok {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return rd.rest.Get().AbsPath("/readyz").Do(ctx).Error() != nil
+}
+
 // retry is the package's retry of transient errors, counted in the object's result.
 func (r *run) retry(ctx context.Context, o *Object, f func() error) error {
-	return retryTransient(ctx, r.opts.Retry, &o.Result.Retries, f)
+	return retryTransient(ctx, r.opts.Retry, &o.Result.Retries, r.settling, f)
 }
 
 // hasAnnotation reports whether the manifest's item has the annotation key.

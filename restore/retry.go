@@ -32,6 +32,13 @@ func transient(err error) bool {
 		strings.Contains(err.Error(), `serviceaccount "default" not found`) {
 		return true
 	}
+	// What the API server could not store or read because etcd was away, even where it
+	// answers with another status: a Service whose cluster IP could not be allocated is
+	// Invalid ("failed to allocate IP: rpc error: code = Unavailable ...").
+	if msg := err.Error(); strings.Contains(msg, "rpc error: code = Unavailable") ||
+		strings.Contains(msg, "etcdserver: leader changed") || strings.Contains(msg, "etcdserver: request timed out") {
+		return true
+	}
 	var ne net.Error
 	return errors.As(err, &ne)
 }
@@ -45,11 +52,22 @@ func transient(err error) bool {
 // a load balancer changing its leader, is the most ordinary fault there is.
 // wait.ExponentialBackoff would stop at the Cap, a few seconds in. Without a Cap,
 // b.Steps bounds the attempts.
-func retryTransient(ctx context.Context, b wait.Backoff, retries *int, f func() error) error {
+//
+// A Forbidden is retried too while the API server is settling (settling, when not nil,
+// says so) and once after the server was away: a kube-apiserver that has just started
+// answers before its authorizer has read the cluster's RBAC, and refuses what a moment
+// later it allows.
+func retryTransient(ctx context.Context, b wait.Backoff, retries *int, settling func(context.Context) bool, f func() error) error {
 	delay := b.DelayFunc()
+	away := false // the last attempt found the server away or failing
 	for attempt := 1; ; attempt++ {
 		last := f()
-		if !transient(last) {
+		if apierrors.IsForbidden(last) && !transient(last) {
+			if !away && (settling == nil || !settling(ctx)) {
+				return last
+			}
+			away = false
+		} else if away = transient(last); !away {
 			return last
 		}
 		if b.Cap <= 0 && attempt >= b.Steps {

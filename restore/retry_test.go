@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -24,6 +25,13 @@ func TestTransient(t *testing.T) {
 	assert.False(t, transient(namedSA), "a named ServiceAccount comes from the backup or not at all")
 	assert.True(t, transient(apierrors.NewTooManyRequests("slow down", 1)))
 	assert.False(t, transient(apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "web", nil)))
+	// As kube-apiserver answered while etcd's members were killed and started again.
+	noIP := apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "svc-037", field.ErrorList{field.Invalid(field.NewPath("spec", "clusterIPs"),
+		[]string{""}, "failed to allocate IP: rpc error: code = Unavailable desc = error reading from server: connection reset by peer")})
+	assert.True(t, transient(noIP), "etcd was away")
+	assert.True(t, transient(apierrors.NewInternalError(errors.New("etcdserver: leader changed"))))
+	assert.False(t, transient(apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "web", field.ErrorList{
+		field.Invalid(field.NewPath("spec", "clusterIP"), "10.0.0.999", "not an IP")})))
 }
 
 // A server away for longer than the backoff takes to reach its Cap is retried at the
@@ -32,7 +40,7 @@ func TestRetryOutlastsTheCap(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	b := wait.Backoff{Duration: time.Millisecond, Factor: 2, Cap: 4 * time.Millisecond, Steps: 1 << 30}
 	calls, retries := 0, 0
-	err := retryTransient(context.Background(), b, &retries, func() error {
+	err := retryTransient(context.Background(), b, &retries, nil, func() error {
 		calls++
 		if calls <= 20 { // about 70 ms away: the Cap is reached after 3 retries
 			return refused
@@ -45,20 +53,61 @@ func TestRetryOutlastsTheCap(t *testing.T) {
 	// The object's time ends the retries, and both causes are told.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	err = retryTransient(ctx, b, &retries, func() error { return refused })
+	err = retryTransient(ctx, b, &retries, nil, func() error { return refused })
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.ErrorIs(t, err, syscall.ECONNREFUSED)
 
 	// A backoff without a Cap is bounded by its Steps.
 	calls = 0
-	err = retryTransient(context.Background(), wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 3}, &retries, func() error { calls++; return refused })
+	err = retryTransient(context.Background(), wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 3}, &retries, nil, func() error { calls++; return refused })
 	assert.ErrorIs(t, err, syscall.ECONNREFUSED)
 	assert.Equal(t, 3, calls)
 
 	// What is not transient is not retried.
 	calls = 0
 	invalid := apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "c", nil)
-	err = retryTransient(context.Background(), b, &retries, func() error { calls++; return invalid })
+	err = retryTransient(context.Background(), b, &retries, nil, func() error { calls++; return invalid })
 	assert.Equal(t, invalid, err)
 	assert.Equal(t, 1, calls)
+}
+
+// A Forbidden is final, but while the API server says it is settling (not ready, its
+// authorizer not yet caught up with the cluster's RBAC), and once right after the server
+// was away.
+func TestForbiddenIsRetriedWhileTheServerSettles(t *testing.T) {
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, "web", errors.New(`User "rg" cannot create resource "services"`))
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	b := wait.Backoff{Duration: time.Millisecond, Factor: 1, Cap: time.Millisecond, Steps: 1 << 30}
+	ready := func(context.Context) bool { return false }
+	run := func(settling func(context.Context) bool, answers ...error) (error, int) {
+		calls, retries := 0, 0
+		err := retryTransient(context.Background(), b, &retries, settling, func() error {
+			calls++
+			if calls > len(answers) {
+				return nil
+			}
+			return answers[calls-1]
+		})
+		return err, calls
+	}
+
+	err, calls := run(ready, forbidden)
+	assert.Equal(t, forbidden, err, "a ready server's Forbidden is final")
+	assert.Equal(t, 1, calls)
+	err, calls = run(nil, forbidden)
+	assert.Equal(t, forbidden, err, "so is one from a server that cannot tell")
+	assert.Equal(t, 1, calls)
+
+	settled := 0
+	settling := func(context.Context) bool { settled++; return settled <= 3 }
+	err, calls = run(settling, forbidden, forbidden, forbidden)
+	assert.NoError(t, err, "retried while the server settles, then allowed")
+	assert.Equal(t, 4, calls)
+
+	err, calls = run(ready, refused, forbidden)
+	assert.NoError(t, err, "retried once after the server was away")
+	assert.Equal(t, 3, calls)
+	err, calls = run(ready, refused, forbidden, forbidden)
+	assert.Equal(t, forbidden, err, "but once only")
+	assert.Equal(t, 3, calls)
 }

@@ -184,7 +184,7 @@ func (r *run) verifyOne(ctx context.Context, id int64) (*VerifiedObject, error) 
 // get retries a read through transient errors, as the restore does.
 func (r *run) get(ctx context.Context, f func() error) error {
 	var retries int
-	return retryTransient(ctx, r.opts.Retry, &retries, f)
+	return retryTransient(ctx, r.opts.Retry, &retries, nil, f)
 }
 
 // templateControllers make the objects they own from a template, and make new ones
