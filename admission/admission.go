@@ -28,6 +28,11 @@ type Operation struct {
 	// Others may then be admitted to what it touches: the holder must stop writing.
 	// Local never loses an admission.
 	Lost func(error)
+	// Resumes says the operation carries on one of the same ID and Kind that ended
+	// without giving its admission back (a process killed, whose journal this one
+	// follows): a live record of that ID is its predecessor's, removed rather than waited
+	// for until it expires. Two operations of one ID must not then run at once.
+	Resumes bool
 }
 
 // ErrLost is wrapped by the error Operation.Lost is given.

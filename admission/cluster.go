@@ -460,6 +460,13 @@ func (c *Cluster) conflictsOf(ctx context.Context, mine *ticketed, prune bool) (
 			}
 		}
 		id, kind := holderOp(l)
+		if prune && mine.op.Resumes && id == mine.op.ID && kind == mine.op.Kind {
+			// The predecessor this operation carries on from.
+			n, _ := strconv.Atoi(l.Annotations[annChunks])
+			if c.remove(ctx, l.Name, n, &metav1.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion}) {
+				continue
+			}
+		}
 		if h.ticket == 0 {
 			if mine.ticket != 0 { // it may be earlier than mine: wait until it says
 				out = append(out, Conflict{ID: id, Kind: kind, Running: h.running})

@@ -243,3 +243,34 @@ func TestClusterIdle(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, cs, "as Conflicts sees it")
 }
+
+// An operation that resumes one of the same ID and kind (a process killed, its journal
+// followed) removes its predecessor's live record instead of waiting for it to expire;
+// one that does not resume, or resumes another ID, waits.
+func TestClusterResumedOperationTakesItsPredecessorsPlace(t *testing.T) {
+	a, b, cs := replicas(t, time.Minute)
+	ctx := context.Background()
+	x := cm("shop", "settings")
+	killed, err := a.enter(ctx, op("restore-1", []manifest.ID{x}, nil))
+	require.NoError(t, err)
+	require.NoError(t, killed.markAdmitted(ctx))
+	killed.stopRenewing() // the process dies; its Lease would live another minute
+
+	_, conflicts, err := b.TryAdmit(ctx, op("restore-1", []manifest.ID{x}, nil))
+	require.NoError(t, err)
+	require.Len(t, conflicts, 1, "without Resumes the same ID is waited for")
+	other := op("restore-2", []manifest.ID{x}, nil)
+	other.Resumes = true
+	_, conflicts, err = b.TryAdmit(ctx, other)
+	require.NoError(t, err)
+	require.Len(t, conflicts, 1, "another ID is waited for, resuming or not")
+
+	resumed := op("restore-1", []manifest.ID{x}, nil)
+	resumed.Resumes = true
+	start := time.Now()
+	r, err := b.Admit(ctx, resumed)
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 5*time.Second, "admitted without waiting for the Lease to expire")
+	r()
+	assert.Equal(t, 0, left(t, cs), "the predecessor's records are gone with it")
+}

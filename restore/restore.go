@@ -86,6 +86,8 @@ func apply(ctx context.Context, p *Plan, target Target, opts RunOptions) (*Repor
 		defer lost(nil)
 		op := p.operation(opts.Name)
 		op.OnWait, op.Lost = opts.OnAdmissionWait, lost
+		// A run that follows a journal carries on the run of the same name that wrote it.
+		op.Resumes = len(r.journaled) > 0
 		release, err := opts.Admitter.Admit(ctx, op)
 		if err != nil {
 			return nil, fmt.Errorf("restore: admission: %w", err)
