@@ -101,6 +101,9 @@ func (c *Controller) elect(ctx context.Context, o *unstructured.Unstructured) {
 			leadErr = c.lead(lctx, name)
 			cancel()
 			<-ran // the Lease released
+			if leadErr == nil && ctx.Err() == nil {
+				c.dropLease(ctx, name)
+			}
 		case <-ran:
 		}
 		c.forget(name, e)
@@ -218,4 +221,25 @@ func (c *Controller) lead(ctx context.Context, name string) error {
 			s.Progress = progress // a restore that failed before it ran keeps the progress it had
 		}
 	})
+}
+
+// dropLease deletes the Lease of Restore name once the Restore has ended and nobody
+// holds the Lease: an ended Restore needs no election, and its Lease would stay until
+// the Restore is deleted. A process that stands for the Restore meanwhile makes the
+// Lease again when it next tries to take it, finds the Restore ended, and drops it in
+// turn.
+func (c *Controller) dropLease(ctx context.Context, name string) {
+	r, err := c.velero.Dynamic.Resource(velero.RestoresResource).Namespace(c.velero.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || !finished(r) {
+		return
+	}
+	leases := c.clients.CoordinationV1().Leases(c.velero.Namespace)
+	l, err := leases.Get(ctx, "restoregraph-restore-"+name, metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+		return
+	}
+	err = leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		c.log.Debug("the ended restore's Lease is left", "restore", name, "error", err)
+	}
 }
