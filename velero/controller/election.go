@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -197,11 +198,14 @@ func (c *Controller) lead(ctx context.Context, name string) error {
 	log.Info("restore taken")
 	c.events.Eventf(taken, corev1.EventTypeNormal, "Taken", "taken by %s", c.identity)
 	c.metrics.InProgress(1)
-	status := c.carryOut(ctx, taken, started, log)
+	status, err := c.carryOut(ctx, taken, started, log)
 	c.metrics.InProgress(-1)
 	if ctx.Err() != nil {
 		log.Info("restore left to whoever holds its Lease next", "cause", context.Cause(ctx))
 		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("the cluster or the backup's location is unavailable: %w", err) // carried out again later
 	}
 	log.Info("restore ended", "phase", status.Phase)
 	c.metrics.RestoreEnded(status.Phase, time.Since(started))

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -11,12 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
@@ -74,7 +78,8 @@ resourceModifierRules:
 				log: slog.New(slog.DiscardHandler), identity: "replica-1", slots: make(chan struct{}, 1), events: record.NewFakeRecorder(10),
 				metrics: &countingMetrics{}, restores: cache.NewStore(cache.MetaNamespaceKeyFunc), host: nil}
 			ctx := context.Background()
-			status := c.carryOut(ctx, veleroRestore("r", tc.spec, ""), time.Now(), c.log)
+			status, err := c.carryOut(ctx, veleroRestore("r", tc.spec, ""), time.Now(), c.log)
+			require.NoError(t, err)
 			if tc.want == "" {
 				assert.NotEqual(t, "FailedValidation", string(status.Phase), "%v", status.ValidationErrors)
 				return
@@ -161,4 +166,33 @@ func TestARightsErrorNamesTheFirstFew(t *testing.T) {
 		e.Missing = append(e.Missing, "no get")
 	}
 	assert.Regexp(t, `^alice may not restore what the Restore holds: no create on configmaps in namespace b \(ConfigMap b/x\)(; no get){7}; and 3 more$`, e.Error())
+}
+
+// A Restore whose backup cannot be read because the API server is away, or answers
+// with a server error, is not ended (no FailedValidation): the error says to carry it out
+// again. A backup that is not there fails validation.
+func TestARestoreIsNotEndedForAServerAway(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		err   error
+		ended string
+	}{
+		{"refused", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, ""},
+		{"unavailable", apierrors.NewServiceUnavailable("etcd is away"), ""},
+		{"absent", apierrors.NewNotFound(schema.GroupResource{Group: "velero.io", Resource: "backups"}, "b"), "FailedValidation"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{velero.RestoresResource: "RestoreList"})
+			dyn.PrependReactor("get", "backups", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, tc.err })
+			c := &Controller{velero: velero.Client{Dynamic: dyn, Namespace: "velero"}, clients: kubefake.NewClientset(), log: slog.New(slog.DiscardHandler)}
+			status, err := c.carryOut(context.Background(), veleroRestore("r", map[string]any{"backupName": "b"}, ""), time.Now(), c.log)
+			if tc.ended == "" {
+				require.Error(t, err)
+				assert.Empty(t, status.Phase)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.ended, string(status.Phase))
+		})
+	}
 }
