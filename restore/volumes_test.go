@@ -328,6 +328,23 @@ func snapshotsCRD(plural, kind, scope string) *unstructured.Unstructured {
 			"names": map[string]any{"plural": plural, "singular": strings.ToLower(kind), "kind": kind, "listKind": kind + "List"}}}}
 }
 
+// serveSnapshots has the target serve VolumeSnapshots and VolumeSnapshotContents, by
+// their CRDs, and returns once its discovery lists them.
+func serveSnapshots(t *testing.T, tgt Target) {
+	t.Helper()
+	for _, crd := range []*unstructured.Unstructured{snapshotsCRD("volumesnapshots", "VolumeSnapshot", "Namespaced"),
+		snapshotsCRD("volumesnapshotcontents", "VolumeSnapshotContent", "Cluster")} {
+		_, err := tgt.Dynamic.Resource(crdGVR).Create(context.Background(), crd, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		_, lists, err := tgt.Discovery.ServerGroupsAndResources()
+		return err == nil && slices.ContainsFunc(lists, func(l *metav1.APIResourceList) bool {
+			return l.GroupVersion == "snapshot.storage.k8s.io/v1" && len(l.APIResources) == 2
+		})
+	}, 5*time.Second, 10*time.Millisecond)
+}
+
 // csiSnapshots stands for Velero's CSI VolumeSnapshot action: it names the
 // VolumeSnapshot anew after the restore's UID, and marks it as one of the items the
 // restore must include.
@@ -371,17 +388,7 @@ func TestClaimsBringTheirCSISnapshots(t *testing.T) {
 		{PV: "pv-logs", ClaimNamespace: "shop", Claim: "logs", Method: VolumeCSISnapshot}}
 	_, tgt := cluster(t, memcluster.Options{BindVolumes: true})
 	ctx := context.Background()
-	for _, crd := range []*unstructured.Unstructured{snapshotsCRD("volumesnapshots", "VolumeSnapshot", "Namespaced"),
-		snapshotsCRD("volumesnapshotcontents", "VolumeSnapshotContent", "Cluster")} {
-		_, err := tgt.Dynamic.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
-	require.Eventually(t, func() bool {
-		_, lists, err := tgt.Discovery.ServerGroupsAndResources()
-		return err == nil && slices.ContainsFunc(lists, func(l *metav1.APIResourceList) bool {
-			return l.GroupVersion == "snapshot.storage.k8s.io/v1" && len(l.APIResources) == 2
-		})
-	}, 5*time.Second, 10*time.Millisecond)
+	serveSnapshots(t, tgt)
 	reg := csiRegistry(t)
 	require.NoError(t, reg.Register("example.io/csi-vs", plugin.V1, csiSnapshots{}))
 	claimsOnly := Selection{Filter: filter.Spec{IncludeResources: []string{"namespaces", "persistentvolumeclaims"}}}
@@ -445,17 +452,7 @@ func TestAClaimNotBoundNamesItsSnapshotsError(t *testing.T) {
 		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
 			"metadata": map[string]any{"name": "fast"}, "provisioner": "disk.example.io", "volumeBindingMode": "Immediate"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	for _, crd := range []*unstructured.Unstructured{snapshotsCRD("volumesnapshots", "VolumeSnapshot", "Namespaced"),
-		snapshotsCRD("volumesnapshotcontents", "VolumeSnapshotContent", "Cluster")} {
-		_, err := tgt.Dynamic.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
-	require.Eventually(t, func() bool {
-		_, lists, err := tgt.Discovery.ServerGroupsAndResources()
-		return err == nil && slices.ContainsFunc(lists, func(l *metav1.APIResourceList) bool {
-			return l.GroupVersion == "snapshot.storage.k8s.io/v1" && len(l.APIResources) == 2
-		})
-	}, 5*time.Second, 10*time.Millisecond)
+	serveSnapshots(t, tgt)
 	_, err = tgt.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx,
 		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop"}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
