@@ -42,6 +42,7 @@ type Cluster struct {
 	Kubeconfig string
 	dir        string
 	processes
+	etcdClients []string // the client URLs of a cluster of several members
 }
 
 const token = "restoregraph-integration-token"
@@ -61,6 +62,10 @@ var users = map[string][2]string{
 type Options struct {
 	// ServiceCIDR is the Service cluster IP range; default 10.0.0.0/24.
 	ServiceCIDR string
+	// EtcdMembers is how many members the etcd cluster has; default 1, a process named
+	// etcd. With more, they are etcd-0, etcd-1, ..., kube-apiserver reaches all of them,
+	// and EtcdLeader names the one that leads.
+	EtcdMembers int
 	// EtcdQuotaBytes is etcd's backend quota; default etcd's own (2 GiB), which a
 	// million objects outgrow.
 	EtcdQuotaBytes int64
@@ -127,7 +132,13 @@ func StartWith(ctx context.Context, dir string, bin Binaries, opts Options) (*Cl
 			c.Stop()
 		}
 	}()
-	etcdURL, err := c.startEtcd(ctx, bin.Etcd, opts.EtcdQuotaBytes)
+	var etcdURL string
+	var err error
+	if opts.EtcdMembers > 1 {
+		etcdURL, err = c.startEtcdCluster(ctx, bin.Etcd, opts.EtcdMembers, opts.EtcdQuotaBytes)
+	} else {
+		etcdURL, err = c.startEtcd(ctx, bin.Etcd, opts.EtcdQuotaBytes)
+	}
 	if err != nil {
 		return nil, err
 	}

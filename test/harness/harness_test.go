@@ -3,8 +3,10 @@ package harness
 import (
 	"context"
 	"net"
+	"net/http"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,4 +64,31 @@ func TestEtcdStartsAgainOnAPortTaken(t *testing.T) {
 	err = ps.onFreePorts(1, func([]int) error { tries++; return assert.AnError })
 	assert.ErrorIs(t, err, assert.AnError)
 	assert.Equal(t, 1, tries)
+}
+
+// A cluster of three etcd members has a leader, and another member leads once it is
+// killed; started again, it rejoins.
+func TestEtcdClusterElectsAnotherLeader(t *testing.T) {
+	etcd, err := exec.LookPath("etcd")
+	if err != nil {
+		t.Skip("no etcd: install Debian's etcd-server (make integration does)")
+	}
+	c := &Cluster{dir: t.TempDir()}
+	c.processes.dir = c.dir
+	defer c.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	urls, err := c.startEtcdCluster(ctx, etcd, 3, 0)
+	require.NoError(t, err)
+	assert.Len(t, strings.Split(urls, ","), 3)
+	leader, err := c.EtcdLeader(ctx)
+	require.NoError(t, err)
+	require.NoError(t, c.Kill(leader))
+	var next string
+	require.Eventually(t, func() bool {
+		next, err = c.EtcdLeader(ctx)
+		return err == nil && next != leader
+	}, 30*time.Second, 100*time.Millisecond, "another member leads")
+	require.NoError(t, c.Restart(leader))
+	require.NoError(t, c.waitHTTP(ctx, leader, &http.Client{}, c.etcdClients[leader[len(leader)-1]-'0']+"/health", "", 30*time.Second))
 }
