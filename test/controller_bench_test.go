@@ -2,9 +2,7 @@ package test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -15,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +24,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/restoregraph/restoregraph/bench/workload"
 	"github.com/restoregraph/restoregraph/test/harness"
 )
 
@@ -214,7 +209,7 @@ func createRestoresAndWait(b *testing.B, c *harness.Cluster, backup, prefix stri
 }
 
 // metricOf reads one unlabelled metric from a Prometheus endpoint.
-func metricOf(b *testing.B, addr, name string) float64 {
+func metricOf(b testing.TB, addr, name string) float64 {
 	b.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
 	require.NoError(b, err)
@@ -237,7 +232,7 @@ func metricOf(b *testing.B, addr, name string) float64 {
 // ConfigMaps, Secrets, ServiceAccounts and RoleBindings), carried out by one restoregraph
 // controller process into a real API server, the backup in an S3 bucket where Velero
 // keeps backups and found there by Velero's backup sync. The tarball is bench/workload's
-// and its velero-backup.json is written here: Velero did not write this one. It reports the time until Completed, the objects
+// with a velero-backup.json uploadApps writes: Velero did not write this one. It reports the time until Completed, the objects
 // per second, and the process's peak resident memory (VmHWM).
 func BenchmarkIntegrationVeleroRestoreLarge(b *testing.B) {
 	const objects = 100_000
@@ -246,26 +241,7 @@ func BenchmarkIntegrationVeleroRestoreLarge(b *testing.B) {
 		s, err := harness.StartS3(ctx, b.TempDir())
 		require.NoError(b, err)
 		defer s.Stop()
-		var tarball bytes.Buffer
-		n, err := workload.WriteApps(&tarball, objects, 1)
-		require.NoError(b, err)
-		now := time.Now().UTC()
-		ts := now.Format(time.RFC3339)
-		record, err := json.Marshal(map[string]any{
-			"apiVersion": "velero.io/v1", "kind": "Backup",
-			"metadata": map[string]any{"name": "apps", "namespace": "velero", "labels": map[string]any{"velero.io/storage-location": "default"}},
-			"spec":     map[string]any{"storageLocation": "default", "ttl": "720h0m0s"},
-			"status": map[string]any{"version": 1, "formatVersion": "1.1.0", "phase": "Completed", "startTimestamp": ts, "completionTimestamp": ts,
-				"expiration": now.Add(720 * time.Hour).Format(time.RFC3339), "progress": map[string]any{"totalItems": n, "itemsBackedUp": n}}})
-		require.NoError(b, err)
-		// velero-backup.json last: Velero's sync takes a backup once it is there.
-		for _, f := range []struct {
-			name string
-			data []byte
-		}{{"apps.tar.gz", tarball.Bytes()}, {"velero-backup.json", record}} {
-			_, err = s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String("backups/apps/" + f.name), Body: bytes.NewReader(f.data)})
-			require.NoError(b, err)
-		}
+		n, _ := uploadApps(b, s, "apps", objects)
 
 		c := startCluster(b, harness.Options{ServiceCIDR: "10.96.0.0/16"})
 		v, err := c.StartVelero(ctx, s, harness.VeleroOptions{DisableControllers: harness.RestoreControllers})

@@ -47,14 +47,7 @@ func TestControllerAsALibrary(t *testing.T) {
 	require.NoError(t, err)
 	tgt, err := restore.NewTarget(asSA)
 	require.NoError(t, err)
-	commands, err := pluginhost.Executables(v.PluginDir())
-	require.NoError(t, err)
-	host := &pluginhost.Host{Env: []string{"AWS_EC2_METADATA_DISABLED=true"}}
-	t.Cleanup(host.Close)
-	var cmds [][]string
-	for _, c := range commands {
-		cmds = append(cmds, pluginhost.Command(c))
-	}
+	host, cmds := pluginHost(t, v.PluginDir())
 	var logs syncBuffer
 	c, err := controller.New(controller.Config{
 		Velero:     velero.Client{Dynamic: dyn, Secrets: cs.CoreV1(), Namespace: "velero"},
@@ -131,4 +124,20 @@ func head(s string, n int) string {
 		lines = lines[:n]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// pluginHost is a plugin host for a controller in this process, with env added to the
+// plugins' environment, and the commands of the plugin executables in dir; closed when
+// the test ends.
+func pluginHost(t *testing.T, dir string, env ...string) (*pluginhost.Host, [][]string) {
+	t.Helper()
+	found, err := pluginhost.Executables(dir)
+	require.NoError(t, err)
+	host := &pluginhost.Host{Env: append([]string{"AWS_EC2_METADATA_DISABLED=true"}, env...)}
+	t.Cleanup(host.Close)
+	var commands [][]string
+	for _, f := range found {
+		commands = append(commands, pluginhost.Command(f))
+	}
+	return host, commands
 }

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
@@ -36,25 +37,15 @@ func TestDeployManifestsAreAccepted(t *testing.T) {
 		}
 	}
 	tgt := restoreTarget(t, cfg())
-	const file = "../deploy/restoregraph.yaml"
-	data, err := os.ReadFile(file)
-	require.NoError(t, err)
 	kinds := map[string]int{}
-	for _, doc := range strings.Split(strings.TrimPrefix(string(data), "---\n"), "\n---\n") {
-		var obj map[string]any
-		require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &obj), file)
-		u := &unstructured.Unstructured{Object: obj}
-		gvk := u.GroupVersionKind()
-		mapping, err := tgt.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		require.NoError(t, err, "%s: %s", file, gvk)
-		client := tgt.Dynamic.Resource(mapping.Resource).Namespace(u.GetNamespace())
-		_, err = client.Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"})
+	eachManifest(t, tgt, "../deploy/restoregraph.yaml", func(client dynamic.ResourceInterface, u *unstructured.Unstructured) error {
+		_, err := client.Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"})
 		if apierrors.IsAlreadyExists(err) {
 			_, err = client.Update(ctx, u, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"})
 		}
-		require.NoError(t, err, "%s: %s %s", file, gvk.Kind, u.GetName())
-		kinds[gvk.Kind]++
-	}
+		kinds[u.GetKind()]++
+		return err
+	})
 	assert.Equal(t, map[string]int{"ServiceAccount": 1, "Role": 2, "RoleBinding": 2, "Namespace": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
 		"Deployment": 1, "PodDisruptionBudget": 1}, kinds)
 }
@@ -107,4 +98,22 @@ func asChart(t testing.TB, c *harness.Cluster) *rest.Config {
 	cfg := rest.CopyConfig(c.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: chartAccount}
 	return cfg
+}
+
+// eachManifest hands apply each object of the YAML file's documents (read strictly),
+// with the client of its resource in its namespace on tgt; an error apply returns fails
+// the test, naming the object.
+func eachManifest(t *testing.T, tgt restore.Target, file string, apply func(dynamic.ResourceInterface, *unstructured.Unstructured) error) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	for _, doc := range strings.Split(strings.TrimPrefix(string(data), "---\n"), "\n---\n") {
+		var obj map[string]any
+		require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &obj), file)
+		u := &unstructured.Unstructured{Object: obj}
+		gvk := u.GroupVersionKind()
+		mapping, err := tgt.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		require.NoError(t, err, "%s: %s", file, gvk)
+		require.NoError(t, apply(tgt.Dynamic.Resource(mapping.Resource).Namespace(u.GetNamespace()), u), "%s: %s %s", file, gvk.Kind, u.GetName())
+	}
 }

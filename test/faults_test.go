@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -61,20 +59,7 @@ func requireCLI(t *testing.T) {
 // runCLI runs the command to its end.
 func runCLI(t *testing.T, args ...string) cliRun {
 	t.Helper()
-	bin, err := cliBinary()
-	require.NoError(t, err)
-	cmd := exec.Command(bin, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	started := time.Now()
-	err = cmd.Run()
-	r := cliRun{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(started)}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		r.exit = ee.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
+	r, _ := runCLIKilledAfter(t, 0, args...)
 	return r
 }
 

@@ -3,7 +3,6 @@ package test
 import (
 	"context"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,13 +16,11 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/restoregraph/restoregraph/restore"
 	"github.com/restoregraph/restoregraph/test/harness"
 	"github.com/restoregraph/restoregraph/velero"
 	"github.com/restoregraph/restoregraph/velero/controller"
-	"github.com/restoregraph/restoregraph/velero/pluginhost"
 )
 
 // TestControllerRestoresAsItsRequester: with the chart's requester policy installed
@@ -42,21 +39,11 @@ func TestControllerRestoresAsItsRequester(t *testing.T) {
 	require.NoError(t, err)
 
 	// The chart's policy, as it ships it.
-	const file = "../deploy/chart/files/requester-policy.yaml"
-	data, err := os.ReadFile(file)
-	require.NoError(t, err)
-	var installed time.Time
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		var obj map[string]any
-		require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &obj), file)
-		u := &unstructured.Unstructured{Object: obj}
-		gvk := u.GroupVersionKind()
-		mapping, err := tgt.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		require.NoError(t, err, "%s: %s", file, gvk)
-		_, err = tgt.Dynamic.Resource(mapping.Resource).Create(ctx, u, metav1.CreateOptions{FieldValidation: "Strict"})
-		require.NoError(t, err, "%s: %s", file, gvk.Kind)
-		installed = time.Now()
-	}
+	eachManifest(t, tgt, "../deploy/chart/files/requester-policy.yaml", func(client dynamic.ResourceInterface, u *unstructured.Unstructured) error {
+		_, err := client.Create(ctx, u, metav1.CreateOptions{FieldValidation: "Strict"})
+		return err
+	})
+	installed := time.Now()
 
 	// alice administers namespace alice-shop (every right in it) and may create Restores.
 	as := func(user string, groups ...string) dynamic.Interface {
@@ -100,14 +87,7 @@ func TestControllerRestoresAsItsRequester(t *testing.T) {
 	// The controller trusts a record only once the policy has surely been enforced.
 	time.Sleep(time.Until(installed.Add(11 * time.Second)))
 
-	commands, err := pluginhost.Executables(v.PluginDir())
-	require.NoError(t, err)
-	host := &pluginhost.Host{Env: []string{"AWS_EC2_METADATA_DISABLED=true"}}
-	t.Cleanup(host.Close)
-	var cmds [][]string
-	for _, c := range commands {
-		cmds = append(cmds, pluginhost.Command(c))
-	}
+	host, cmds := pluginHost(t, v.PluginDir())
 	dyn, err := dynamic.NewForConfig(vc.Config)
 	require.NoError(t, err)
 	var logs syncBuffer

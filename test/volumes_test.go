@@ -29,7 +29,6 @@ import (
 	"github.com/restoregraph/restoregraph/test/harness"
 	"github.com/restoregraph/restoregraph/velero"
 	"github.com/restoregraph/restoregraph/velero/controller"
-	"github.com/restoregraph/restoregraph/velero/pluginhost"
 )
 
 // csiCluster is a cluster of controllers, scheduler and kwok's nodes, with the CSI
@@ -206,14 +205,7 @@ func TestVeleroCSIRestoreSideBySide(t *testing.T) {
 	require.NoError(t, err)
 	tgt, err := restore.NewTarget(asSA)
 	require.NoError(t, err)
-	found, err := pluginhost.Executables(plugins)
-	require.NoError(t, err)
-	host := &pluginhost.Host{Env: []string{"KUBECONFIG=" + rc.Kubeconfig, "AWS_EC2_METADATA_DISABLED=true"}}
-	t.Cleanup(host.Close)
-	var commands [][]string
-	for _, f := range found {
-		commands = append(commands, pluginhost.Command(f))
-	}
+	host, commands := pluginHost(t, plugins, "KUBECONFIG="+rc.Kubeconfig)
 	c, err := controller.New(controller.Config{Velero: velero.Client{Dynamic: dyn, Secrets: cs.CoreV1(), Namespace: "velero"},
 		Kubernetes: cs, Target: tgt, Plugins: host, PluginCommands: commands, Identity: "csi", Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
