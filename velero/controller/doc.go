@@ -22,7 +22,9 @@
 //     the Restore out. If that process dies, the Lease expires and another takes the
 //     Restore over: it follows the journal the first kept in ConfigMaps beside the
 //     Restore, so that nothing is made twice and plugins' asynchronous operations are
-//     followed, not started again.
+//     followed, not started again. A Restore whose backup, location or records cannot
+//     be read because the API server, etcd or the location is away is carried out again
+//     later, not ended; an ended Restore's Lease is deleted.
 //   - Velero's phases and records. A Restore moves New → InProgress → Completed,
 //     PartiallyFailed, Failed or FailedValidation (a field restoregraph does not do
 //     fails validation, named), with its progress, its status written with Velero's

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
@@ -102,10 +103,12 @@ func (c *Controller) elect(ctx context.Context, o *unstructured.Unstructured) {
 			leadErr = c.lead(lctx, name)
 			cancel()
 			<-ran // the Lease released
-			if leadErr == nil && ctx.Err() == nil {
-				c.dropLease(ctx, name)
-			}
 		case <-ran:
+			// The election ended without leading, or having just taken the Lease (it
+			// ended as the Restore did, and released it).
+		}
+		if leadErr == nil && ctx.Err() == nil {
+			c.dropLease(ctx, name)
 		}
 		c.forget(name, e)
 		if leadErr != nil && ctx.Err() == nil {
@@ -231,19 +234,35 @@ func (c *Controller) lead(ctx context.Context, name string) error {
 // holds the Lease: an ended Restore needs no election, and its Lease would stay until
 // the Restore is deleted. A process that stands for the Restore meanwhile makes the
 // Lease again when it next tries to take it, finds the Restore ended, and drops it in
-// turn.
+// turn. A read or delete the API server does not answer is tried again, for half a
+// minute.
 func (c *Controller) dropLease(ctx context.Context, name string) {
-	r, err := c.velero.Dynamic.Resource(velero.RestoresResource).Namespace(c.velero.Namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil || !finished(r) {
-		return
-	}
+	restores := c.velero.Dynamic.Resource(velero.RestoresResource).Namespace(c.velero.Namespace)
 	leases := c.clients.CoordinationV1().Leases(c.velero.Namespace)
-	l, err := leases.Get(ctx, "restoregraph-restore-"+name, metav1.GetOptions{})
-	if err != nil || l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
-		return
-	}
-	err = leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion}})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: 7, Cap: 8 * time.Second}
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		r, err := restores.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return true, nil // its Lease goes with it
+		case err != nil:
+			return false, nil
+		case !finished(r):
+			return true, nil
+		}
+		l, err := leases.Get(ctx, "restoregraph-restore-"+name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return true, nil
+		case err != nil:
+			return false, nil
+		case l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "":
+			return true, nil // whoever holds it drops it
+		}
+		err = leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion}})
+		return err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err), nil
+	})
+	if err != nil {
 		c.log.Debug("the ended restore's Lease is left", "restore", name, "error", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -195,4 +196,29 @@ func TestARestoreIsNotEndedForAServerAway(t *testing.T) {
 			assert.Equal(t, tc.ended, string(status.Phase))
 		})
 	}
+}
+
+// An ended Restore's Lease is deleted once nobody holds it; one held, or of a Restore
+// still running, is left.
+func TestAnEndedRestoresLeaseIsDropped(t *testing.T) {
+	lease := func(name, holder string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "restoregraph-restore-" + name, Namespace: "velero"},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{velero.RestoresResource: "RestoreList"},
+		veleroRestore("ended", map[string]any{}, "Completed"), veleroRestore("held", map[string]any{}, "Completed"),
+		veleroRestore("running", map[string]any{}, "InProgress"))
+	kube := kubefake.NewClientset(lease("ended", ""), lease("held", "replica-b"), lease("running", ""))
+	c := &Controller{velero: velero.Client{Dynamic: dyn, Namespace: "velero"}, clients: kube, log: slog.New(slog.DiscardHandler)}
+	ctx := context.Background()
+	for _, name := range []string{"ended", "held", "running", "gone"} {
+		c.dropLease(ctx, name)
+	}
+	left, err := kube.CoordinationV1().Leases("velero").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var names []string
+	for _, l := range left.Items {
+		names = append(names, l.Name)
+	}
+	assert.ElementsMatch(t, []string{"restoregraph-restore-held", "restoregraph-restore-running"}, names)
 }
