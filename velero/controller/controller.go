@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -201,11 +202,15 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.ready.Store(true)
 	c.log.Info("controller started", "namespace", c.velero.Namespace, "identity", c.identity, "restores", cap(c.slots))
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		for c.processNext(ctx) {
 		}
+	}()
+	go func() {
+		defer wg.Done()
+		wait.UntilWithContext(ctx, c.sweepLeases, leaseSweep)
 	}()
 	<-ctx.Done()
 	c.queue.ShutDown()

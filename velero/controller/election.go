@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -256,7 +257,7 @@ func (c *Controller) dropLease(ctx context.Context, name string) {
 			return true, nil
 		case err != nil:
 			return false, nil
-		case l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "":
+		case leaseHeld(l, time.Now()):
 			return true, nil // whoever holds it drops it
 		}
 		err = leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion}})
@@ -265,4 +266,47 @@ func (c *Controller) dropLease(ctx context.Context, name string) {
 	if err != nil {
 		c.log.Debug("the ended restore's Lease is left", "restore", name, "error", err)
 	}
+}
+
+// leaseSweep is how often a process looks for the Leases of ended Restores left behind.
+const leaseSweep = 30 * time.Second
+
+// sweepLeases deletes the Leases of ended Restores that nobody holds, or whose holder
+// stopped renewing them: what a process killed between releasing a Lease and dropping
+// it leaves. The Lease of a Restore that is gone goes with it (its owner).
+func (c *Controller) sweepLeases(ctx context.Context) {
+	leases := c.clients.CoordinationV1().Leases(c.velero.Namespace)
+	list, err := leases.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		c.log.Debug("the Leases of ended restores are not swept", "error", err)
+		return
+	}
+	now := time.Now()
+	for i := range list.Items {
+		l := &list.Items[i]
+		name, ok := strings.CutPrefix(l.Name, "restoregraph-restore-")
+		if !ok || leaseHeld(l, now) {
+			continue
+		}
+		obj, exists, _ := c.restores.GetByKey(c.velero.Namespace + "/" + name)
+		if u, _ := obj.(*unstructured.Unstructured); !exists || u == nil || !finished(u) {
+			continue
+		}
+		err := leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &l.UID, ResourceVersion: &l.ResourceVersion}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			c.log.Debug("the ended restore's Lease is left", "restore", name, "error", err)
+		}
+	}
+}
+
+// leaseHeld reports whether a process holds Lease l at now: it names a holder, and its
+// last renewal has not expired.
+func leaseHeld(l *coordinationv1.Lease, now time.Time) bool {
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+		return false
+	}
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return true
+	}
+	return now.Before(l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second))
 }

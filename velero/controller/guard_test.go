@@ -24,6 +24,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/memcluster"
@@ -221,4 +222,32 @@ func TestAnEndedRestoresLeaseIsDropped(t *testing.T) {
 		names = append(names, l.Name)
 	}
 	assert.ElementsMatch(t, []string{"restoregraph-restore-held", "restoregraph-restore-running"}, names)
+}
+
+// The sweep deletes the Leases of ended Restores nobody holds, released or expired (a
+// process killed before it dropped one); a held one, one of a running Restore, and a
+// Lease of something else stay.
+func TestLeftLeasesOfEndedRestoresAreSwept(t *testing.T) {
+	now := metav1.NewMicroTime(time.Now())
+	long := metav1.NewMicroTime(time.Now().Add(-time.Hour))
+	lease := func(name, holder string, renewed metav1.MicroTime) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "velero"},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: &renewed, LeaseDurationSeconds: ptr.To[int32](15)}}
+	}
+	kube := kubefake.NewClientset(lease("restoregraph-restore-released", "", long), lease("restoregraph-restore-expired", "replica-b", long),
+		lease("restoregraph-restore-held", "replica-b", now), lease("restoregraph-restore-running", "", long), lease("other", "", long))
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	for name, phase := range map[string]string{"released": "Completed", "expired": "PartiallyFailed", "held": "Completed", "running": "InProgress"} {
+		require.NoError(t, store.Add(veleroRestore(name, map[string]any{}, phase)))
+	}
+	c := &Controller{velero: velero.Client{Namespace: "velero"}, clients: kube, restores: store, log: slog.New(slog.DiscardHandler)}
+	ctx := context.Background()
+	c.sweepLeases(ctx)
+	left, err := kube.CoordinationV1().Leases("velero").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var names []string
+	for _, l := range left.Items {
+		names = append(names, l.Name)
+	}
+	assert.ElementsMatch(t, []string{"restoregraph-restore-held", "restoregraph-restore-running", "other"}, names)
 }
