@@ -3,6 +3,7 @@ package restore
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"time"
@@ -39,8 +40,11 @@ func transient(err error) bool {
 		strings.Contains(msg, "etcdserver: leader changed") || strings.Contains(msg, "etcdserver: request timed out") {
 		return true
 	}
+	// A connection cut while the answer was read: client-go says "unexpected error when
+	// reading response body. Please retry", around io.ErrUnexpectedEOF. A create whose
+	// answer was lost may have been made: its retry finds it by its source UID.
 	var ne net.Error
-	return errors.As(err, &ne)
+	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // retryTransient calls f until it returns a non-transient result, backing off between

@@ -3,6 +3,8 @@ package restore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"syscall"
 	"testing"
@@ -30,6 +32,8 @@ func TestTransient(t *testing.T) {
 		[]string{""}, "failed to allocate IP: rpc error: code = Unavailable desc = error reading from server: connection reset by peer")})
 	assert.True(t, transient(noIP), "etcd was away")
 	assert.True(t, transient(apierrors.NewInternalError(errors.New("etcdserver: leader changed"))))
+	// As client-go says it when the connection is cut while it reads the answer.
+	assert.True(t, transient(fmt.Errorf("unexpected error when reading response body. Please retry. Original error: %w", io.ErrUnexpectedEOF)))
 	assert.False(t, transient(apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "web", field.ErrorList{
 		field.Invalid(field.NewPath("spec", "clusterIP"), "10.0.0.999", "not an IP")})))
 }
