@@ -47,6 +47,11 @@ func transient(err error) bool {
 	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
+// IsTransient reports whether err says that the API server, or etcd behind it, was
+// away, failing or throttling for a moment, rather than anything about the request:
+// what a restore retries, and what a caller may try again later.
+func IsTransient(err error) bool { return transient(err) }
+
 // retryTransient calls f until it returns a non-transient result, backing off between
 // attempts as b says, within ctx. It returns f's last error, joined with ctx's when ctx
 // ended the retries.

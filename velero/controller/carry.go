@@ -2,14 +2,10 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"log/slog"
-	"net"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	velerov1 "github.com/vmware-tanzu/velero/pkg/apis/velero/v1"
@@ -32,13 +28,13 @@ import (
 // carryOut carries out the Restore o, taken at started, and returns its final status; a
 // restore that ran has its results and log recorded in its location. An error, and no
 // status, says that what it had to read could not be read because the API server, etcd
-// or a location was away (unavailable), not because of the Restore: it is carried out
+// or a location was away (restore.IsTransient), not because of the Restore: it is carried out
 // again later rather than ended.
 func (c *Controller) carryOut(ctx context.Context, o *unstructured.Unstructured, started time.Time, log *slog.Logger) (velerov1.RestoreStatus, error) {
 	start := metav1.NewTime(started.UTC().Truncate(time.Second))
 	end := func() *metav1.Time { t := metav1.NewTime(time.Now().UTC().Truncate(time.Second)); return &t }
 	invalid := func(err error) (velerov1.RestoreStatus, error) {
-		if unavailable(err) {
+		if restore.IsTransient(err) {
 			return velerov1.RestoreStatus{}, err
 		}
 		return velerov1.RestoreStatus{Phase: velerov1.RestorePhaseFailedValidation, ValidationErrors: []string{err.Error()},
@@ -48,7 +44,7 @@ func (c *Controller) carryOut(ctx context.Context, o *unstructured.Unstructured,
 		return velerov1.RestoreStatus{Phase: velerov1.RestorePhaseFailed, FailureReason: err.Error(), StartTimestamp: &start, CompletionTimestamp: end()}
 	}
 	failed := func(err error) (velerov1.RestoreStatus, error) {
-		if unavailable(err) {
+		if restore.IsTransient(err) {
 			return velerov1.RestoreStatus{}, err
 		}
 		return failedStatus(err), nil
@@ -212,22 +208,6 @@ func (c *Controller) carryOut(ctx context.Context, o *unstructured.Unstructured,
 		status.Progress = progress
 	}
 	return status, nil
-}
-
-// unavailable reports whether err says that the API server, etcd behind it, or a
-// location could not be reached or answered with a server error or throttling, rather
-// than anything about the Restore.
-func unavailable(err error) bool {
-	if apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
-		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err) {
-		return true
-	}
-	var st apierrors.APIStatus
-	if errors.As(err, &st) && st.Status().Code >= 500 {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // journalName names the ConfigMaps of a Restore's journal: restoregraph-journal-NAME,
