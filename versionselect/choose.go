@@ -11,7 +11,11 @@ import (
 type Rule string
 
 const (
-	RuleUserPriority    Rule = "UserPriority"    // P0
+	RuleUserPriority Rule = "UserPriority" // P0
+	// RuleStorageVersion: the version a CRD converted by a webhook stores, which the
+	// backup holds. Objects created at it are stored as sent: the API server calls no
+	// conversion webhook, whose backend may not be running yet.
+	RuleStorageVersion  Rule = "StorageVersion"
 	RuleTargetPreferred Rule = "TargetPreferred" // P1
 	RuleSourcePreferred Rule = "SourcePreferred" // P2
 	RuleCommon          Rule = "CommonVersion"   // P3
@@ -27,6 +31,9 @@ const (
 type Versions struct {
 	Versions  []string // any order; Choose considers them by Kubernetes priority
 	Preferred string
+	// Storage is, on the target's side, the version its CRD stores objects at when a
+	// conversion webhook converts between its versions; "" otherwise.
+	Storage string
 }
 
 // Choice is the version chosen for one group-resource, and why.
@@ -57,6 +64,8 @@ func (c Choice) Explain() string {
 	switch c.Rule {
 	case RuleUserPriority:
 		return fmt.Sprintf("%s: first version in the user's priority list that both sides support", c.Version)
+	case RuleStorageVersion:
+		return fmt.Sprintf("%s: the version its CRD stores, present in the backup: no conversion webhook is called", c.Version)
 	case RuleTargetPreferred:
 		return fmt.Sprintf("%s: the target's preferred version, present in the backup", c.Version)
 	case RuleSourcePreferred:
@@ -96,6 +105,10 @@ func Choose(gr schema.GroupResource, source, target Versions, user []string) Cho
 			c.Version, c.Rule = v, RuleUserPriority
 			return c
 		}
+	}
+	if target.Storage != "" && inSource(target.Storage) && inTarget(target.Storage) {
+		c.Version, c.Rule = target.Storage, RuleStorageVersion
+		return c
 	}
 	if target.Preferred != "" && inSource(target.Preferred) {
 		c.Version, c.Rule = target.Preferred, RuleTargetPreferred

@@ -92,6 +92,20 @@ func PreferredVersion(crd *apiextv1.CustomResourceDefinition) (version string, o
 	return served[0], true
 }
 
+// WebhookStorage returns the version crd stores objects at when a conversion webhook
+// converts between its versions, "" when none does.
+func WebhookStorage(crd *apiextv1.CustomResourceDefinition) string {
+	if c := crd.Spec.Conversion; c == nil || c.Strategy != apiextv1.WebhookConverter {
+		return ""
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return ""
+}
+
 // CRDGroupResource returns the group-resource that crd defines.
 func CRDGroupResource(crd *apiextv1.CustomResourceDefinition) schema.GroupResource {
 	return schema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}

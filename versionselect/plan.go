@@ -74,7 +74,7 @@ func NewPlan(src Source, target Target, opts Options) (*Plan, error) {
 	for _, res := range src.Manifest().Resources() {
 		gr := res.GroupResource
 		tr := target[gr]
-		c := Choose(gr, Versions{res.Versions, res.Preferred}, Versions{tr.Versions, tr.Preferred}, opts.Priorities[gr])
+		c := Choose(gr, Versions{Versions: res.Versions, Preferred: res.Preferred}, Versions{Versions: tr.Versions, Preferred: tr.Preferred, Storage: tr.Storage}, opts.Priorities[gr])
 		c.TargetFromCRD, c.InvalidCRD = tr.FromCRD, tr.InvalidCRD
 		if c.Rule == RuleNoCommonVersion {
 			conflicts = append(conflicts, c)

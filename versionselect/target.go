@@ -25,6 +25,10 @@ type TargetResource struct {
 	Preferred string
 	// FromCRD names the backup's CRD these versions come from; "" when from discovery.
 	FromCRD string
+	// Storage is the version the backup's CRD stores objects at when a conversion
+	// webhook converts between its versions (Versions.Storage), whether or not the
+	// target serves the group-resource already; "" otherwise.
+	Storage string
 	// InvalidCRD says, when the target does not serve the group-resource, why the
 	// backup's CRD for it cannot serve it either: its name and what is wrong with it.
 	InvalidCRD string
@@ -91,7 +95,12 @@ func (t Target) WithCRDs(crds []*apiextv1.CustomResourceDefinition, invalid ...*
 	}
 	for _, crd := range crds {
 		gr := CRDGroupResource(crd)
-		if _, served := t[gr]; served {
+		if tr, served := t[gr]; served {
+			// The target's CRD stands, and a restore keeps it; where it stores what the
+			// backup's does, objects sent at that version are stored as sent.
+			if tr.Storage = WebhookStorage(crd); tr.Storage != "" {
+				out[gr] = tr
+			}
 			continue
 		}
 		if err := ValidateCRDVersions(crd); err != nil {
@@ -99,7 +108,7 @@ func (t Target) WithCRDs(crds []*apiextv1.CustomResourceDefinition, invalid ...*
 			continue
 		}
 		versions := ServedVersions(crd)
-		out[gr] = TargetResource{Versions: versions, Preferred: versions[0], FromCRD: crd.Name}
+		out[gr] = TargetResource{Versions: versions, Preferred: versions[0], FromCRD: crd.Name, Storage: WebhookStorage(crd)}
 	}
 	for _, e := range invalid {
 		if _, served := t[e.GroupResource]; !served {

@@ -102,4 +102,13 @@ func TestWithCRDs(t *testing.T) {
 	assert.Empty(t, broken.Versions)
 	assert.Contains(t, broken.InvalidCRD, "OneStorageVersion")
 	assert.Len(t, served, 1, "the receiver is not changed")
+
+	converted := crd("x.io", "sprockets", ver("v1beta1", true, true), ver("v1", true, false))
+	converted.Spec.Conversion = &apiextv1.CustomResourceConversion{Strategy: apiextv1.WebhookConverter}
+	got = Target{}.WithCRDs([]*apiextv1.CustomResourceDefinition{converted})
+	assert.Equal(t, "v1beta1", got[schema.GroupResource{Group: "x.io", Resource: "sprockets"}].Storage,
+		"a webhook-converted CRD says the version it stores")
+	got = Target{{Group: "x.io", Resource: "sprockets"}: {Versions: []string{"v1", "v1beta1"}, Preferred: "v1"}}.WithCRDs([]*apiextv1.CustomResourceDefinition{converted})
+	assert.Equal(t, TargetResource{Versions: []string{"v1", "v1beta1"}, Preferred: "v1", Storage: "v1beta1"}, got[schema.GroupResource{Group: "x.io", Resource: "sprockets"}],
+		"and so it does when the target serves it already, its versions standing")
 }
