@@ -129,6 +129,16 @@ var ReadyCondition = ProbeFunc(func(obj *unstructured.Unstructured) Result {
 	return Result{Reason: fmt.Sprintf("Ready is %q %s", s, msg), Probe: "ReadyCondition"}
 })
 
+// APIService is ready when its Available condition is True: until then the API server
+// does not serve the APIService's group and version.
+var APIService = ProbeFunc(func(obj *unstructured.Unstructured) Result {
+	s, msg, _ := condition(obj, "Available")
+	if s != "True" {
+		return Result{Reason: fmt.Sprintf("condition Available is %q %s", s, msg), Probe: "APIService"}
+	}
+	return Result{Ready: true, Reason: "Available", Probe: "APIService"}
+})
+
 // Policy says how kinds with no registered probe are judged.
 type Policy string
 
@@ -169,9 +179,12 @@ func NewRegistry(policy Policy) *Registry {
 }
 
 // NewHealth returns the registry that judges health: kstatus for every kind (Current
-// is healthy, Failed has failed), what helm --wait and kapp wait for.
+// is healthy, Failed has failed), what helm --wait and kapp wait for; an APIService
+// Available, which kstatus does not read.
 func NewHealth() *Registry {
-	return &Registry{probes: map[schema.GroupKind]Probe{}, Unknown: Healthy}
+	r := &Registry{probes: map[schema.GroupKind]Probe{}, Unknown: Healthy}
+	r.Register(schema.GroupKind{Group: "apiregistration.k8s.io", Kind: "APIService"}, APIService)
+	return r
 }
 
 // builtinKinds are the kinds Kubernetes serves itself, but for CRDs and Namespaces.

@@ -3,11 +3,12 @@ package restore
 import "slices"
 
 // Rule names a rule of the plan that Disabled.Rules may switch off: ControllerManaged,
-// NamespaceDefaults or StatefulSetClaims.
+// NamespaceDefaults, StatefulSetClaims, AdmissionWebhooks, APIServices or
+// ConversionWebhooks.
 type Rule string
 
 // Rules are the plan's rules that may be switched off.
-var Rules = []Rule{ControllerManaged, NamespaceDefaults, StatefulSetClaims}
+var Rules = []Rule{ControllerManaged, NamespaceDefaults, StatefulSetClaims, AdmissionWebhooks, APIServices, ConversionWebhooks}
 
 // ManagedFields names StepManagedFields' patch of the backup's managed fields, for
 // DisabledByName: disabled (Disabled.ManagedFields), the target records the restore as

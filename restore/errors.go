@@ -2,7 +2,11 @@ package restore
 
 import (
 	"errors"
+	"fmt"
+	"regexp"
+	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -16,6 +20,8 @@ import (
 //     to client-go's own errors.
 //   - *PluginError: a restore item action failed, named; *readiness.AdditionalItemsError:
 //     what it asked to wait for was not ready in time, in strict mode.
+//   - *WebhookError: an admission webhook refused it, or could not be called (after
+//     retries within the object's time), named with its Service.
 //   - *BlockedError (errors.Is ErrBlocked): skipped, because an object it depends on
 //     failed or it is on a dependency cycle.
 //   - ErrNotServed: the target serves no version of its group-resource.
@@ -68,3 +74,65 @@ func (e *BlockedError) Error() string {
 }
 func (e *BlockedError) Unwrap() error        { return e.Err }
 func (e *BlockedError) Is(target error) bool { return target == ErrBlocked }
+
+// WebhookError is the API server's refusal of an object on an admission webhook's
+// account: Denied when the webhook answered no, with its Reason; otherwise the webhook
+// could not be called (Reason says why: its Service has no endpoints, a TLS error...),
+// and the restore retried within the object's time. Service is the webhook's Service
+// as namespace/name, when the API server's message names it.
+type WebhookError struct {
+	Webhook string
+	Denied  bool
+	Reason  string
+	Service string
+	Err     error // the API server's *apierrors.StatusError
+}
+
+func (e *WebhookError) Error() string {
+	if e.Denied {
+		return fmt.Sprintf("admission webhook %q denied it: %s", e.Webhook, e.Reason)
+	}
+	svc := ""
+	if e.Service != "" {
+		svc = " (Service " + e.Service + ")"
+	}
+	return fmt.Sprintf("admission webhook %q%s could not be called: %s", e.Webhook, svc, e.Reason)
+}
+
+func (e *WebhookError) Unwrap() error { return e.Err }
+
+// webhookService finds a Service's in-cluster name in the URL the API server called.
+var webhookService = regexp.MustCompile(`https://([a-z0-9-]+)\.([a-z0-9-]+)\.svc\b`)
+
+// asWebhookError returns a step's error as a *WebhookError, wrapping it, when the API
+// server's refusal in it is on an admission webhook's account; err as it is otherwise.
+func asWebhookError(err error) error {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return err
+	}
+	msg := st.Status().Message
+	if name, rest, ok := quotedAfter(msg, "admission webhook "); ok && strings.HasPrefix(rest, " denied the request") {
+		reason := strings.TrimPrefix(strings.TrimPrefix(rest, " denied the request"), ": ")
+		return &WebhookError{Webhook: name, Denied: true, Reason: strings.TrimSpace(reason), Err: err}
+	}
+	if name, rest, ok := quotedAfter(msg, "failed calling webhook "); ok {
+		we := &WebhookError{Webhook: name, Reason: strings.TrimPrefix(rest, ": "), Err: err}
+		if m := webhookService.FindStringSubmatch(rest); m != nil {
+			we.Service = m[2] + "/" + m[1]
+		}
+		return we
+	}
+	return err
+}
+
+// quotedAfter finds prefix followed by a quoted string in msg: the string, and what
+// follows its closing quote.
+func quotedAfter(msg, prefix string) (quoted, rest string, ok bool) {
+	_, after, found := strings.Cut(msg, prefix+`"`)
+	if !found {
+		return "", "", false
+	}
+	quoted, rest, ok = strings.Cut(after, `"`)
+	return quoted, rest, ok
+}

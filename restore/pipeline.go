@@ -548,6 +548,12 @@ func (r *run) stepReady(ctx context.Context, o *Object) error {
 			}
 			return fmt.Errorf("not Bound (%s): %w", reason, err)
 		}
+	} else if g, ok := r.plan.ready[o.Item]; ok {
+		// What this object serves (a webhook, an APIService, objects a user's order puts
+		// after it) starts once it is healthy.
+		if res, err := r.healthy.Wait(ctx, o.Resource, o.Target.GetNamespace(), o.Target.GetName(), o.budget.remaining()); err != nil {
+			return fmt.Errorf("not %s (%s); %s: %w", g.until, res.Reason, g.why, err)
+		}
 	} else if rr := r.plan.ext.Readiness.Check(o.Target); !rr.Ready {
 		if _, err := r.waiter.Wait(ctx, o.Resource, o.Target.GetNamespace(), o.Target.GetName(), o.budget.remaining()); err != nil {
 			return err

@@ -121,7 +121,7 @@ type PlannedObject struct {
 	// VolumeFileSystem for a Pod whose volumes are filled.
 	Volume VolumeMethod `json:"volume,omitempty"`
 	// Gate says of a claim whether the Pods that mount it wait until it is Bound, and
-	// why.
+	// why; of an object whose dependents wait until it is healthy, why they do.
 	Gate string `json:"gate,omitempty"`
 	// Modifiers are the resource modifier rules that apply to the object by its
 	// group-resource, namespace, name and labels in the backup; a Conditional one also
@@ -169,6 +169,9 @@ type Plan struct {
 	status   *statusFilter // the resources whose status is restored
 	volumes  volumePlan
 	gates    map[*manifest.Item]claimGate // the restored claims'
+	// ready are the objects whose dependents wait until they are healthy, not only
+	// made: the backends of webhooks and APIServices, what a user's order puts first.
+	ready map[*manifest.Item]readyGate
 }
 
 // Backup names the backup the plan was made of: its name, where it is kept, and its
@@ -362,7 +365,13 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 		<-digested
 		return nil, err
 	}
-	rules := ext.Rules
+	platformRules, ready, warnings, err := p.platformRules()
+	if err != nil {
+		<-digested
+		return nil, err
+	}
+	p.ready, p.Warnings = ready, append(p.Warnings, warnings...)
+	rules := append(slices.Clone(ext.Rules), platformRules...)
 	if !sel.Disabled.Rule(StatefulSetClaims) {
 		rules = append([]graph.Rule{graph.StatefulSetClaims}, rules...)
 	}
@@ -453,6 +462,9 @@ func (p *Plan) object(n *graph.Node, level int) PlannedObject {
 		po.Folded = append(po.Folded, n.Item.GroupResource().String())
 	}
 	po.Volume, po.Gate = p.volumeOf(n.Item), p.gates[n.Item].why
+	if g, ok := p.ready[n.Item]; ok {
+		po.Gate = g.String()
+	}
 	if ex, ok := p.excluded[n.Item]; ok {
 		po.Excluded, po.ExcludedBy = ex.reason, ex.by
 	} else if m := p.sel.Modifiers; m != nil {

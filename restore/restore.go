@@ -33,7 +33,10 @@ type run struct {
 	steps  []Step
 	waiter *readiness.Waiter
 	// claims waits for the claims the plan gates (Plan.claimGates) until they are Bound.
-	claims  *readiness.Waiter
+	claims *readiness.Waiter
+	// healthy waits for the objects the plan makes their dependents wait for
+	// (Plan.ready) until they are healthy.
+	healthy *readiness.Waiter
 	actions []*plugin.Action
 	request *ria.Restore
 	log     *slog.Logger
@@ -132,6 +135,7 @@ func newRun(p *Plan, target Target, opts RunOptions) *run {
 		opts: opts, target: target, backup: p.backup, plan: p, sel: p.sel,
 		waiter:   &readiness.Waiter{Client: target.Dynamic, Registry: p.ext.Readiness, Clock: opts.Clock},
 		claims:   &readiness.Waiter{Client: target.Dynamic, Registry: claimsBound(), Clock: opts.Clock},
+		healthy:  &readiness.Waiter{Client: target.Dynamic, Registry: readiness.NewHealth(), Clock: opts.Clock},
 		request:  pluginRequest(opts, p.source.Name),
 		outcomes: make([]outcome, p.graph.Len()),
 		actions:  p.actions,

@@ -303,7 +303,8 @@ func (r *run) client(gvr schema.GroupVersionResource, namespace string) dynamic.
 }
 
 // runSteps runs steps on o in order, until one fails or finishes o. Consecutive bounded
-// steps share one run of o's budget. A step's error is returned as a *StepError.
+// steps share one run of o's budget. A step's error is returned as a *StepError, an
+// admission webhook's refusal in it as a *WebhookError within.
 func (r *run) runSteps(ctx context.Context, o *Object, steps []Step) error {
 	for i := 0; i < len(steps) && !o.finished; {
 		if o.skipTo != "" {
@@ -315,7 +316,7 @@ func (r *run) runSteps(ctx context.Context, o *Object, steps []Step) error {
 		}
 		if steps[i].Unbounded {
 			if err := steps[i].Run(ctx, o); err != nil {
-				return &StepError{Step: steps[i].Name, Err: err}
+				return &StepError{Step: steps[i].Name, Err: asWebhookError(err)}
 			}
 			i++
 			continue
@@ -326,7 +327,7 @@ func (r *run) runSteps(ctx context.Context, o *Object, steps []Step) error {
 		err := o.budget.run(ctx, func(ctx context.Context) error {
 			for ; j < len(steps) && !steps[j].Unbounded; j++ {
 				if err := steps[j].Run(ctx, o); err != nil {
-					return &StepError{Step: steps[j].Name, Err: err}
+					return &StepError{Step: steps[j].Name, Err: asWebhookError(err)}
 				}
 				if o.finished || o.skipTo != "" {
 					j++
