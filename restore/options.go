@@ -101,6 +101,9 @@ type Selection struct {
 	// containers added to Pods, commands run in them once restored (run through
 	// Target.Exec). A Pod's own hook annotations apply without them.
 	Hooks *hook.Spec
+	// Order is the user's order between kinds (ParseOrder, LoadOrder): the objects of
+	// one kind start once those of another are healthy.
+	Order *Order
 	// Disabled switches off, by name, what a restore does by default: actions, plugins,
 	// plan rules, the managed fields' patch.
 	Disabled Disabled

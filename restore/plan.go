@@ -372,6 +372,18 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 	}
 	p.ready, p.Warnings = ready, append(p.Warnings, warnings...)
 	rules := append(slices.Clone(ext.Rules), platformRules...)
+	if sel.Order != nil {
+		rule, gates, warnings := sel.Order.rule(m, func(it *manifest.Item) bool { _, out := p.excluded[it]; return !out })
+		for it, g := range gates {
+			if _, ok := p.ready[it]; !ok {
+				p.ready[it] = g
+			}
+		}
+		p.Warnings = append(p.Warnings, warnings...)
+		if len(rule.steps) > 0 {
+			rules = append(rules, rule)
+		}
+	}
 	if !sel.Disabled.Rule(StatefulSetClaims) {
 		rules = append([]graph.Rule{graph.StatefulSetClaims}, rules...)
 	}

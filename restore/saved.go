@@ -276,6 +276,7 @@ type selectionJSON struct {
 	RestorePVs              *bool               `json:"restorePVs,omitempty"`
 	Modifiers               *modifier.Modifiers `json:"resourceModifiers,omitempty"`
 	Hooks                   *hook.Spec          `json:"hooks,omitempty"`
+	Order                   *Order              `json:"restoreOrder,omitempty"`
 }
 
 // MarshalJSON writes s with group-resources as "resource.group" and the label selector
@@ -285,7 +286,7 @@ func (s Selection) MarshalJSON() ([]byte, error) {
 	j := selectionJSON{IncludeNamespaces: f.IncludeNamespaces, ExcludeNamespaces: f.ExcludeNamespaces, IncludeResources: f.IncludeResources,
 		ExcludeResources: f.ExcludeResources, IncludeClusterResources: f.IncludeClusterResources,
 		NamespaceMappings: s.NamespaceMappings, StrictVersions: s.StrictVersions, PreserveNodePorts: s.PreserveNodePorts,
-		Existing: s.Existing, Disable: s.Disabled.Names(), RestorePVs: s.RestorePVs, NonRestorable: []string{}, Modifiers: s.Modifiers, RestoreStatus: s.RestoreStatus, Hooks: s.Hooks}
+		Existing: s.Existing, Disable: s.Disabled.Names(), RestorePVs: s.RestorePVs, NonRestorable: []string{}, Modifiers: s.Modifiers, RestoreStatus: s.RestoreStatus, Hooks: s.Hooks, Order: s.Order}
 	if f.Selector != nil && !f.Selector.Empty() {
 		j.LabelSelector = f.Selector.String()
 	}
@@ -313,7 +314,7 @@ func (s *Selection) UnmarshalJSON(data []byte) error {
 	*s = Selection{Filter: filter.Spec{IncludeNamespaces: j.IncludeNamespaces, ExcludeNamespaces: j.ExcludeNamespaces,
 		IncludeResources: j.IncludeResources, ExcludeResources: j.ExcludeResources, IncludeClusterResources: j.IncludeClusterResources},
 		NamespaceMappings: j.NamespaceMappings, StrictVersions: j.StrictVersions, PreserveNodePorts: j.PreserveNodePorts,
-		Existing: j.Existing, Disabled: DisabledByName(j.Disable...), RestorePVs: j.RestorePVs, NonRestorable: []schema.GroupResource{}, Modifiers: j.Modifiers, RestoreStatus: j.RestoreStatus, Hooks: j.Hooks}
+		Existing: j.Existing, Disabled: DisabledByName(j.Disable...), RestorePVs: j.RestorePVs, NonRestorable: []schema.GroupResource{}, Modifiers: j.Modifiers, RestoreStatus: j.RestoreStatus, Hooks: j.Hooks, Order: j.Order}
 	if j.LabelSelector != "" {
 		sel, err := labels.Parse(j.LabelSelector)
 		if err != nil {

@@ -197,6 +197,16 @@ func TestBadInput(t *testing.T) {
 	r = rg(t, "restore", "--backup", backup, "--embedded", "--version-priorities", badPrio)
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stderr, `warning: version priorities line 2 "nonsense"`)
+
+	// A restore order whose kinds wait for each other is refused, naming the cycle.
+	cyclic := filepath.Join(t.TempDir(), "order.yaml")
+	os.WriteFile(cyclic, []byte("groupKindDependencies:\n- satisfying: {resourceKind: Secret}\n  requiring: {resourceKind: Pod}\n"+
+		"- satisfying: {resourceKind: Pod}\n  requiring: {resourceKind: Secret}\n"), 0o644)
+	r = rg(t, "plan", "--backup", backup, "--embedded", "--restore-order", cyclic)
+	assert.Equal(t, 2, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "invalid restore order: "+cyclic+": the kinds wait for each other: Secret → Pod → Secret")
+	r = rg(t, "plan", "--backup", backup, "--embedded", "--restore-order", "/nonexistent")
+	assert.Equal(t, 2, r.code, r.stderr)
 }
 
 // planned is what plan -o json says the restore will make, and restored what restore

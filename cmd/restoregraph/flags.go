@@ -28,6 +28,7 @@ type restoreFlags struct {
 	namespaceMappings               string
 	restoreName                     string
 	priorities, prioritiesConfigMap string
+	order, orderConfigMap           string
 	modifiers, modifiersConfigMap   string
 	strict, preserveNodePorts       bool
 	disable                         []string
@@ -106,6 +107,10 @@ func (f *restoreFlags) addSelection(fs *pflag.FlagSet) {
 	sel.StringVar(&f.priorities, "version-priorities", "", "file of resource.group=v1,v2 lines: the user's version priorities")
 	sel.StringVar(&f.prioritiesConfigMap, "version-priorities-configmap", "velero/"+versionselect.DefaultConfigMapName,
 		"NAMESPACE/NAME of the target's ConfigMap of version priorities, read when it exists and no file is given (\"\" for none)")
+	sel.StringVar(&f.order, "restore-order", "", "a file of dependencies between kinds, as Backup for GKE's restore order: "+
+		"groupKindDependencies: [{satisfying: {resourceGroup, resourceKind}, requiring: {...}}]; the requiring kind's objects start once the satisfying kind's are healthy")
+	sel.StringVar(&f.orderConfigMap, "restore-order-configmap", defaultOrderConfigMap,
+		"NAMESPACE/NAME of the target's ConfigMap holding a restore order, read when it exists and no file is given (\"\" for none)")
 	sel.StringVar(&f.modifiers, "resource-modifiers", "", "a file of resource modifiers in Velero's format (version v1, YAML or JSON): rules that change objects as they are restored")
 	sel.StringVar(&f.modifiersConfigMap, "resource-modifier-configmap", "", "the ConfigMap of resource modifiers in the target, as Velero keeps it: NAME (in --velero-namespace) or NAMESPACE/NAME")
 	sel.BoolVar(&f.strict, "strict-versions", false, "fail when a resource shares no API version with the target")

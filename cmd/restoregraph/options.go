@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -74,6 +76,9 @@ func (f *restoreFlags) restoreOptions(ctx context.Context, cfg *rest.Config, war
 	}
 	for _, s := range skipped {
 		fmt.Fprintf(warn, "restoregraph: warning: %v: skipped\n", s)
+	}
+	if opts.Order, err = f.readOrder(ctx, cfg); err != nil {
+		return po, ro, err
 	}
 	if opts.Modifiers, err = f.readModifiers(ctx, cfg); err != nil {
 		return po, ro, err
@@ -216,4 +221,34 @@ func newAdmitter(mode, namespace string, cfg *rest.Config) (admission.Admitter, 
 		return &admission.Cluster{Client: cs, Namespace: namespace}, nil
 	}
 	return nil, badInput("--admission must be cluster, local or off, not %q", mode)
+}
+
+const defaultOrderConfigMap = "velero/" + restore.OrderConfigMap
+
+// readOrder reads the restore order from --restore-order's file, or else from
+// --restore-order-configmap's ConfigMap when the target has it.
+func (f *restoreFlags) readOrder(ctx context.Context, cfg *rest.Config) (*restore.Order, error) {
+	var order *restore.Order
+	var err error
+	switch {
+	case f.order != "":
+		order, err = restore.ReadOrderFile(f.order)
+	case f.orderConfigMap != "":
+		ns, name, ok := strings.Cut(f.orderConfigMap, "/")
+		if !ok || ns == "" || name == "" {
+			return nil, badInput("--restore-order-configmap %q: want NAMESPACE/NAME", f.orderConfigMap)
+		}
+		cs, cerr := kubernetes.NewForConfig(cfg)
+		if cerr != nil {
+			return nil, cerr
+		}
+		order, err = restore.LoadOrder(ctx, cs.CoreV1(), ns, name)
+		if apierrors.IsForbidden(err) && f.orderConfigMap == defaultOrderConfigMap {
+			return nil, nil // not asked for, and kept where the user may not look
+		}
+	}
+	if errors.Is(err, restore.ErrOrder) || errors.Is(err, fs.ErrNotExist) {
+		return nil, badInput("%w", err)
+	}
+	return order, err
 }

@@ -117,6 +117,10 @@ func (c *Controller) carryOut(ctx context.Context, o *unstructured.Unstructured,
 	if err != nil {
 		return failed(err)
 	}
+	// restoregraph's ConfigMap of the order between kinds, beside it.
+	if sel.Order, err = restore.LoadOrder(ctx, c.clients.CoreV1(), c.velero.Namespace, restore.OrderConfigMap); err != nil {
+		return failed(err)
+	}
 	found, err := c.host.Discover(ctx, c.commands...)
 	if err != nil {
 		log.Warn("plugins left out", "error", err)
