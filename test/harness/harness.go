@@ -91,6 +91,14 @@ type Options struct {
 	Nodes int
 }
 
+// noEgress keeps what kube-apiserver calls on this machine: its calls to admission and
+// conversion webhooks and aggregated APIs behind Services go through a proxy that
+// refuses every connection, on loopback, and fail at once, as to a backend that is not
+// running; a webhook's URL on loopback is reached directly. Without it, a call to a
+// Service's cluster IP leaves the machine through its default route.
+var noEgress = []string{"HTTPS_PROXY=http://127.0.0.1:1", "HTTP_PROXY=http://127.0.0.1:1", "NO_PROXY=127.0.0.1,localhost",
+	"https_proxy=http://127.0.0.1:1", "http_proxy=http://127.0.0.1:1", "no_proxy=127.0.0.1,localhost"}
+
 // memLimit is the environment that sets a Go program's soft memory limit to bytes, or
 // nil (the inherited environment) for none.
 func memLimit(bytes int64) []string {
@@ -162,7 +170,7 @@ func StartWith(ctx context.Context, dir string, bin Binaries, opts Options) (*Cl
 	var host string
 	err = c.onFreePorts(1, func(ports []int) error {
 		apiPort := strconv.Itoa(ports[0])
-		if err := c.startEnv("kube-apiserver", memLimit(opts.APIServerMemoryLimit), bin.APIServer, append([]string{
+		if err := c.startEnv("kube-apiserver", append(memLimit(opts.APIServerMemoryLimit), noEgress...), bin.APIServer, append([]string{
 			"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
 			"--secure-port", apiPort, "--cert-dir", filepath.Join(dir, "certs"),
 			"--token-auth-file", tokens, "--authorization-mode", "RBAC",
