@@ -54,7 +54,7 @@ FUZZTIME  ?= 15s
 BENCHTIME ?= 1x
 BENCH     ?= .
 
-.PHONY: all test test-faults test-chaos test-floor unit plugins tidy align release release-check release-gomod deploy integration integration-bins bench-integration etcd lint fmt bench fuzz demo pictures velero-stack fixtures docs
+.PHONY: all test test-faults test-chaos test-floor unit plugins tidy align release release-check release-gomod deploy platforms integration integration-bins bench-integration etcd lint fmt bench fuzz demo pictures velero-stack fixtures docs
 
 all: test
 
@@ -257,11 +257,13 @@ release: release-check
 	cd release && RESTOREGRAPH_GOINSTALL=1 $(GO) test -count=1 -run '^TestGoInstallAtARelease$$' ./gomod
 
 # What make release builds from, checked first: the image's writer, the release's go.mod
-# files, and the chart (rendered, linted, restoregraph.yaml current). Apart from make test:
+# files, and the chart (rendered, linted, restoregraph.yaml current); and the platforms'
+# manifests the integration tests install, current with test/platforms. Apart from make test:
 # Helm and go-containerregistry take minutes to compile cold, and CI runs make release.
 release-check:
 	cd release && $(GO) vet ./... && $(GO) test -count=1 ./...
 	cd deploy && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd test/platforms && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 ## release-gomod: the nested modules' go.mod files as a release commit has them (VERSION=v1.2.3): requiring the
 ## library and the velero module at VERSION, with no replace directive, which go install ...@VERSION refuses
@@ -271,6 +273,11 @@ release-gomod:
 ## deploy: deploy/restoregraph.yaml, the Helm chart rendered with its default values (its test checks it is current)
 deploy:
 	cd deploy && $(GO) test -count=1 -run '^TestRenderedIsCurrent$$' . -update
+
+## platforms: testdata/platforms, the install manifests of the platforms the integration tests restore (cert-manager),
+## rendered from their projects' modules at the versions test/platforms/go.mod pins (its test checks they are current)
+platforms:
+	cd test/platforms && $(GO) test -count=1 -run '^TestRenderedIsCurrent$$' . -update
 
 ## docs: docs/reference/cli.md from the command's definitions (the unit tests check that it is current)
 docs:

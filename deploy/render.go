@@ -41,6 +41,13 @@ func Render(dir string, release Release, values map[string]any) ([]byte, error) 
 	if err != nil {
 		return nil, fmt.Errorf("deploy: %w", err)
 	}
+	for name := range files {
+		// A chart's notes are printed after an install, not applied: helm drops them
+		// from the manifests as well.
+		if strings.HasSuffix(name, "/NOTES.txt") {
+			delete(files, name)
+		}
+	}
 	_, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
 		return nil, fmt.Errorf("deploy: %w", err)

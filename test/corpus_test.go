@@ -1,0 +1,236 @@
+package test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/bench/clirun"
+	"github.com/restoregraph/restoregraph/restore"
+	"github.com/restoregraph/restoregraph/test/harness"
+)
+
+// certManagerUse is what cert-manager's documentation creates once it is installed: a
+// self-signed ClusterIssuer, a CA Certificate issued by it, a CA ClusterIssuer of that
+// CA, and an application's Issuer and Certificate.
+const certManagerUse = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: sandbox}
+---
+apiVersion: cert-manager.io/v1
+kind: ClusterIssuer
+metadata: {name: selfsigned-issuer}
+spec: {selfSigned: {}}
+---
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: my-selfsigned-ca, namespace: cert-manager}
+spec:
+  isCA: true
+  commonName: my-selfsigned-ca
+  secretName: root-secret
+  privateKey: {algorithm: ECDSA, size: 256}
+  issuerRef: {name: selfsigned-issuer, kind: ClusterIssuer, group: cert-manager.io}
+---
+apiVersion: cert-manager.io/v1
+kind: ClusterIssuer
+metadata: {name: my-ca-issuer}
+spec: {ca: {secretName: root-secret}}
+---
+apiVersion: cert-manager.io/v1
+kind: Issuer
+metadata: {name: sandbox-selfsigned, namespace: sandbox}
+spec: {selfSigned: {}}
+---
+apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: web-tls, namespace: sandbox}
+spec:
+  secretName: web-tls
+  dnsNames: [web.sandbox.svc]
+  issuerRef: {name: my-ca-issuer, kind: ClusterIssuer, group: cert-manager.io}
+`
+
+// platformObjects reads the objects of a platform's rendered manifests
+// (testdata/platforms, written by test/platforms from the project's own module).
+func platformObjects(t testing.TB, name string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "platforms", name+".yaml"))
+	require.NoError(t, err)
+	var out []*unstructured.Unstructured
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		obj := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &obj.Object))
+		if len(obj.Object) > 0 {
+			out = append(out, obj)
+		}
+	}
+	return out
+}
+
+// createAll creates objs in c as the admin, each in namespace ns when it is namespaced
+// and names none.
+func createAll(t testing.TB, c *harness.Cluster, ns string, objs []*unstructured.Unstructured) {
+	t.Helper()
+	tgt := restoreTarget(t, c.Config)
+	for _, obj := range objs {
+		gvk := obj.GroupVersionKind()
+		m, err := tgt.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		require.NoError(t, err, gvk.String())
+		namespace := ""
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			if namespace = obj.GetNamespace(); namespace == "" {
+				namespace = ns
+			}
+		}
+		_, err = tgt.Dynamic.Resource(m.Resource).Namespace(namespace).Create(context.Background(), obj, metav1.CreateOptions{})
+		require.NoError(t, err, "%s %s", gvk.Kind, obj.GetName())
+	}
+}
+
+// isWebhookConfiguration reports whether obj configures admission webhooks.
+func isWebhookConfiguration(obj *unstructured.Unstructured) bool {
+	k := obj.GetKind()
+	return k == "ValidatingWebhookConfiguration" || k == "MutatingWebhookConfiguration"
+}
+
+// TestCertManagerRestoredWhole installs cert-manager from its own chart (rendered from
+// its module by test/platforms) into a cluster whose controllers and kwok run its
+// Deployments, creates what its documentation creates, has the real Velero server back
+// it up, and restores Velero's backup with the command into a fresh cluster: exit 0,
+// every object of the backup there (or left to the target's controllers), every
+// ownership link kept, nothing refused by cert-manager's webhooks, which fail closed
+// and whose backend answers nothing here (kwok's Pods run nothing, and the test bed
+// has no Service proxy): their configurations are created last, once the webhook's
+// Deployment is Available.
+func TestCertManagerRestoredWhole(t *testing.T) {
+	t.Parallel() // its own control planes and S3 server: beside the other tests that have theirs
+	ctx := context.Background()
+	s, err := harness.StartS3(ctx, t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(s.Stop)
+
+	src := veleroCluster(t)
+	require.NoError(t, src.Schedule(ctx))
+	createAll(t, src, "", []*unstructured.Unstructured{{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": "cert-manager"}}}})
+	var webhooks, rest []*unstructured.Unstructured
+	for _, obj := range platformObjects(t, "cert-manager") {
+		if isWebhookConfiguration(obj) {
+			webhooks = append(webhooks, obj)
+		} else {
+			rest = append(rest, obj)
+		}
+	}
+	createAll(t, src, "cert-manager", rest)
+	for _, d := range []string{"cert-manager", "cert-manager-cainjector", "cert-manager-webhook"} {
+		waitAvailable(t, src, "cert-manager", d)
+	}
+	applyYAML(t, src, certManagerUse)
+	// Last, as a running cert-manager has them: from here on its resources go through
+	// a webhook that nothing here answers.
+	createAll(t, src, "", webhooks)
+
+	// The CRDs exist before the Velero server starts, which reads what is served once.
+	v, err := src.StartVelero(ctx, s, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"}})
+	require.NoError(t, err)
+	const name = "cert-manager"
+	out, err := v.Run(ctx, "backup", "create", name, "--include-namespaces", "cert-manager,sandbox", "--include-cluster-resources=true",
+		"--include-resources", "namespaces,customresourcedefinitions,clusterroles,clusterrolebindings,roles,rolebindings,serviceaccounts,"+
+			"deployments,replicasets,pods,services,configmaps,secrets,validatingwebhookconfigurations,mutatingwebhookconfigurations,"+
+			"certificates.cert-manager.io,issuers.cert-manager.io,clusterissuers.cert-manager.io", "--wait")
+	require.NoError(t, err, out)
+	require.Equal(t, "Completed", veleroPhase(t, src, veleroBackups, name, "Completed", "PartiallyFailed", "Failed"), v.Log())
+	src.StopVelero()
+	tarball := filepath.Join(s.Path("backups/"+name), name+".tar.gz")
+	b, err := archive.ReadFile(ctx, tarball, archive.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+
+	bin, err := cliBinary()
+	require.NoError(t, err)
+
+	// What broke before the admission-webhooks rule: the configurations, which wait
+	// for nothing else, are created first, and cert-manager's resources are refused.
+	t.Run("without the webhook rule", func(t *testing.T) {
+		t.Parallel()
+		dst := startCluster(t, harness.Options{})
+		code, text := cli(t, "restore", "--backup", tarball, "--kubeconfig", dst.Kubeconfig, "--item-timeout", "15s",
+			"--disable-plugin", restore.AdmissionWebhooks)
+		assert.Equal(t, 1, code, text)
+		assert.Contains(t, text, `admission webhook "webhook.cert-manager.io" (Service cert-manager/cert-manager-webhook) could not be called`)
+	})
+
+	t.Run("restoregraph", func(t *testing.T) {
+		t.Parallel()
+		restoreCertManager(t, bin, tarball, b)
+	})
+}
+
+// restoreCertManager restores Velero's backup of cert-manager (tarball, read as b) with
+// the command into a fresh cluster, and checks that it is whole.
+func restoreCertManager(t *testing.T, bin, tarball string, b *archive.Backup) {
+	ctx := context.Background()
+	dst := veleroCluster(t)
+	require.NoError(t, dst.Schedule(ctx))
+	run, err := clirun.StartEnv(nil, bin, "restore", "--backup", tarball, "--kubeconfig", dst.Kubeconfig, "--item-timeout", "2m", "-o", "json")
+	require.NoError(t, err, "restoregraph restores Velero's backup of cert-manager whole (exit 0): %s", run.Stderr)
+	var report restoreReport
+	require.NoError(t, json.Unmarshal(run.Stdout, &report))
+	res := map[string]restore.ObjectResult{}
+	for _, o := range report.Objects {
+		res[o.Kind+"/"+o.Namespace+"/"+o.Name] = o
+	}
+	backend, validating := res["Deployment/cert-manager/cert-manager-webhook"], res["ValidatingWebhookConfiguration//cert-manager-webhook"]
+	for _, w := range []string{"ValidatingWebhookConfiguration//cert-manager-webhook", "MutatingWebhookConfiguration//cert-manager-webhook"} {
+		require.Equal(t, restore.Restored, res[w].Status, w)
+		assert.False(t, res[w].Created.Before(backend.Ready), "%s after its backend is Available", w)
+	}
+	for _, c := range []string{"Certificate/sandbox/web-tls", "Certificate/cert-manager/my-selfsigned-ca", "Issuer/sandbox/sandbox-selfsigned",
+		"ClusterIssuer//selfsigned-issuer", "ClusterIssuer//my-ca-issuer"} {
+		assert.Equal(t, restore.Restored, res[c].Status, c)
+		assert.False(t, validating.Created.Before(res[c].Ready), "%s before the webhooks", c)
+	}
+
+	// Every object there, or left to the target's controllers, or replaced by them (a
+	// ReplicaSet's Pod, whose ReplicaSet made its own first); verify holds.
+	rt := restoreTarget(t, dst.Config)
+	at := standingOf(t, rt, b)
+	left := report.leftToTarget()
+	verdicts, problems, replaced := verifyTarget(t, tarball, dst.Kubeconfig)
+	for _, it := range b.Manifest().Items() {
+		if _, ok := at.present[it.ID()]; !ok && !left[it.ID()] && !replaced[it.ID()] {
+			t.Errorf("%s: in Velero's backup, not restored", it)
+		}
+	}
+	assert.Empty(t, problems, "verify holds")
+	assert.Empty(t, at.lost, "every ownership link kept")
+	assert.Zero(t, at.wrong)
+	t.Logf("cert-manager %s from its chart: %d objects in Velero's backup, restored by the command in %s (%v); verify: %v",
+		platformVersion(t, "cert-manager"), len(b.Manifest().Items()), run.Took.Round(10*time.Millisecond), report.Summary, verdicts)
+}
+
+// platformVersion is the version of the platform's module its rendered manifests say
+// they came from.
+func platformVersion(t testing.TB, name string) string {
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "platforms", name+".yaml"))
+	require.NoError(t, err)
+	head, _, _ := strings.Cut(string(data), "\n")
+	if f := strings.Fields(head); len(f) > 2 {
+		return strings.TrimSuffix(f[2], ":")
+	}
+	return ""
+}
