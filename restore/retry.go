@@ -41,8 +41,13 @@ func transient(err error) bool {
 		return true
 	}
 	// A connection cut while the answer was read: client-go says "unexpected error when
-	// reading response body. Please retry", around io.ErrUnexpectedEOF. A create whose
-	// answer was lost may have been made: its retry finds it by its source UID.
+	// reading response body. Please retry", around what the transport said: an
+	// io.ErrUnexpectedEOF, or HTTP/2's "client connection force closed", which is no
+	// net.Error. A create whose answer was lost may have been made: its retry finds it by
+	// its source UID.
+	if strings.Contains(err.Error(), "unexpected error when reading response body") {
+		return true
+	}
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF)
 }

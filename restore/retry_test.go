@@ -34,6 +34,8 @@ func TestTransient(t *testing.T) {
 	assert.True(t, transient(apierrors.NewInternalError(errors.New("etcdserver: leader changed"))))
 	// As client-go says it when the connection is cut while it reads the answer.
 	assert.True(t, transient(fmt.Errorf("unexpected error when reading response body. Please retry. Original error: %w", io.ErrUnexpectedEOF)))
+	assert.True(t, transient(fmt.Errorf("unexpected error when reading response body. Please retry. Original error: %w",
+		errors.New("http2: client connection force closed via ClientConn.Close"))), "as a chaos run found it: an HTTP/2 connection closed mid-answer")
 	assert.False(t, transient(apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "web", field.ErrorList{
 		field.Invalid(field.NewPath("spec", "clusterIP"), "10.0.0.999", "not an IP")})))
 }
