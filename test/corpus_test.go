@@ -178,6 +178,26 @@ func TestCertManagerRestoredWhole(t *testing.T) {
 		t.Parallel()
 		restoreCertManager(t, bin, tarball, b)
 	})
+
+	// Velero's restore of its own backup, by the Velero server of another fresh cluster,
+	// for the table beside restoregraph's.
+	t.Run("velero", func(t *testing.T) {
+		t.Parallel()
+		vc := veleroCluster(t)
+		require.NoError(t, vc.Schedule(ctx))
+		v, err := vc.StartVelero(ctx, s, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"}, ReadOnly: true})
+		require.NoError(t, err)
+		veleroPhase(t, vc, veleroBackups, name, "Completed")
+		started := time.Now()
+		out, err := v.Run(ctx, "restore", "create", name+"-restore", "--from-backup", name, "--wait")
+		took := time.Since(started)
+		require.NoError(t, err, out)
+		phase := veleroPhase(t, vc, veleroRestores, name+"-restore", "Completed", "PartiallyFailed", "Failed", "FailedValidation")
+		vc.StopVelero()
+		at := standingOf(t, restoreTarget(t, vc.Config), b)
+		t.Logf("Velero %s: cert-manager restored in %s (%s): %d of the backup's %d objects there, ownership links kept / wrong / lost %d / %d / %d",
+			veleroVersionOf(t, v), took.Round(10*time.Millisecond), phase, len(at.present), len(b.Manifest().Items()), at.kept, at.wrong, len(at.lost))
+	})
 }
 
 // restoreCertManager restores Velero's backup of cert-manager (tarball, read as b) with
@@ -219,6 +239,8 @@ func restoreCertManager(t *testing.T, bin, tarball string, b *archive.Backup) {
 	assert.Empty(t, problems, "verify holds")
 	assert.Empty(t, at.lost, "every ownership link kept")
 	assert.Zero(t, at.wrong)
+	t.Logf("restoregraph: %d of the backup's %d objects there, ownership links kept / wrong / lost %d / %d / %d",
+		len(at.present), len(b.Manifest().Items()), at.kept, at.wrong, len(at.lost))
 	t.Logf("cert-manager %s from its chart: %d objects in Velero's backup, restored by the command in %s (%v); verify: %v",
 		platformVersion(t, "cert-manager"), len(b.Manifest().Items()), run.Took.Round(10*time.Millisecond), report.Summary, verdicts)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -283,4 +284,115 @@ func conditionOf(obj *unstructured.Unstructured, t string) string {
 		}
 	}
 	return ""
+}
+
+// things is an aggregated API, v1.things.example.io, served by the Deployment behind
+// Service things, with a Deployment of no API beside it.
+const things = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: things}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: things, namespace: things}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: things}}
+  template:
+    metadata: {labels: {app: things}}
+    spec:
+      containers: [{name: things, image: "things:1"}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: things, namespace: things}
+spec: {selector: {app: things}, ports: [{port: 443}]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: things}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "web:1"}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: things}
+data: {colour: blue}
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1.things.example.io}
+spec:
+  group: things.example.io
+  version: v1
+  service: {namespace: things, name: things}
+  insecureSkipTLSVerify: true
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+`
+
+// TestAPIServiceAndOrderOnTheRealServer restores an aggregated API and a user's order
+// into the real API server, whose controllers and kwok run the Deployments: with the
+// api-services rule the APIService is created once its backend is Available, without
+// it at once; with an order that puts Deployments before ConfigMaps, the ConfigMap is
+// created once every Deployment is healthy, without one before.
+func TestAPIServiceAndOrderOnTheRealServer(t *testing.T) {
+	t.Parallel() // its own control planes: beside the other tests that have theirs
+	ctx := context.Background()
+	opts := harness.Options{Controllers: harness.AppControllers, Nodes: 1}
+	src := startCluster(t, opts)
+	require.NoError(t, src.Schedule(ctx))
+	applyYAML(t, src, things)
+	waitAvailable(t, src, "things", "things")
+	waitAvailable(t, src, "things", "web")
+	path := backupOf(t, src, filter.Spec{IncludeResources: []string{"namespaces", "deployments", "services", "configmaps", "apiservices"}})
+	b, err := archive.ReadFile(ctx, path, archive.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	order, err := restore.ParseOrder(strings.NewReader("groupKindDependencies:\n"+
+		"- satisfying: {resourceGroup: apps, resourceKind: Deployment}\n  requiring: {resourceGroup: \"\", resourceKind: ConfigMap}\n"), "order.yaml")
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		name string
+		sel  restore.Selection
+		with bool
+	}{
+		{"with the rule and the order", restore.Selection{Order: order}, true},
+		{"without", restore.Selection{Disabled: restore.DisabledByName(restore.APIServices)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dst := startCluster(t, opts)
+			require.NoError(t, dst.Schedule(ctx))
+			tgt := restoreTarget(t, dst.Config)
+			p, err := restore.NewPlan(ctx, b, tgt, restore.PlanOptions{Selection: tc.sel})
+			require.NoError(t, err)
+			dot, err := p.DOT()
+			require.NoError(t, err)
+			assert.Equal(t, tc.with, strings.Contains(string(dot), "api-services"), "the rule's edges in the DOT")
+			assert.Equal(t, tc.with, strings.Contains(string(dot), "restore-order"), "the order's edges in the DOT")
+			rep, err := restore.Apply(ctx, p, tgt, restore.RunOptions{ItemTimeout: 2 * time.Minute})
+			require.NoError(t, err)
+			require.True(t, rep.OK(), "%v: %s", rep.Summary, firstFailed(rep))
+			res := results(rep, "things", "")
+			api, backend := res["APIService/v1.things.example.io"], res["Deployment/things"]
+			settings, web := res["ConfigMap/settings"], res["Deployment/web"]
+			if tc.with {
+				assert.False(t, api.Created.Before(backend.Ready), "the APIService after its backend is Available")
+				assert.False(t, settings.Created.Before(web.Ready), "the ConfigMap after the Deployments are healthy")
+				assert.Greater(t, web.Ready.Sub(web.Created), time.Duration(0))
+			} else {
+				// Nothing held it back: created as soon as the restore started, with the
+				// cluster-scoped objects, before its namespace's Deployment.
+				assert.True(t, api.Created.Before(backend.Created), "the APIService at once")
+			}
+		})
+	}
 }
