@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,12 +15,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/bench/clirun"
 	"github.com/restoregraph/restoregraph/restore"
 	"github.com/restoregraph/restoregraph/test/harness"
+	"github.com/restoregraph/restoregraph/velero"
+	"github.com/restoregraph/restoregraph/velero/controller"
 )
 
 // certManagerUse is what cert-manager's documentation creates once it is installed: a
@@ -110,12 +115,13 @@ func isWebhookConfiguration(obj *unstructured.Unstructured) bool {
 // TestCertManagerRestoredWhole installs cert-manager from its own chart (rendered from
 // its module by test/platforms) into a cluster whose controllers and kwok run its
 // Deployments, creates what its documentation creates, has the real Velero server back
-// it up, and restores Velero's backup with the command into a fresh cluster: exit 0,
-// every object of the backup there (or left to the target's controllers), every
-// ownership link kept, nothing refused by cert-manager's webhooks, which fail closed
-// and whose backend answers nothing here (kwok's Pods run nothing, and the test bed
-// has no Service proxy): their configurations are created last, once the webhook's
-// Deployment is Available.
+// it up, and restores Velero's backup into fresh clusters: with the command (exit 0,
+// every object of the backup there or left to or made again by the target's
+// controllers, verify holding, every ownership link kept, nothing refused by
+// cert-manager's webhooks, which fail closed and whose backend answers nothing here:
+// their configurations are created last, once the webhook's Deployment is Available);
+// with the controller in place of Velero's restore controller (Completed); without the
+// admission-webhooks rule (exit 1, refused, named); and by Velero, for the table.
 func TestCertManagerRestoredWhole(t *testing.T) {
 	t.Parallel() // its own control planes and S3 server: beside the other tests that have theirs
 	ctx := context.Background()
@@ -177,6 +183,44 @@ func TestCertManagerRestoredWhole(t *testing.T) {
 	t.Run("restoregraph", func(t *testing.T) {
 		t.Parallel()
 		restoreCertManager(t, bin, tarball, b)
+	})
+
+	// restoregraph's controller, in process as the chart's ServiceAccount, in place of
+	// Velero's restore controller beside a Velero server that has the backup: velero
+	// restore create, carried out by it.
+	t.Run("controller", func(t *testing.T) {
+		t.Parallel()
+		vc := veleroCluster(t)
+		require.NoError(t, vc.Schedule(ctx))
+		v, err := vc.StartVelero(ctx, s, harness.VeleroOptions{Features: []string{"EnableAPIGroupVersions"}, ReadOnly: true,
+			DisableControllers: harness.RestoreControllers})
+		require.NoError(t, err)
+		veleroPhase(t, vc, veleroBackups, name, "Completed")
+		asSA := asChart(t, vc)
+		dyn, err := dynamic.NewForConfig(asSA)
+		require.NoError(t, err)
+		cs, err := kubernetes.NewForConfig(asSA)
+		require.NoError(t, err)
+		tgt, err := restore.NewTarget(asSA)
+		require.NoError(t, err)
+		host, cmds := pluginHost(t, v.PluginDir())
+		c, err := controller.New(controller.Config{Velero: velero.Client{Dynamic: dyn, Secrets: cs.CoreV1(), Namespace: "velero"},
+			Kubernetes: cs, Target: tgt, Plugins: host, PluginCommands: cmds, Identity: "corpus", Logger: slog.New(slog.DiscardHandler)})
+		require.NoError(t, err)
+		runCtx, stop := context.WithCancel(ctx)
+		ran := make(chan error, 1)
+		go func() { ran <- c.Run(runCtx) }()
+		t.Cleanup(func() { stop(); <-ran })
+		started := time.Now()
+		out, err := v.Run(ctx, "restore", "create", name+"-rg", "--from-backup", name, "--wait")
+		took := time.Since(started)
+		require.NoError(t, err, out)
+		phase := veleroPhase(t, vc, veleroRestores, name+"-rg", "Completed", "PartiallyFailed", "Failed", "FailedValidation")
+		require.Equal(t, "Completed", phase, "the controller restores cert-manager whole")
+		at := standingOf(t, restoreTarget(t, vc.Config), b)
+		assert.Empty(t, at.lost, "every ownership link kept")
+		t.Logf("restoregraph's controller: cert-manager restored in %s (%s): %d of the backup's %d objects there, ownership links kept / wrong / lost %d / %d / %d",
+			took.Round(10*time.Millisecond), phase, len(at.present), len(b.Manifest().Items()), at.kept, at.wrong, len(at.lost))
 	})
 
 	// Velero's restore of its own backup, by the Velero server of another fresh cluster,
