@@ -412,10 +412,13 @@ type claimGate struct {
 type storageClasses struct {
 	binding      map[string]string // name -> volumeBindingMode
 	defaultClass string
+	// unread says why the target's classes could not be listed, when they could not.
+	unread error
 }
 
 // targetStorageClasses reads the target's StorageClasses, and adds those the backup
-// holds that the restore makes. A target that does not list them has none.
+// holds that the restore makes. A target that does not list them (one the user may not
+// list them in) has none, and unread says why.
 func targetStorageClasses(ctx context.Context, t Target, backup Backup, restored func(*manifest.Item) bool) storageClasses {
 	sc := storageClasses{binding: map[string]string{}}
 	add := func(o *unstructured.Unstructured) {
@@ -433,6 +436,8 @@ func targetStorageClasses(ctx context.Context, t Target, backup Backup, restored
 		for i := range list.Items {
 			add(&list.Items[i])
 		}
+	} else {
+		sc.unread = err
 	}
 	for _, it := range backup.Manifest().Items() {
 		if it.GroupResource() != storageClassesResource || !restored(it) {
@@ -489,6 +494,11 @@ func (p *Plan) claimGates(ctx context.Context, target Target) (map[*manifest.Ite
 		return nil, nil
 	}
 	sc := targetStorageClasses(ctx, target, p.backup, restored)
+	if sc.unread != nil {
+		// Said, not failed: the claims are restored all the same, but what mounts them is
+		// not held back for classes the restore cannot see.
+		p.Warnings = append(p.Warnings, "the target's StorageClasses could not be listed, so no claim bound through one of them is waited for: "+sc.unread.Error())
+	}
 	gates := make(map[*manifest.Item]claimGate, len(claims))
 	for _, it := range claims {
 		obj, err := body(p.backup, it)

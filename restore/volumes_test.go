@@ -12,10 +12,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/restoregraph/restoregraph/filter"
 	"github.com/restoregraph/restoregraph/memcluster"
@@ -748,6 +750,49 @@ func TestAJournaledPodsVolumesAreFollowed(t *testing.T) {
 	for o := range rep.Objects() {
 		if o.Name == "web-1" {
 			assert.True(t, o.FromJournal)
+		}
+	}
+}
+
+// unlistedClasses is a target's dynamic client that may not list StorageClasses.
+type unlistedClasses struct{ dynamic.Interface }
+
+func (u unlistedClasses) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	if gvr.Resource == "storageclasses" {
+		return refusedList{u.Interface.Resource(gvr)}
+	}
+	return u.Interface.Resource(gvr)
+}
+
+type refusedList struct {
+	dynamic.NamespaceableResourceInterface
+}
+
+func (refusedList) List(context.Context, metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	return nil, apierrors.NewForbidden(schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"}, "", errors.New("no list"))
+}
+
+// A target whose StorageClasses the restore may not list is taken to have none, and
+// the plan says so: no claim is waited for that its class would have bound at once.
+func TestUnlistedStorageClassesAreWarnedOf(t *testing.T) {
+	b := backupOf(t,
+		map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop", "uid": "uid-ns"}},
+		claimOf("data-fast", "fast", ""), mounting("web-fast", "data-fast"))
+	_, tgt := cluster(t, memcluster.Options{})
+	ctx := context.Background()
+	_, err := tgt.Dynamic.Resource(schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}).Create(ctx,
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+			"metadata": map[string]any{"name": "fast"}, "provisioner": "disk.example.io"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	tgt.Dynamic = unlistedClasses{tgt.Dynamic}
+	p, err := NewPlan(ctx, b, tgt, PlanOptions{})
+	require.NoError(t, err)
+	assert.True(t, slices.ContainsFunc(p.Warnings, func(w string) bool {
+		return strings.HasPrefix(w, "the target's StorageClasses could not be listed, so no claim bound through one of them is waited for: ")
+	}), "%q", p.Warnings)
+	for o := range p.Objects() {
+		if o.Name == "data-fast" {
+			assert.Equal(t, "not waited for: the target has no storage class fast", o.Gate)
 		}
 	}
 }
