@@ -28,10 +28,12 @@ import (
 // carryOut carries out the Restore o, taken at started, and returns its final status; a
 // restore that ran has its results and log recorded in its location. An error, and no
 // status, says that what it had to read could not be read because the API server, etcd
-// or a location was away (restore.IsTransient), not because of the Restore: it is carried out
-// again later rather than ended.
+// or a location was away (restore.IsTransient), or was refused by an authorizer not yet
+// ready (refusedButAllowed), not because of the Restore: it is carried out again later
+// rather than ended.
 func (c *Controller) carryOut(ctx context.Context, o *unstructured.Unstructured, started time.Time, log *slog.Logger) (velerov1.RestoreStatus, error) {
 	start := metav1.NewTime(started.UTC().Truncate(time.Second))
+	target := c.target // the Restore's creator's, under asRequester
 	end := func() *metav1.Time { t := metav1.NewTime(time.Now().UTC().Truncate(time.Second)); return &t }
 	invalid := func(err error) (velerov1.RestoreStatus, error) {
 		if restore.IsTransient(err) {
@@ -44,7 +46,7 @@ func (c *Controller) carryOut(ctx context.Context, o *unstructured.Unstructured,
 		return velerov1.RestoreStatus{Phase: velerov1.RestorePhaseFailed, FailureReason: err.Error(), StartTimestamp: &start, CompletionTimestamp: end()}
 	}
 	failed := func(err error) (velerov1.RestoreStatus, error) {
-		if restore.IsTransient(err) {
+		if restore.IsTransient(err) || refusedButAllowed(ctx, target, err) {
 			return velerov1.RestoreStatus{}, err
 		}
 		return failedStatus(err), nil
@@ -61,7 +63,6 @@ func (c *Controller) carryOut(ctx context.Context, o *unstructured.Unstructured,
 	if err := c.guard.checkMappings(sel, c.velero.Namespace); err != nil {
 		return invalid(err)
 	}
-	target := c.target
 	var req Requester
 	if c.asRequester != nil {
 		if req, err = c.requester(ctx, o); err != nil {
