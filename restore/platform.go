@@ -221,7 +221,7 @@ type webhookConfiguration struct {
 // webhooks is the AdmissionWebhooks rule.
 func (pl *platform) webhooks() (*orderRule, error) {
 	r := &orderRule{name: "admission-webhooks"}
-	for _, it := range pl.m.Items() {
+	for self, it := range pl.m.Items() {
 		if gr := it.GroupResource(); (gr != validatingWebhooks && gr != mutatingWebhooks) || !pl.restored(it) {
 			continue
 		}
@@ -234,7 +234,6 @@ func (pl *platform) webhooks() (*orderRule, error) {
 			pl.warn("%s: its webhooks could not be read, and are not ordered: %v", it, err)
 			continue
 		}
-		self := pl.index(it)
 		var intercepted []int
 		matchers := make([]func(*manifest.Item) bool, 0, len(wc.Webhooks))
 		for _, w := range wc.Webhooks {
@@ -373,7 +372,7 @@ type apiService struct {
 // apiServices is the APIServices rule.
 func (pl *platform) apiServices() (*orderRule, error) {
 	r := &orderRule{name: "api-services"}
-	for _, it := range pl.m.Items() {
+	for self, it := range pl.m.Items() {
 		if it.GroupResource() != apiServices || !pl.restored(it) {
 			continue
 		}
@@ -389,7 +388,6 @@ func (pl *platform) apiServices() (*orderRule, error) {
 		if as.Spec.Service == nil {
 			continue // served by the API server itself
 		}
-		self := pl.index(it)
 		svc := serviceRef{as.Spec.Service.Namespace, as.Spec.Service.Name}
 		service, backends, held, err := pl.backend(svc)
 		if err != nil {

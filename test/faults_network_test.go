@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
@@ -129,21 +128,13 @@ func TestRestoreUnderPriorityAndFairness(t *testing.T) {
 // applyYAML creates the objects of a YAML stream as the admin.
 func applyYAML(t testing.TB, c *harness.Cluster, docs string) {
 	t.Helper()
-	tgt, err := restore.NewTarget(c.Config)
-	require.NoError(t, err)
+	var objs []*unstructured.Unstructured
 	for _, doc := range strings.Split(docs, "\n---\n") {
 		obj := &unstructured.Unstructured{}
 		require.NoError(t, yaml.Unmarshal([]byte(doc), &obj.Object))
-		gvk := obj.GroupVersionKind()
-		m, err := tgt.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		require.NoError(t, err, gvk.String())
-		ns := obj.GetNamespace()
-		if m.Scope.Name() != meta.RESTScopeNameNamespace {
-			ns = ""
-		}
-		_, err = tgt.Dynamic.Resource(m.Resource).Namespace(ns).Create(context.Background(), obj, metav1.CreateOptions{})
-		require.NoError(t, err, "%s %s", gvk.Kind, obj.GetName())
+		objs = append(objs, obj)
 	}
+	createAll(t, c, "", objs)
 }
 
 // waitForFlowSchema waits until the restorer's requests are classified by the flow
