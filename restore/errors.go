@@ -90,7 +90,7 @@ type WebhookError struct {
 
 func (e *WebhookError) Error() string {
 	if e.Denied {
-		return fmt.Sprintf("admission webhook %q denied it: %s", e.Webhook, e.Reason)
+		return fmt.Sprintf("admission webhook %q denied the request: %s", e.Webhook, e.Reason)
 	}
 	svc := ""
 	if e.Service != "" {

@@ -262,6 +262,8 @@ func TestWebhookErrors(t *testing.T) {
 	require.ErrorAs(t, asWebhookError(denied), &we)
 	assert.True(t, we.Denied)
 	assert.Equal(t, "colour must be blue", we.Reason)
+	assert.Equal(t, `admission webhook "guard.example.io" denied the request: colour must be blue`, we.Error(),
+		"the API server's own words, which users search for")
 
 	other := status("etcd is away")
 	assert.False(t, errors.As(asWebhookError(other), &we))
