@@ -241,7 +241,7 @@ func writeBackup(t *testing.T, objs []map[string]any, resource string, versioned
 	require.NoError(t, err)
 	for _, o := range objs {
 		u := &unstructured.Unstructured{Object: o}
-		resource := map[string]string{"Namespace": "namespaces", "CustomResourceDefinition": "customresourcedefinitions"}[u.GetKind()]
+		resource := strings.ToLower(u.GetKind()) + "s" // the plural of every kind given here
 		require.NoError(t, w.Add(u, resource, true))
 	}
 	for i, v := range versions {
