@@ -130,6 +130,14 @@ func (r *run) verifyOne(ctx context.Context, id int64) (*VerifiedObject, error) 
 	case err != nil:
 		v.Verdict, v.Problems = Missing, []string{"get: " + err.Error()}
 		return v, nil
+	case live.GetDeletionTimestamp() != nil:
+		// Being deleted (a ReplicaSet's surplus Pod, waiting on a finalizer): gone soon.
+		if controller := r.liveController(ctx, it, gvr); controller != "" {
+			v.Verdict, v.Problems = Replaced, []string{"being deleted; its controller " + controller + " is, and makes its own"}
+			return v, nil
+		}
+		v.Verdict, v.Problems = Missing, []string{fmt.Sprintf("%s %s is being deleted", gvr.GroupResource(), qualifiedName(ns, name))}
+		return v, nil
 	}
 	for _, ref := range live.GetOwnerReferences() {
 		if reason := r.ownerLive(ctx, ref, ns); reason != "" {

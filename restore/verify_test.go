@@ -53,10 +53,21 @@ func TestVerifyNamesWhatIsBroken(t *testing.T) {
 	_, err = pods.Update(ctx, &pod, metav1.UpdateOptions{})
 	require.NoError(t, err)
 
+	// Another, held by a finalizer once deleted, as a ReplicaSet's surplus Pod is
+	// while it terminates: replaced, its ReplicaSet is there.
+	require.GreaterOrEqual(t, len(list.Items), 2)
+	leaving := list.Items[1]
+	leaving.SetFinalizers([]string{"example.com/hold"})
+	_, err = pods.Update(ctx, &leaving, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, pods.Delete(ctx, leaving.GetName(), metav1.DeleteOptions{}))
+
 	v, err = verifyAll(ctx, tgt, b, opts)
 	require.NoError(t, err)
 	assert.False(t, v.OK())
 	got := verdicts(v)
+	assert.Equal(t, Replaced, got["pods/"+leaving.GetName()].Verdict, "%v", got["pods/"+leaving.GetName()].Problems)
+	assert.Contains(t, got["pods/"+leaving.GetName()].Problems[0], "being deleted; its controller ReplicaSet")
 	assert.Equal(t, Missing, got["configmaps/settings"].Verdict)
 	assert.Equal(t, Differs, got["secrets/creds"].Verdict)
 	assert.Equal(t, []string{"data.password: not what the backup holds (a Secret's values are not shown)"}, got["secrets/creds"].Problems,
