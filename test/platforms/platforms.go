@@ -1,6 +1,8 @@
 // Package platforms renders the install manifests of real platforms from their
 // projects' own Go modules, pinned in go.mod, with the projects' own tools: a Helm
-// chart with Helm's Go packages (through package deploy), as helm template renders it.
+// chart with Helm's Go packages (through package deploy), as helm template renders it;
+// kustomizations with kustomize's Go API (krusty), as kustomize build does, their
+// variables then given their defaults, as clusterctl does when none is set.
 // The integration tests install what it writes into testdata/platforms, back it up
 // with the real Velero server, and restore it; its test keeps the files current (go
 // test -update writes them again). A module of its own, so that Helm and the
@@ -8,13 +10,19 @@
 package platforms
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+
+	"github.com/drone/envsubst/v2"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/restoregraph/restoregraph/deploy"
 )
@@ -25,8 +33,10 @@ type Platform struct {
 	Name string
 	// Module is the Go module that holds the chart, at the version go.mod pins.
 	Module string
-	// Chart is the chart's directory in the module.
-	Chart string
+	// Chart is the chart's directory in the module; Kustomizations, where there is
+	// no chart, the directories of the kustomizations built, in order.
+	Chart          string
+	Kustomizations []string
 	// Versioned says that the chart's version is v0.0.0 in the module, and that the
 	// project's release tooling sets it (and appVersion): to the module's version here.
 	Versioned bool
@@ -51,8 +61,37 @@ var CertManager = Platform{
 	},
 }
 
+// ClusterAPI is Cluster API's core provider and its kubeadm bootstrap and control
+// plane providers, as clusterctl init installs them: their kustomizations (config/default)
+// with every variable at its default. Their CRDs convert between versions through a
+// conversion webhook, their Validating- and MutatingWebhookConfigurations fail closed,
+// and cert-manager (installed first, as clusterctl requires) issues their serving
+// certificates.
+var ClusterAPI = Platform{
+	Name:           "cluster-api",
+	Module:         "sigs.k8s.io/cluster-api",
+	Kustomizations: []string{"config/default", "bootstrap/kubeadm/config/default", "controlplane/kubeadm/config/default"},
+}
+
+// Kyverno is Kyverno from its chart: many CRDs (policies, reports, cleanup and
+// update requests) and its admission, background, cleanup and reports controllers.
+// Kyverno writes its webhook configurations itself once running, so the chart holds
+// none.
+var Kyverno = Platform{
+	Name:    "kyverno",
+	Module:  "github.com/kyverno/kyverno",
+	Chart:   "charts/kyverno",
+	Release: deploy.Release{Name: "kyverno", Namespace: "kyverno"},
+	Values: map[string]any{
+		// Post-install and pre-delete hooks (Jobs): not part of what is installed.
+		"webhooksCleanup":      map[string]any{"enabled": false},
+		"policyReportsCleanup": map[string]any{"enabled": false},
+		"test":                 map[string]any{"enabled": false},
+	},
+}
+
 // All are the platforms rendered.
-var All = []Platform{CertManager}
+var All = []Platform{CertManager, ClusterAPI, Kyverno}
 
 // Version returns the version of p's module that go.mod pins.
 func (p Platform) Version() (string, error) {
@@ -65,6 +104,9 @@ func (p Platform) Render() ([]byte, error) {
 	m, err := module(p.Module)
 	if err != nil {
 		return nil, err
+	}
+	if len(p.Kustomizations) > 0 {
+		return p.build(m)
 	}
 	dir := filepath.Join(m.Dir, p.Chart)
 	if p.Versioned {
@@ -80,6 +122,40 @@ func (p Platform) Render() ([]byte, error) {
 	head := fmt.Sprintf("# %s %s: %s rendered with Helm's Go packages by test/platforms (go test -update writes it again)\n", p.Module, m.Version, p.Chart)
 	return append([]byte(head), out...), nil
 }
+
+// build builds p's kustomizations in m, in order, and gives their variables
+// (${NAME:=default}) their defaults, as clusterctl does with none set.
+func (p Platform) build(m goModule) ([]byte, error) {
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "# %s %s: %s built with kustomize's Go API by test/platforms (go test -update writes it again)\n",
+		p.Module, m.Version, strings.Join(p.Kustomizations, ", "))
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	for i, dir := range p.Kustomizations {
+		resources, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(m.Dir, dir))
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: kustomize build %s: %w", p.Module, m.Version, dir, err)
+		}
+		y, err := resources.AsYaml()
+		if err != nil {
+			return nil, err
+		}
+		if v := noDefault.FindSubmatch(y); v != nil {
+			return nil, fmt.Errorf("%s %s: %s: variable %s has no default, and clusterctl would ask for it", p.Module, m.Version, dir, v[1])
+		}
+		text, err := envsubst.Eval(string(y), func(string) string { return "" })
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %s: %w", p.Module, m.Version, dir, err)
+		}
+		if i > 0 {
+			out.WriteString("---\n")
+		}
+		out.WriteString(text)
+	}
+	return out.Bytes(), nil
+}
+
+// noDefault matches a variable written without a default (${NAME}).
+var noDefault = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 type goModule struct{ Path, Version, Dir string }
 
