@@ -40,32 +40,14 @@ func TestControllerAsALibrary(t *testing.T) {
 		DisableControllers: harness.RestoreControllers})
 
 	// The controller runs as the chart's ServiceAccount, with its RBAC alone.
-	asSA := asChart(t, vc)
-	dyn, err := dynamic.NewForConfig(asSA)
-	require.NoError(t, err)
-	cs, err := kubernetes.NewForConfig(asSA)
-	require.NoError(t, err)
-	tgt, err := restore.NewTarget(asSA)
-	require.NoError(t, err)
-	host, cmds := pluginHost(t, v.PluginDir())
 	var logs syncBuffer
-	c, err := controller.New(controller.Config{
-		Velero:     velero.Client{Dynamic: dyn, Secrets: cs.CoreV1(), Namespace: "velero"},
-		Kubernetes: cs, Target: tgt, Plugins: host, PluginCommands: cmds,
-		Identity: "in-process", LeaseDuration: 5 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-	})
-	require.NoError(t, err)
-	runCtx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- c.Run(runCtx) }()
-	t.Cleanup(func() {
-		stop()
-		require.NoError(t, <-ran)
-		assert.False(t, c.Ready(), "not ready once stopped")
-		assert.Zero(t, c.Electing(), "every election ended")
-	})
+	c := runController(t, vc, v.PluginDir(), controller.Config{Identity: "in-process", LeaseDuration: 5 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	require.Eventually(t, c.Ready, 30*time.Second, 50*time.Millisecond, "the Restores are listed")
+	dyn, err := dynamic.NewForConfig(vc.Config)
+	require.NoError(t, err)
+	cs, err := kubernetes.NewForConfig(vc.Config)
+	require.NoError(t, err)
 
 	out, err := v.Run(ctx, "restore", "create", "shop-lib", "--from-backup", fixtureBackup, "--include-namespaces", "shop",
 		"--namespace-mappings", "shop:shop-lib", "--wait")
@@ -126,10 +108,41 @@ func head(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// runController runs restoregraph's controller in this process until the test ends, as
+// the chart's ServiceAccount with its RBAC alone, Velero's client of namespace velero,
+// and the plugins in pluginDir with env added to their environment; config gives the
+// rest (identity, logger, lease). Once stopped, it is not ready and has no election
+// left.
+func runController(t testing.TB, c *harness.Cluster, pluginDir string, config controller.Config, env ...string) *controller.Controller {
+	t.Helper()
+	asSA := asChart(t, c)
+	dyn, err := dynamic.NewForConfig(asSA)
+	require.NoError(t, err)
+	cs, err := kubernetes.NewForConfig(asSA)
+	require.NoError(t, err)
+	config.Target, err = restore.NewTarget(asSA)
+	require.NoError(t, err)
+	config.Velero = velero.Client{Dynamic: dyn, Secrets: cs.CoreV1(), Namespace: "velero"}
+	config.Kubernetes = cs
+	config.Plugins, config.PluginCommands = pluginHost(t, pluginDir, env...)
+	ctl, err := controller.New(config)
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- ctl.Run(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		require.NoError(t, <-ran)
+		assert.False(t, ctl.Ready(), "not ready once stopped")
+		assert.Zero(t, ctl.Electing(), "every election ended")
+	})
+	return ctl
+}
+
 // pluginHost is a plugin host for a controller in this process, with env added to the
 // plugins' environment, and the commands of the plugin executables in dir; closed when
 // the test ends.
-func pluginHost(t *testing.T, dir string, env ...string) (*pluginhost.Host, [][]string) {
+func pluginHost(t testing.TB, dir string, env ...string) (*pluginhost.Host, [][]string) {
 	t.Helper()
 	found, err := pluginhost.Executables(dir)
 	require.NoError(t, err)
