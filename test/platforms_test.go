@@ -212,7 +212,7 @@ func backupOf(t *testing.T, c *harness.Cluster, f filter.Spec) string {
 }
 
 // waitAvailable waits until the Deployment namespace/name is Available.
-func waitAvailable(t *testing.T, c *harness.Cluster, namespace, name string) {
+func waitAvailable(t testing.TB, c *harness.Cluster, namespace, name string) {
 	t.Helper()
 	dyn, err := dynamic.NewForConfig(c.Config)
 	require.NoError(t, err)
