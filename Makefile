@@ -192,7 +192,7 @@ fixtures: etcd $(KUBE_BIN)/.built velero-stack
 	rm -rf testdata/velero && mkdir -p testdata/velero
 	cd test && RESTOREGRAPH_WRITE_VELERO_FIXTURES=$(CURDIR)/testdata/velero $(GO) test -count=1 -timeout 20m -run '^TestVeleroSideBySide$$' .
 
-## bench-integration: two workloads of 5,000 objects into the real server three ways, unthrottled, a 10,000-object backup, the CLI restoring 100,000 objects and a million (over an hour), 10,000 Services created, Velero's restore beside restoregraph's of backups the real Velero server wrote (about 1,100 and 10,300 objects; 10 and 100 claims by CSI snapshot), what the managed fields' patch costs the server at 10,300, one run each, and what reading a backup from a file, by URL and by name costs
+## bench-integration: two workloads of 5,000 objects into the real server three ways, unthrottled, a 10,000-object backup, the CLI restoring 100,000 objects and a million (over an hour), 10,000 Services created, Velero's restore beside restoregraph's of backups the real Velero server wrote (about 1,100 and 10,300 objects; 10 and 100 claims by CSI snapshot), three real platforms (cert-manager, Cluster API beside it, Kyverno) restored by the command, the controller and Velero, what the managed fields' patch costs the server at 10,300, one run each, and what reading a backup from a file, by URL and by name costs
 bench-integration: integration-bins
 	cd test && $(GO) test -run '^$$' -bench 'Integration(Restore|Backup|CLIRestore|Services|Velero|Sources)' -benchtime 1x -timeout 300m ./...
 
