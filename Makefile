@@ -218,7 +218,7 @@ $(KUBE_BIN)/.built:
 ## the strategy and overhead tables and chart into BENCH_OUT (docs/bench)
 bench:
 	@mkdir -p out
-	$(GO) test $(NEWEST) -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem -timeout 60m $(PKGS) > out/bench.txt || { cat out/bench.txt; exit 1; }
+	$(GO) test $(NEWEST) -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem -timeout 120m $(PKGS) > out/bench.txt || { cat out/bench.txt; exit 1; }
 	cd $(PEERS) && $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -timeout 60m . > ../../out/bench-peers.txt || { cat ../../out/bench-peers.txt; exit 1; }
 	cat out/bench.txt out/bench-peers.txt
 	cat out/bench.txt out/bench-peers.txt | (cd $(PEERS) && $(GO) run ./cmd/benchreport -out ../../$(BENCH_OUT))

@@ -84,6 +84,10 @@ type appWriter struct {
 	written int
 	apps    int
 	rv      int
+	// only, when set, is the one resource put writes: the others are made (and counted
+	// in made) but not written, so that a backup can be written resource by resource.
+	only string
+	made int
 }
 
 func (g *appWriter) uid() string {
@@ -105,6 +109,10 @@ func (g *appWriter) meta(ns, name, uid, extra string) []byte {
 }
 
 func (g *appWriter) put(apiVersion, resource, ns, name string, body string) error {
+	g.made++
+	if g.only != "" && resource != g.only {
+		return nil
+	}
 	g.written++
 	return g.aw.AddJSON(archive.Entry{APIVersion: apiVersion, Resource: resource, Namespace: ns, Name: name}, []byte(body), true)
 }

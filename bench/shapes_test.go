@@ -1,0 +1,115 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/restoregraph/restoregraph/archive"
+	"github.com/restoregraph/restoregraph/bench/clirun"
+	"github.com/restoregraph/restoregraph/bench/workload"
+)
+
+// shapeSizes are the sizes a shape is benchmarked at: 100k and a million objects, but
+// for large bodies, whose million would be 64 GB: 1,000 and 10,000 of them.
+func shapeSizes(g workload.Graph) []int {
+	if g.Value > 1<<10 {
+		return []int{1_000, 10_000}
+	}
+	return scaleSizes
+}
+
+// graphTarball is appsTarball for a backup of n objects in shape g.
+func graphTarball(b *testing.B, g workload.Graph, n int, carried bool) string {
+	b.Helper()
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir = filepath.Join(dir, "restoregraph", "bench")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	kind := "plain"
+	if carried {
+		kind = "manifest"
+	}
+	path := filepath.Join(dir, fmt.Sprintf("%s-%d-%s-v1.tar.gz", g.Name, n, kind))
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	tmp, err := os.CreateTemp(dir, "writing-*")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.Remove(tmp.Name())
+	if carried {
+		src, err := archive.ReadFile(context.Background(), graphTarball(b, g, n, false), archive.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = workload.WithManifest(tmp, src)
+		src.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+	} else if _, err := workload.WriteGraph(tmp, n, 1, g); err != nil {
+		b.Fatal(err)
+	}
+	if err := tmp.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// BenchmarkShapes plans and restores, with the command and the embedded API server
+// (default flags, no memory limit set), backups of each shape of workload.Graphs with
+// and without a manifest, and in the same iteration inflates the same file with gzip -dc
+// and with Go's compress/gzip: the floor of any read. It reports each step's seconds and
+// the command's peak resident MiB, and plan/gzip-dc and restore/gzip-dc, ratios from the
+// same run. ns/op is the plan and the restore together.
+func BenchmarkShapes(b *testing.B) {
+	gzipCmd, err := exec.LookPath("gzip")
+	if err != nil {
+		b.Skip("no gzip command")
+	}
+	for _, g := range workload.Graphs {
+		for _, n := range shapeSizes(g) {
+			for _, carried := range []bool{false, true} {
+				b.Run(fmt.Sprintf("shape=%s/objects=%d/manifest=%t", g.Name, n, carried), func(b *testing.B) {
+					path := graphTarball(b, g, n, carried)
+					cliBinary(b)
+					var gzipDC, goInflate time.Duration
+					var plan, restored clirun.Run
+					for b.Loop() {
+						b.StopTimer()
+						gzipDC = timed(func() {
+							if err := exec.Command(gzipCmd, "-dc", path).Run(); err != nil {
+								b.Fatal(err)
+							}
+						})
+						goInflate = timed(func() { inflate(b, path, goGzip) })
+						b.StartTimer()
+						plan = runCLI(b, "plan", "--backup", path, "--embedded", "-o", "text")
+						restored = runCLI(b, "restore", "--backup", path, "--embedded")
+					}
+					b.ReportMetric(gzipDC.Seconds(), "gzip-dc-s")
+					b.ReportMetric(goInflate.Seconds(), "go-inflate-s")
+					b.ReportMetric(plan.Took.Seconds(), "plan-s")
+					b.ReportMetric(float64(plan.MaxRSS)/(1<<20), "plan-MiB")
+					b.ReportMetric(plan.Took.Seconds()/gzipDC.Seconds(), "plan/gzip-dc")
+					b.ReportMetric(restored.Took.Seconds(), "restore-s")
+					b.ReportMetric(float64(restored.MaxRSS)/(1<<20), "restore-MiB")
+					b.ReportMetric(restored.Took.Seconds()/gzipDC.Seconds(), "restore/gzip-dc")
+				})
+			}
+		}
+	}
+}
