@@ -29,6 +29,19 @@ var scaleSizes = []int{100_000, 1_000_000}
 // a million objects take a minute to write.
 func appsTarball(b *testing.B, n int, carried bool) string {
 	b.Helper()
+	if carried {
+		return cachedBackup(b, fmt.Sprintf("apps-%d-manifest-v1.tar.gz", n), withManifest(appsTarball(b, n, false)))
+	}
+	return cachedBackup(b, fmt.Sprintf("apps-%d-plain-v1.tar.gz", n), func(w io.Writer) error {
+		_, err := workload.WriteApps(w, n, 1)
+		return err
+	})
+}
+
+// cachedBackup returns the path of the backup file name in restoregraph/bench under
+// the user's cache directory, written by write the first time it is asked for.
+func cachedBackup(b *testing.B, name string, write func(io.Writer) error) string {
+	b.Helper()
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		b.Fatal(err)
@@ -37,11 +50,7 @@ func appsTarball(b *testing.B, n int, carried bool) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	kind := "plain"
-	if carried {
-		kind = "manifest"
-	}
-	path := filepath.Join(dir, fmt.Sprintf("apps-%d-%s-v1.tar.gz", n, kind))
+	path := filepath.Join(dir, name)
 	if _, err := os.Stat(path); err == nil {
 		return path
 	}
@@ -50,17 +59,7 @@ func appsTarball(b *testing.B, n int, carried bool) string {
 		b.Fatal(err)
 	}
 	defer os.Remove(tmp.Name())
-	if carried {
-		src, err := archive.ReadFile(context.Background(), appsTarball(b, n, false), archive.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		err = workload.WithManifest(tmp, src)
-		src.Close()
-		if err != nil {
-			b.Fatal(err)
-		}
-	} else if _, err := workload.WriteApps(tmp, n, 1); err != nil {
+	if err := write(tmp); err != nil {
 		b.Fatal(err)
 	}
 	if err := tmp.Close(); err != nil {
@@ -70,6 +69,18 @@ func appsTarball(b *testing.B, n int, carried bool) string {
 		b.Fatal(err)
 	}
 	return path
+}
+
+// withManifest writes the backup file at plain again with its manifest first.
+func withManifest(plain string) func(io.Writer) error {
+	return func(w io.Writer) error {
+		src, err := archive.ReadFile(context.Background(), plain, archive.Options{})
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		return workload.WithManifest(w, src)
+	}
 }
 
 // inflate decompresses the file at path to nowhere, in this process.

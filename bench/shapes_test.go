@@ -1,15 +1,12 @@
 package bench
 
 import (
-	"context"
 	"fmt"
-	"os"
+	"io"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/restoregraph/restoregraph/archive"
 	"github.com/restoregraph/restoregraph/bench/clirun"
 	"github.com/restoregraph/restoregraph/bench/workload"
 )
@@ -26,47 +23,13 @@ func shapeSizes(g workload.Graph) []int {
 // graphTarball is appsTarball for a backup of n objects in shape g.
 func graphTarball(b *testing.B, g workload.Graph, n int, carried bool) string {
 	b.Helper()
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir = filepath.Join(dir, "restoregraph", "bench")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	kind := "plain"
 	if carried {
-		kind = "manifest"
+		return cachedBackup(b, fmt.Sprintf("%s-%d-manifest-v1.tar.gz", g.Name, n), withManifest(graphTarball(b, g, n, false)))
 	}
-	path := filepath.Join(dir, fmt.Sprintf("%s-%d-%s-v1.tar.gz", g.Name, n, kind))
-	if _, err := os.Stat(path); err == nil {
-		return path
-	}
-	tmp, err := os.CreateTemp(dir, "writing-*")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.Remove(tmp.Name())
-	if carried {
-		src, err := archive.ReadFile(context.Background(), graphTarball(b, g, n, false), archive.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		err = workload.WithManifest(tmp, src)
-		src.Close()
-		if err != nil {
-			b.Fatal(err)
-		}
-	} else if _, err := workload.WriteGraph(tmp, n, 1, g); err != nil {
-		b.Fatal(err)
-	}
-	if err := tmp.Close(); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		b.Fatal(err)
-	}
-	return path
+	return cachedBackup(b, fmt.Sprintf("%s-%d-plain-v1.tar.gz", g.Name, n), func(w io.Writer) error {
+		_, err := workload.WriteGraph(w, n, 1, g)
+		return err
+	})
 }
 
 // BenchmarkShapes plans and restores, with the command and the embedded API server
