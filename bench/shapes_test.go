@@ -37,7 +37,8 @@ func graphTarball(b *testing.B, g workload.Graph, n int, carried bool) string {
 // and without a manifest, and in the same iteration inflates the same file with gzip -dc
 // and with Go's compress/gzip: the floor of any read. It reports each step's seconds and
 // the command's peak resident MiB, and plan/gzip-dc and restore/gzip-dc, ratios from the
-// same run. ns/op is the plan and the restore together.
+// same run; and the restore again with GOMEMLIMIT=900MiB (limited-s, limited-MiB): what
+// a soft memory limit under 1 GiB costs. ns/op is the plan and the two restores.
 func BenchmarkShapes(b *testing.B) {
 	gzipCmd, err := exec.LookPath("gzip")
 	if err != nil {
@@ -50,7 +51,7 @@ func BenchmarkShapes(b *testing.B) {
 					path := graphTarball(b, g, n, carried)
 					cliBinary(b)
 					var gzipDC, goInflate time.Duration
-					var plan, restored clirun.Run
+					var plan, restored, limited clirun.Run
 					for b.Loop() {
 						b.StopTimer()
 						gzipDC = timed(func() {
@@ -62,6 +63,10 @@ func BenchmarkShapes(b *testing.B) {
 						b.StartTimer()
 						plan = runCLI(b, "plan", "--backup", path, "--embedded", "-o", "text")
 						restored = runCLI(b, "restore", "--backup", path, "--embedded")
+						var err error
+						if limited, err = clirun.StartEnv([]string{"GOMEMLIMIT=900MiB"}, cliBinary(b), "restore", "--backup", path, "--embedded"); err != nil {
+							b.Fatal(err)
+						}
 					}
 					b.ReportMetric(gzipDC.Seconds(), "gzip-dc-s")
 					b.ReportMetric(goInflate.Seconds(), "go-inflate-s")
@@ -71,6 +76,8 @@ func BenchmarkShapes(b *testing.B) {
 					b.ReportMetric(restored.Took.Seconds(), "restore-s")
 					b.ReportMetric(float64(restored.MaxRSS)/(1<<20), "restore-MiB")
 					b.ReportMetric(restored.Took.Seconds()/gzipDC.Seconds(), "restore/gzip-dc")
+					b.ReportMetric(limited.Took.Seconds(), "limited-s")
+					b.ReportMetric(float64(limited.MaxRSS)/(1<<20), "limited-MiB")
 				})
 			}
 		}
