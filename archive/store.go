@@ -162,20 +162,17 @@ func (s *bodyStore) appendSpilled(dst []byte, ref bodyRef) ([]byte, error) {
 }
 
 // The spill file holds the bodies s2-compressed, a block at a time: the bodies of one
-// backup repeat each other's keys and values, so the file is a fraction of their size
-// (0.077 of it for the backup the Velero server wrote in testdata/velero, 0.105 for a
-// kube-apiserver 1.37 backup in testdata/backups, 0.083 for the benchmarks' generated
-// objects, s2's default level). The kernel writes and reads that fraction of the bytes
-// (a million objects restored into the embedded server spent half the system time),
-// about a tenth of the page cache is taken, and s2 decoded the million's blocks at
-// 14 GB/s in a throwaway test. A restore asks for bodies in nearly the order they were
-// written, so each block is decompressed once and kept while the bodies after it are
-// read: of a restore of 100k objects into the embedded server, 1.8% of the bodies were
-// not in the blocks kept, at 4 MiB held (measured with uncompressed blocks of the same
-// size).
+// backup repeat each other's keys and values, so the file is a fraction of their size.
+// The kernel writes and reads that fraction of the bytes, and about that fraction of
+// the page cache is taken. A restore asks for the bodies of what is ready, which is
+// near the order they were written when owners come before their dependents; where it
+// is not (long owner chains whose objects Velero wrote apart, a resource after another),
+// nearly every body is in a block not kept. So the blocks are small, that a body read
+// from a block not kept decompresses little beside it, and many are kept: 2 MiB of
+// blocks. Smaller blocks compress a little less, as s2 finds fewer repeats in each.
 const (
-	spillBlock  = 256 << 10 // of bodies, before compression
-	spillBlocks = 16
+	spillBlock  = 32 << 10 // of bodies, before compression
+	spillBlocks = 64
 )
 
 // spilledBlock is one block of the spill file: where its bodies start among all the
