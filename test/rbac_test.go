@@ -3,6 +3,7 @@ package test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -141,7 +142,11 @@ func TestRestorerClusterRoleHoldsOnlyWhatItUses(t *testing.T) {
 	const gatePath = "/apis/apps/v1/namespaces/grants/deployments/gate"
 	gated := make(chan error, 1)
 	go func() {
-		for !slices.ContainsFunc(rec.sentLines(), func(l string) bool { return strings.HasPrefix(l, "GET "+gatePath+"?") }) {
+		for deadline := time.Now().Add(time.Minute); !slices.ContainsFunc(rec.sentLines(), func(l string) bool { return strings.HasPrefix(l, "GET "+gatePath+"?") }); {
+			if time.Now().After(deadline) {
+				gated <- fmt.Errorf("the restore never read %s", gatePath)
+				return
+			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		d, err := cs.AppsV1().Deployments("grants").Get(ctx, "gate", metav1.GetOptions{})
