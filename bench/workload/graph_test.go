@@ -28,7 +28,7 @@ func TestGraphShapes(t *testing.T) {
 		{Graph{Name: "long", PerNamespace: 500, Depth: 250, Value: 40}, 2, 250, 1},
 		{Graph{Name: "fan", PerNamespace: 1_000, Depth: 1, FanOut: 999, Value: 40}, 1, 2, 999},
 		{Graph{Name: "flat", PerNamespace: 1 << 62, Depth: 1, Value: 40}, 1, 1, 0},
-		{Graph{Name: "large", PerNamespace: 250, Depth: 1, Value: 16 << 10}, 4, 1, 0},
+		{Graph{Name: "large", PerNamespace: 250, Depth: 1, Value: 4 << 10}, 4, 1, 0},
 	} {
 		t.Run(tc.g.Name, func(t *testing.T) {
 			const objects = 1_000
