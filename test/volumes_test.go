@@ -208,6 +208,21 @@ func TestVeleroCSIRestoreSideBySide(t *testing.T) {
 	require.Equal(t, "Completed", veleroPhase(t, rc, veleroRestores, "ctl-csi", "Completed", "PartiallyFailed", "Failed", "FailedValidation"))
 	assertVolumesHold(t, rc, rcCSI, "data-ctl", files)
 
+	// No VolumeSnapshotClass of the driver in the target, and none restored: Velero's
+	// content action gives each content the target's class of its driver, here none, and
+	// the CSI snapshotter takes a content without one (a class holds only credentials for
+	// it), so every claim is Bound holding its file.
+	classes := dyn.Resource(schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshotclasses"})
+	require.NoError(t, classes.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}))
+	code, _, stderr = cliApart(t, "restore", "--from-backup", name, "--plugins", plugins, "--kubeconfig", rc.Kubeconfig,
+		"--restore-name", "rg-noclass", "--namespace-mappings", "data:data-noclass",
+		"--exclude-resources", "volumesnapshotclasses.snapshot.storage.k8s.io", "-o", "json")
+	require.Equal(t, 0, code, stderr)
+	assertVolumesHold(t, rc, rcCSI, "data-noclass", files)
+	left, err := classes.List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, left.Items, "the restore made no VolumeSnapshotClass")
+
 	// The driver no longer has the snapshot of uploads: that claim fails, naming its
 	// VolumeSnapshot and what the CSI snapshotter recorded, its Pod is not made, and the
 	// rest is restored.
