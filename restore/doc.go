@@ -56,7 +56,8 @@
 //     the backup is looked up in the target by kind, namespace and name; an owner found
 //     nowhere is dropped with a warning. No restored object points at a UID that does
 //     not exist, so the garbage collector deletes nothing restored. A Pod whose volumes
-//     are filled (below) has none: it comes before its owners, which adopt it.
+//     are filled (below) has none: it comes before its owners, which adopt it; a Job
+//     that adopts one keeps the selector it had, as a manual one, which the Pod matches.
 //  10. StepLabel: velero.io/backup-name and velero.io/restore-name, as Velero labels
 //     what it restores.
 //  11. StepCreate: it is created through the dynamic client; AlreadyExists is handled by

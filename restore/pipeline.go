@@ -152,6 +152,8 @@ func (r *run) leavesUnread(o *Object) bool {
 		return false // its status may be written from the backup's
 	case r.plan.volumes.snapshot[it] != nil:
 		return false // its volume is set in its spec (StepVolume)
+	case r.plan.volumes.adopters[it.UID]:
+		return false // a Job's selector may be set in its spec (keepJobSelector)
 	case !r.plan.ext.Readiness.JudgesByExistence(it.GroupVersionKind().GroupKind()):
 		return false // its readiness is judged from the object created
 	}
@@ -390,7 +392,7 @@ func (r *run) stepRemapOwners(ctx context.Context, o *Object) error {
 		return nil
 	}
 	r.remapOwners(ctx, o)
-	return nil
+	return r.keepJobSelector(o)
 }
 
 func (r *run) stepCreate(ctx context.Context, o *Object) error {

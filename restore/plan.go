@@ -325,6 +325,12 @@ func NewPlan(ctx context.Context, backup Backup, target Target, opts PlanOptions
 		}
 	}
 	vp.filled = filledPods(m, ext.PodVolumes, p.excluded)
+	vp.adopters = map[types.UID]bool{}
+	for pod := range vp.filled {
+		for _, uid := range pod.OwnerUIDs {
+			vp.adopters[uid] = true
+		}
+	}
 	p.volumes, p.Volumes = vp, opts.Volumes
 	// Warnings speak of what the restore takes on: a kind it leaves to the target or
 	// filters out is not warned about.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/restoregraph/restoregraph/graph"
@@ -111,6 +112,58 @@ func (r *run) stepPodVolumes(ctx context.Context, o *Object) error {
 	r.log.InfoContext(ctx, "filling pod volumes", "object", o.Item.String(), "volumes", vols)
 	if err := r.plan.ext.PodVolumes.RestorePodVolumes(ctx, o.Target, o.Item.Namespace, r.request); err != nil {
 		return fmt.Errorf("pod volumes %v: %w", vols, err)
+	}
+	return nil
+}
+
+var jobsResource = schema.GroupResource{Group: "batch", Resource: "jobs"}
+
+// controllerUIDLabels are the labels a Job's generated selector selects its Pods by:
+// the Job's UID.
+var controllerUIDLabels = []string{"controller-uid", "batch.kubernetes.io/controller-uid"}
+
+// keepJobSelector gives a Job that owns a Pod restored before it (podVolumesFirst) the
+// selector it had in the backup, as a manual one, and the labels its template selected
+// Pods by. Its action (Velero's, as the built-in one) takes them off so that the API
+// server generates a selector of the restored Job's own UID, which the Pod, made before
+// the Job with the labels of the Job's UID in the backup, does not match: the Job would
+// not adopt it, and would start a Pod of its own beside it.
+func (r *run) keepJobSelector(o *Object) error {
+	it := o.Item
+	if it.GroupResource() != jobsResource || !r.plan.volumes.adopters[it.UID] {
+		return nil
+	}
+	data, err := r.backup.Body(it.GroupResource(), o.Resource.Version, it.Namespace, it.Name)
+	if err != nil {
+		return err
+	}
+	var backed unstructured.Unstructured
+	if err := backed.UnmarshalJSON(data); err != nil {
+		return fmt.Errorf("%s at %s in the backup: %w", it, o.Resource.Version, err)
+	}
+	selector, found, _ := unstructured.NestedMap(backed.Object, "spec", "selector")
+	if !found {
+		return nil
+	}
+	o.own()
+	set := func(v any, path ...string) error {
+		if err := unstructured.SetNestedField(o.Body.Object, v, path...); err != nil {
+			return fmt.Errorf("keeping the selector of %s, which adopts the Pods restored before it: %w", it, err)
+		}
+		return nil
+	}
+	if err := set(selector, "spec", "selector"); err != nil {
+		return err
+	}
+	if err := set(true, "spec", "manualSelector"); err != nil {
+		return err
+	}
+	for _, l := range controllerUIDLabels {
+		if v, ok, _ := unstructured.NestedString(backed.Object, "spec", "template", "metadata", "labels", l); ok {
+			if err := set(v, "spec", "template", "metadata", "labels", l); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

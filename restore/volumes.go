@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/restoregraph/restoregraph/graph"
 	"github.com/restoregraph/restoregraph/manifest"
@@ -151,6 +152,8 @@ type volumePlan struct {
 	takenOn map[*manifest.Item]bool
 	// filled is the volumes Extensions.PodVolumes fills, by the Pod's item.
 	filled map[*manifest.Item][]string
+	// adopters is the UIDs of the owners of the Pods of filled, which adopt them.
+	adopters map[types.UID]bool
 }
 
 // planVolumes decides, as Velero decides, how each PersistentVolume of the backup comes
