@@ -181,6 +181,10 @@ func (p *Plan) Backup() BackupRef { return p.source }
 // Selection is what the plan restores of its backup, with its defaults filled in.
 func (p *Plan) Selection() Selection { return p.sel }
 
+// FillsPodVolumes reports whether the restore fills the volumes of a Pod it makes
+// through Extensions.PodVolumes (VolumeFileSystem).
+func (p *Plan) FillsPodVolumes() bool { return len(p.volumes.filled) > 0 }
+
 // PlannedPlugin is a restore item action of the plan.
 type PlannedPlugin struct {
 	Name      string               `json:"name"`

@@ -666,8 +666,9 @@ func TestFileSystemVolumesAreFilledBeforeTheirPodsController(t *testing.T) {
 	assert.Equal(t, "pv-data", ve.PV)
 	assert.Contains(t, err.Error(), "persistentvolume pv-data (file system): its files come back through the PodVolumeRestores of Velero's node-agent")
 	no := false
-	_, err = NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Selection: Selection{RestorePVs: &no}, Extensions: Extensions{Plugins: &withAction}})
+	p, err := NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Selection: Selection{RestorePVs: &no}, Extensions: Extensions{Plugins: &withAction}})
 	require.NoError(t, err, "restorePVs false restores the claim empty")
+	assert.False(t, p.FillsPodVolumes(), "no PodVolumeRestorer")
 
 	fill := &fillingVolumes{byPod: map[string][]string{"shop/web-1": {"data"}}}
 	_, err = NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Extensions: Extensions{PodVolumes: fill}})
@@ -675,8 +676,9 @@ func TestFileSystemVolumesAreFilledBeforeTheirPodsController(t *testing.T) {
 	assert.Contains(t, err.Error(), "pod shop/web-1 (file system): its volumes' files come back through Velero's action velero.io/pod-volume-restore, "+
 		"which this restore does not run: give Velero's plugins (the velero command)")
 
-	p, err := NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Extensions: Extensions{PodVolumes: fill, Plugins: &withAction}})
+	p, err = NewPlan(ctx, b, tgt, PlanOptions{Volumes: vols, Extensions: Extensions{PodVolumes: fill, Plugins: &withAction}})
 	require.NoError(t, err)
+	assert.True(t, p.FillsPodVolumes())
 	var rsWaitsFor []string
 	for o := range p.Objects() {
 		if o.Name == "web" {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -600,6 +602,36 @@ func podVolumeRestores(t testing.TB, c *harness.Cluster) map[string]any {
 	return out
 }
 
+// assertRestoreWaitEnds checks that each volume of each Pod in ns that Velero's
+// restore-wait init container waits for holds the file it waits for: .velero/UID, UID
+// its argument, the Restore's UID as plugins were told it, which the node-agent writes
+// after the UID of the PodVolumeRestore's owner.
+func assertRestoreWaitEnds(t *testing.T, c *harness.Cluster, csi *harness.CSI, ns string) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(c.Config)
+	require.NoError(t, err)
+	pods, err := cs.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	waiting := 0
+	for _, p := range pods.Items {
+		i := slices.IndexFunc(p.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == "restore-wait" })
+		if i < 0 {
+			continue
+		}
+		waiting++
+		require.NotEmpty(t, p.Spec.InitContainers[i].Args, "pod %s/%s: restore-wait's argument", ns, p.Name)
+		uid := p.Spec.InitContainers[i].Args[0]
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim == nil {
+				continue
+			}
+			done := filepath.Join(csi.Volume(boundVolume(t, c, ns, v.PersistentVolumeClaim.ClaimName)), ".velero", uid)
+			assert.FileExists(t, done, "pod %s/%s, volume %s: the file restore-wait waits for", ns, p.Name, v.Name)
+		}
+	}
+	assert.Positive(t, waiting, "Pods of %s whose volumes are filled", ns)
+}
+
 // TestVeleroFileSystemRestoreSideBySide: the real Velero server backs up a namespace
 // whose claims hold files by file-system backup (--default-volumes-to-fs-backup), a
 // node-agent of Velero's contract (the harness's) copying each Pod volume into a
@@ -637,9 +669,9 @@ func TestVeleroFileSystemRestoreSideBySide(t *testing.T) {
 	require.NoError(t, vc.Schedule(ctx)) // the node-agent runs on each node
 	veleroRestore(t, vc, s3srv, withAgent, name, "velero-fs")
 	assertVolumesHold(t, vc, vcCSI, "data", files)
+	assertRestoreWaitEnds(t, vc, vcCSI, "data")
 	byVelero := podVolumeRestores(t, vc)
-	vc.StopVelero()
-	vc.Stop()
+	vc.StopVelero() // its objects stay, read as another cluster's below
 
 	rc, rcCSI := movingCluster(t, storage, repo)
 	require.NoError(t, rc.Schedule(ctx))
@@ -652,6 +684,7 @@ func TestVeleroFileSystemRestoreSideBySide(t *testing.T) {
 		"--restore-name", "rg-fs", "-o", "json")
 	require.Equal(t, 0, code, "%s\n%s", stderr, report)
 	assertVolumesHold(t, rc, rcCSI, "data", files)
+	assertRestoreWaitEnds(t, rc, rcCSI, "data")
 	assertPodsAfterClaims(t, report)
 	assert.Equal(t, byVelero, podVolumeRestores(t, rc), "the PodVolumeRestores Velero's restore makes")
 	cs, err := kubernetes.NewForConfig(rc.Config)
@@ -676,4 +709,28 @@ func TestVeleroFileSystemRestoreSideBySide(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond) {
 		t.Errorf("the two Pods restored before their controllers, adopted by them, and no more: %v", seen)
 	}
+
+	// Not recorded in Velero, its PodVolumeRestores would have no owner, which the
+	// node-agent fails: refused before anything is written.
+	code, _, stderr = cliApart(t, "restore", "--from-backup", name, "--plugins", veleroWithPlugins(t, rv), "--kubeconfig", rc.Kubeconfig,
+		"--record-in-velero=false", "--namespace-mappings", "data:data-unrecorded")
+	assert.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, "the restore must be recorded in Velero")
+	_, err = cs.CoreV1().Namespaces().Get(ctx, "data-unrecorded", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "nothing written: %v", err)
+
+	// Velero's objects read from another cluster where Velero runs (vc's, of the same
+	// location; its server stopped, as one runs at a time): the restore is recorded
+	// there, and begun in the target's Velero too, whose Restore owns the
+	// PodVolumeRestores and whose UID the restore-wait init containers wait for.
+	code, _, stderr = cliApart(t, "restore", "--from-backup", name, "--plugins", veleroWithPlugins(t, rv), "--kubeconfig", rc.Kubeconfig,
+		"--source-kubeconfig", vc.Kubeconfig, "--restore-name", "rg-fs-apart", "--namespace-mappings", "data:data-apart")
+	require.Equal(t, 0, code, stderr)
+	assertVolumesHold(t, rc, rcCSI, "data-apart", files)
+	assertRestoreWaitEnds(t, rc, rcCSI, "data-apart")
+	podVolumeRestores(t, rc) // each owned by its Restore, Completed
+	for _, c := range []*harness.Cluster{vc, rc} {
+		assert.Equal(t, "Completed", veleroPhase(t, c, veleroRestores, "rg-fs-apart", "Completed", "PartiallyFailed", "Failed"))
+	}
+	vc.Stop()
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -99,10 +100,16 @@ func newRestoreCmd() *cobra.Command {
 				return err
 			}
 			opts.Request = veleroRequest(rf, opts.Name, spec)
-			if velero.MovesData(p.Volumes) && !record {
-				return badInput("the backup's volumes are restored by data movement, whose DataDownloads Velero's action makes owned by the Restore: " +
-					"the restore must be recorded in Velero (--from-backup or --from-schedule, without --record-in-velero=false)")
+			// What Velero's node-agent and data movers are given for the restore, in Velero's
+			// namespace of the target, is owned by the Restore: a PodVolumeRestore's
+			// node-agent names the file that the Pod's restore-wait init container waits
+			// for after its owner's UID, and fails one without an owner.
+			ownedByRestore := velero.MovesData(p.Volumes) || p.FillsPodVolumes()
+			if ownedByRestore && !record {
+				return badInput("the backup's volumes are filled by data movement or Velero's node-agent, whose DataDownloads and PodVolumeRestores " +
+					"are owned by the Restore: the restore must be recorded in Velero (--from-backup or --from-schedule, without --record-in-velero=false)")
 			}
+			var here *velero.Client // the Restore in the target, when Velero's objects are read from another cluster
 			if record {
 				// The Restore is there while the restore runs, under the UID plugins
 				// are given: what they make for it is owned by it.
@@ -111,17 +118,28 @@ func newRestoreCmd() *cobra.Command {
 					return veleroError(err)
 				}
 				opts.Request.UID = uid
-				if s.podVolumes != nil && rf.velero.sourceKubeconfig == "" {
-					// The Restore is in the cluster restored into: its PodVolumeRestores
-					// are deleted with it, as Velero's are.
-					s.podVolumes.OwnedByRestore = true
+				if ownedByRestore && rf.velero.sourceKubeconfig != "" {
+					// The Restore in the source cluster cannot own what is made here: the
+					// restore is begun in the target's Velero too, and plugins are given
+					// that Restore's UID.
+					here = &velero.Client{Dynamic: tgt.Dynamic, Namespace: rf.velero.namespace}
+					if opts.Request.UID, err = here.BeginRestore(ctx, opts.Name, s.velero.backup, spec, time.Now()); err != nil {
+						failBegun(s.ctx, cmd.ErrOrStderr(), s.velero.velero, opts.Name, err)
+						return veleroError(fmt.Errorf("in the target: %w", err))
+					}
+				}
+				if s.podVolumes != nil {
+					s.podVolumes.OwnedByRestore = true // deleted with the Restore, as Velero's are
 				}
 			}
 			rep, err := restore.Apply(ctx, p, tgt, opts)
 			prog.Finish()
 			if rep == nil {
 				if record {
-					failBegun(cmd.ErrOrStderr(), s, opts.Name, err)
+					failBegun(s.ctx, cmd.ErrOrStderr(), s.velero.velero, opts.Name, err)
+					if here != nil {
+						failBegun(s.ctx, cmd.ErrOrStderr(), *here, opts.Name, err)
+					}
 				}
 				return &exitError{code: exitBadInput, err: err}
 			}
@@ -133,7 +151,7 @@ func newRestoreCmd() *cobra.Command {
 				return werr
 			}
 			if record {
-				recordInVelero(cmd.ErrOrStderr(), s, rep, opts.Name, spec)
+				recordInVelero(cmd.ErrOrStderr(), s, here, rep, opts.Name, spec)
 			}
 			if rep.OK() && velero.MovesData(p.Volumes) {
 				// As Velero's restore does at its end; kept for a run again otherwise.
@@ -176,9 +194,16 @@ func newRestoreCmd() *cobra.Command {
 // recordInVelero records the restore rep of p as Velero records its own, in the backup's
 // location and as a Restore object, so that velero restore describe and logs show it;
 // what fails is a warning, for the restore itself is done.
-func recordInVelero(warn io.Writer, s *session, rep *restore.Report, name string, spec map[string]any) {
+func recordInVelero(warn io.Writer, s *session, here *velero.Client, rep *restore.Report, name string, spec map[string]any) {
 	rec := velero.RecordOf(name, s.velero.backup, rep)
 	rec.Spec = spec
+	if here != nil {
+		// Its results and log are in the backup's location, which the source's Velero
+		// serves; the target's Restore says how it ended.
+		if err := here.UpdateRestoreStatus(s.ctx, name, func(st *velerov1.RestoreStatus) { *st = rec.Status() }); err != nil {
+			fmt.Fprintf(warn, "restoregraph: warning: restore %s stays InProgress in the target's Velero: %v\n", name, err)
+		}
+	}
 	if err := s.velero.velero.RecordRestore(s.ctx, s.velero.store, rec); err != nil {
 		fmt.Fprintf(warn, "restoregraph: warning: the restore is not recorded in Velero: %v\n", err)
 		return
@@ -187,10 +212,10 @@ func recordInVelero(warn io.Writer, s *session, rep *restore.Report, name string
 		s.velero.velero.Namespace, name, rec.Phase(), name)
 }
 
-// failBegun marks the Restore BeginRestore made Failed, with err as its reason, for a
-// restore that could not start.
-func failBegun(warn io.Writer, s *session, name string, err error) {
-	if uerr := s.velero.velero.UpdateRestoreStatus(s.ctx, name, func(st *velerov1.RestoreStatus) {
+// failBegun marks the Restore BeginRestore made through v Failed, with err as its
+// reason, for a restore that could not start.
+func failBegun(ctx context.Context, warn io.Writer, v velero.Client, name string, err error) {
+	if uerr := v.UpdateRestoreStatus(ctx, name, func(st *velerov1.RestoreStatus) {
 		st.Phase, st.FailureReason = velerov1.RestorePhaseFailed, err.Error()
 	}); uerr != nil {
 		fmt.Fprintf(warn, "restoregraph: warning: restore %s stays InProgress in Velero: %v\n", name, uerr)

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -235,8 +236,15 @@ func (m *mover) backupPodVolume(ctx context.Context, pvb *unstructured.Unstructu
 }
 
 // restorePodVolume copies a PodVolumeRestore's snapshot into the volume of its Pod, once
-// the claim the volume mounts is bound, as the node-agent does.
+// the claim the volume mounts is bound, as the node-agent does, and writes the file
+// that the Pod's restore-wait init container waits for, .velero/UID, named after the
+// UID of the PodVolumeRestore's owner, its Restore; one without an owner fails, as
+// the node-agent fails it.
 func (m *mover) restorePodVolume(ctx context.Context, pvr *unstructured.Unstructured) (map[string]any, error) {
+	owners := pvr.GetOwnerReferences()
+	if len(owners) == 0 {
+		return nil, errors.New("error finding restore UID")
+	}
 	ref, _, _ := unstructured.NestedMap(pvr.Object, "spec", "pod")
 	volume, _, _ := unstructured.NestedString(pvr.Object, "spec", "volume")
 	id, _, _ := unstructured.NestedString(pvr.Object, "spec", "snapshotID")
@@ -248,5 +256,14 @@ func (m *mover) restorePodVolume(ctx context.Context, pvr *unstructured.Unstruct
 		return nil, err
 	}
 	n := dirSize(dir)
+	if err := os.RemoveAll(filepath.Join(dir, ".velero")); err != nil { // an earlier restore's
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, ".velero"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".velero", string(owners[0].UID)), nil, 0o644); err != nil {
+		return nil, err
+	}
 	return map[string]any{"phase": "Completed", "progress": map[string]any{"totalBytes": n, "bytesDone": n}}, nil
 }
