@@ -53,11 +53,11 @@ func (w *watcher) view(e event) (event, bool) {
 	if e.key.gr != w.gr || (w.namespace != "" && e.key.namespace != w.namespace) || (w.name != "" && e.key.name != w.name) {
 		return e, false
 	}
-	cur := w.selector.Matches(e.st.labels)
+	cur := w.selector.Matches(e.st.labelSet())
 	if e.typ != watch.Modified || e.prev == nil {
 		return e, cur
 	}
-	old := w.selector.Matches(e.prev.labels)
+	old := w.selector.Matches(e.prev.labelSet())
 	switch {
 	case cur && old:
 		return e, true
@@ -72,17 +72,18 @@ func (w *watcher) view(e event) (event, bool) {
 }
 
 // labelSet is an object's labels as the store keeps them: one string of its pairs in the
-// order of their keys, each key and value after its length, made canonical by unique.
-// Objects with equal labels (an application's, with the restore's two) share it, and
-// it is let go once no object holds it. The zero labelSet has no labels.
-type labelSet struct{ h unique.Handle[string] }
+// order of their keys, each key and value after its length (encodeLabels'). Objects
+// with labels seen before share one, unique's (canonSet.labels); an object whose labels
+// are new keeps them among its own bytes (stored.labelSet). The zero labelSet has no
+// labels.
+type labelSet struct{ s string }
 
-// labelsOf returns obj's labels, made canonical through c.
-func labelsOf(obj object, c *canonSet) labelSet {
+// encodeLabels appends obj's labels to buf as a labelSet holds them.
+func encodeLabels(buf []byte, obj object) []byte {
 	md, _ := obj["metadata"].(map[string]any)
 	raw, _ := md["labels"].(map[string]any)
 	if len(raw) == 0 {
-		return labelSet{}
+		return buf
 	}
 	var keysArr [16]string
 	keys := keysArr[:0]
@@ -90,8 +91,6 @@ func labelsOf(obj object, c *canonSet) labelSet {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	var bufArr [256]byte
-	buf := bufArr[:0]
 	for _, k := range keys {
 		v, _ := raw[k].(string)
 		buf = binary.AppendUvarint(buf, uint64(len(k)))
@@ -99,7 +98,7 @@ func labelsOf(obj object, c *canonSet) labelSet {
 		buf = binary.AppendUvarint(buf, uint64(len(v)))
 		buf = append(buf, v...)
 	}
-	return labelSet{c.handle(unsafe.String(&buf[0], len(buf)))}
+	return buf
 }
 
 // canonSet makes strings canonical through unique (label sets, apiVersions), keeping
@@ -111,10 +110,56 @@ func labelsOf(obj object, c *canonSet) labelSet {
 type canonSet struct {
 	mu    sync.Mutex
 	slots []unique.Handle[string] // made on first use
+	seen  []uint64                // labels': a bit by the hash of each label set seen
 	seed  maphash.Seed
 }
 
-const canonSlots = 4096
+// canonSlots is the slots of handles; seenBits the bits of label sets seen, about one
+// in eight of them set by a million different sets.
+const canonSlots, seenBits = 4096, 1 << 23
+
+// labels returns unique's handle of the label set s (encodeLabels'), which every object
+// with those labels shares; or, the first time c sees s, none, and own: the object keeps
+// s among its own bytes. A set that comes once (one that names its object, as
+// app.kubernetes.io/name does) so costs its bytes alone, where unique's index of it
+// held as much again; one that comes again, however far apart (an application's labels
+// in each of many namespaces), is shared from its second time on, its first copy kept
+// beside unique's. A set is taken for seen when the bit of its hash is set, so about
+// one in eight of a million different sets goes through unique all the same. A nil c
+// asks unique every time.
+func (c *canonSet) labels(s string) (h unique.Handle[string], own bool) {
+	if c == nil {
+		return unique.Make(s), false
+	}
+	c.mu.Lock()
+	c.init()
+	sum := maphash.String(c.seed, s)
+	slot := &c.slots[sum%canonSlots]
+	h = *slot
+	bit := (sum >> 32) % seenBits
+	word, mask := &c.seen[bit/64], uint64(1)<<(bit%64)
+	again := *word&mask != 0
+	*word |= mask
+	c.mu.Unlock()
+	switch {
+	case h != (unique.Handle[string]{}) && h.Value() == s:
+		return h, false
+	case !again:
+		return unique.Handle[string]{}, true
+	}
+	h = unique.Make(s)
+	c.mu.Lock()
+	*slot = h
+	c.mu.Unlock()
+	return h, false
+}
+
+// init makes c's slots; the caller holds c.mu.
+func (c *canonSet) init() {
+	if c.slots == nil {
+		c.slots, c.seen, c.seed = make([]unique.Handle[string], canonSlots), make([]uint64, seenBits/64), maphash.MakeSeed()
+	}
+}
 
 // handle returns unique's handle of s, which it copies when it keeps it.
 func (c *canonSet) handle(s string) unique.Handle[string] {
@@ -122,9 +167,7 @@ func (c *canonSet) handle(s string) unique.Handle[string] {
 		return unique.Make(s)
 	}
 	c.mu.Lock()
-	if c.slots == nil {
-		c.slots, c.seed = make([]unique.Handle[string], canonSlots), maphash.MakeSeed()
-	}
+	c.init()
 	slot := &c.slots[maphash.String(c.seed, s)%canonSlots]
 	h := *slot
 	c.mu.Unlock()
@@ -140,10 +183,7 @@ func (c *canonSet) handle(s string) unique.Handle[string] {
 
 // each calls f with each label, in the order of their keys, until f returns false.
 func (l labelSet) each(f func(k, v string) bool) {
-	if l.h == (unique.Handle[string]{}) {
-		return
-	}
-	s := l.h.Value()
+	s := l.s
 	for len(s) > 0 {
 		var k, v string
 		k, s = lengthPrefixed(s)
@@ -263,14 +303,14 @@ func (s *Server) list(gr schema.GroupResource, ns, name string, sel labels.Selec
 	if rt := s.types[gr]; name != "" && rt != nil && (ns != "" || !rt.namespaced) {
 		// One object by its name (a readiness watch's field selector): looked up, not
 		// found by scanning the store.
-		if st, ok := s.objects.get(key{gr: gr, namespace: ns, name: name}); ok && sel.Matches(st.labels) {
+		if st, ok := s.objects.get(key{gr: gr, namespace: ns, name: name}); ok && sel.Matches(st.labelSet()) {
 			return []*stored{st}
 		}
 		return nil
 	}
 	var out []*stored
 	s.objects.inResource(gr, ns, func(k key, st *stored) {
-		if (name == "" || k.name == name) && sel.Matches(st.labels) {
+		if (name == "" || k.name == name) && sel.Matches(st.labelSet()) {
 			out = append(out, st)
 		}
 	})

@@ -37,7 +37,7 @@ type stored struct {
 	rt     *resourceType         // its resource, once stored
 	ns     unique.Handle[string] // its namespace; the zero Handle for none
 	gv     unique.Handle[string] // its apiVersion
-	labels labelSet
+	labels unique.Handle[string] // its labelSet when shared; the zero Handle when in data
 	owners []types.UID
 	rvn    uint64 // its resourceVersion, which the store gives in decimal, when hasRV
 	cutLen int32
@@ -81,14 +81,16 @@ func (st *stored) namespace() string {
 // newStored encodes obj, and keeps its JSON as in says, not compressed. The caller
 // never changes obj afterwards: events share it.
 func newStored(obj object, in *storage) *stored {
-	st := describe(obj, nil)
+	lbuf := scratch.Get().(*[]byte)
+	defer scratch.Put(lbuf)
+	st, own := describe(obj, nil, lbuf)
 	st.setRV(metaString(obj, "resourceVersion"))
 	buf, cuts := scratch.Get().(*[]byte), cutsPool.Get().(*[]jsontree.Cut)
 	defer scratch.Put(buf)
 	defer putCuts(cuts)
 	name, uid := metaString(obj, "name"), metaString(obj, "uid")
 	raw := st.encode(buf, cuts, obj, name, uid)
-	st.identify(name, uid, *cuts, raw, in)
+	st.identify(name, uid, own, *cuts, raw, in)
 	return st
 }
 
@@ -213,10 +215,11 @@ func cutTable(b io.ByteWriter, cuts []jsontree.Cut) int {
 
 // describe returns obj with the fields of its metadata the server looks at, but its
 // name, UID and resourceVersion, and without its JSON (identify's and setRV's); its
-// apiVersion and labels made canonical through c.
-func describe(obj object, c *canonSet) *stored {
+// apiVersion made canonical through c, and its labels shared through c (canonSet.labels)
+// or else returned, own, encoded into buf, for identify to keep.
+func describe(obj object, c *canonSet, buf *[]byte) (st *stored, own string) {
 	md := meta(obj)
-	st := &stored{owners: ownerUIDs(obj)}
+	st = &stored{owners: ownerUIDs(obj)}
 	st.set(deleting, metaString(obj, "deletionTimestamp") != "")
 	st.set(finalizing, len(finalizers(obj)) > 0)
 	apiVersion, _ := obj["apiVersion"].(string)
@@ -224,16 +227,27 @@ func describe(obj object, c *canonSet) *stored {
 	if ns, _ := md["namespace"].(string); ns != "" {
 		st.ns = c.handle(ns)
 	}
-	st.labels = labelsOf(obj, c)
-	return st
+	*buf = encodeLabels((*buf)[:0], obj)
+	if len(*buf) > 0 {
+		enc := unsafe.String(&(*buf)[0], len(*buf))
+		var kept bool
+		if st.labels, kept = c.labels(enc); kept {
+			own = enc
+		}
+	}
+	return st, own
 }
 
-// identify sets st's name and UID, and its JSON, raw (as in says: compressed, in a
-// file), with what cuts says json puts back (encode's); it copies both.
-func (st *stored) identify(name, uid string, cuts []jsontree.Cut, raw []byte, in *storage) {
+// identify sets st's name and UID, the labels it keeps itself (own, describe's), and its
+// JSON, raw (as in says: compressed, in a file), with what cuts says json puts back
+// (encode's); it copies them all. data holds the name, the UID, own after its length,
+// then the block or its place in the file.
+func (st *stored) identify(name, uid, own string, cuts []jsontree.Cut, raw []byte, in *storage) {
 	if len(name) > math.MaxUint16 || len(uid) > math.MaxUint8 {
 		panic(fmt.Sprintf("memcluster: a name of %d bytes or a UID of %d stored", len(name), len(uid)))
 	}
+	var ownLen [binary.MaxVarintLen64]byte
+	head := binary.PutUvarint(ownLen[:], uint64(len(own)))
 	n := cutTable(nil, cuts)
 	if in.inFile() && uint64(n)+uint64(len(raw)) <= math.MaxUint32 {
 		block := scratch.Get().(*[]byte)
@@ -243,9 +257,11 @@ func (st *stored) identify(name, uid string, cuts []jsontree.Cut, raw []byte, in
 		*block = append(*block, raw...)
 		if off, ok := in.file.put(*block); ok {
 			var b strings.Builder
-			b.Grow(len(name) + len(uid) + fileRefLen)
+			b.Grow(len(name) + len(uid) + head + len(own) + fileRefLen)
 			b.WriteString(name)
 			b.WriteString(uid)
+			b.Write(ownLen[:head])
+			b.WriteString(own)
 			var ref [fileRefLen]byte
 			binary.LittleEndian.PutUint64(ref[:], uint64(off))
 			binary.LittleEndian.PutUint32(ref[8:], uint32(len(*block)))
@@ -259,9 +275,11 @@ func (st *stored) identify(name, uid string, cuts []jsontree.Cut, raw []byte, in
 		in = in.inMemory // the file refused it
 	}
 	var b strings.Builder
-	b.Grow(len(name) + len(uid) + n + len(raw))
+	b.Grow(len(name) + len(uid) + head + len(own) + n + len(raw))
 	b.WriteString(name)
 	b.WriteString(uid)
+	b.Write(ownLen[:head])
+	b.WriteString(own)
 	cutTable(&b, cuts)
 	b.Write(raw)
 	st.data, st.nameLen, st.uidLen, st.cutLen = b.String(), uint16(len(name)), uint8(len(uid)), int32(n)
@@ -307,11 +325,28 @@ func (st *stored) rv() string {
 }
 func (st *stored) apiVersion() string { return st.gv.Value() }
 
+// afterUID returns what data holds after the name and UID: the labels st keeps itself,
+// and the rest (the block, or its place in the file).
+func (st *stored) afterUID() (own, rest string) {
+	rest = st.data[int(st.nameLen)+int(st.uidLen):]
+	n, w := binary.Uvarint(unsafe.Slice(unsafe.StringData(rest), len(rest)))
+	return rest[w : w+int(n)], rest[w+int(n):]
+}
+
+// labelSet returns its labels.
+func (st *stored) labelSet() labelSet {
+	if st.labels != (unique.Handle[string]{}) {
+		return labelSet{st.labels.Value()}
+	}
+	own, _ := st.afterUID()
+	return labelSet{own}
+}
+
 // block returns its cut table (cutTable's) and its JSON without what the table lists,
 // compressed when st.in says so. Kept in data, they are the string's bytes, which no
 // one changes; kept in a file, they are read into buf's buffer, grown as it needs.
 func (st *stored) block(buf *[]byte) (table, raw []byte) {
-	rest := st.data[int(st.nameLen)+int(st.uidLen):]
+	_, rest := st.afterUID()
 	var b []byte
 	if st.in.inFile() {
 		ref := unsafe.Slice(unsafe.StringData(rest), fileRefLen)
@@ -382,7 +417,9 @@ func (st *stored) json() []byte {
 // st.version gives it its resourceVersion.
 func encodeUnversioned(rt *resourceType, c *canonSet, obj object) *stored {
 	meta(obj)["resourceVersion"] = ""
-	st := describe(obj, c)
+	lbuf := scratch.Get().(*[]byte)
+	defer scratch.Put(lbuf)
+	st, own := describe(obj, c, lbuf)
 	buf, cuts := scratch.Get().(*[]byte), cutsPool.Get().(*[]jsontree.Cut)
 	defer scratch.Put(buf)
 	defer putCuts(cuts)
@@ -394,7 +431,7 @@ func encodeUnversioned(rt *resourceType, c *canonSet, obj object) *stored {
 	zbuf := scratch.Get().(*[]byte)
 	defer scratch.Put(zbuf)
 	data, in := rt.codec.compress(zbuf, raw)
-	st.identify(name, uid, *cuts, data, in)
+	st.identify(name, uid, own, *cuts, data, in)
 	return st
 }
 
