@@ -133,10 +133,14 @@ func TestRestoreFitsItsContainer(t *testing.T) {
 	assert.Contains(t, res.stdout, fmt.Sprintf(": %d restored", n))
 
 	// The container is tight enough to tell: without the soft limit, the same restore
-	// in the same container is killed.
-	off := newCgroup(t, limit)
-	_, killed = off.run(t, []string{"AUTOMEMLIMIT=off"}, args...)
-	assert.True(t, killed, "with AUTOMEMLIMIT=off, not killed in a container of %d MiB (%d MiB unlimited, %d MiB with the collector always at work): the test tells nothing", limit>>20, peak>>20, need>>20)
+	// in the same container is killed. A run's peak moves with when its collections
+	// fall, most on a busy machine, so it is given three runs to be killed in.
+	for range 3 {
+		if _, killed = newCgroup(t, limit).run(t, []string{"AUTOMEMLIMIT=off"}, args...); killed {
+			break
+		}
+	}
+	assert.True(t, killed, "with AUTOMEMLIMIT=off, not killed in a container of %d MiB in three runs (%d MiB unlimited, %d MiB with the collector always at work): the test tells nothing", limit>>20, peak>>20, need>>20)
 }
 
 // freePeak runs the command in a cgroup without a limit, with env added, and returns
